@@ -1,0 +1,3 @@
+from paictl.cli.app import main
+
+main()

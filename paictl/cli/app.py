@@ -1,0 +1,171 @@
+"""The `paictl` command line. The only place that prints or exits.
+
+Every command imports its machinery lazily: `paictl --help` and `paictl validate` must not pay for jinja2,
+kubernetes or the Python jsonschema package unless they are used.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from paictl import __version__
+from paictl.errors import InputError, PaictlError, UsageError
+
+app = typer.Typer(
+    name="paictl",
+    help="Validate, compile and submit OpenPAI job protocol v2 jobs.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class OutputFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"paictl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Validate, compile and submit OpenPAI job protocol v2 jobs.
+
+    Exit codes: 0 success; 1 invalid job; 2 usage or I/O error; 3 cluster error; 4 job stopped.
+    """
+
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def collect_paths(paths: List[str]) -> list[str]:
+    """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin."""
+    found: list[str] = []
+    for given in paths:
+        if given == "-":
+            found.append(given)
+            continue
+        path = Path(given)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
+            if not files:
+                raise InputError(f"{given}: no *.yaml or *.yml files in this directory")
+            found.extend(str(p) for p in files)
+        else:
+            found.append(given)
+    return found
+
+
+@app.command()
+def validate(
+    paths: List[str] = typer.Argument(..., metavar="PATH...",
+                                      help="Job files, directories (searched for *.yaml/*.yml), or - for stdin."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", "-o",
+                                               help="text: compiler-style lines; json: the same records as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
+    stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
+                                   help="File name to report for input read from '-' (for editors)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print diagnostics only, no summary line."),
+) -> None:
+    """Check OpenPAI job files: YAML, the OpenPAI schema, OpenPAI's semantic rules and known pitfalls.
+
+    Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
+    """
+    from paictl.protocol import read_source
+    from paictl.protocol.validate import validate_bytes
+
+    from .report import json_report, summary_line, text_report
+
+    results = []
+    io_errors: list[str] = []
+    try:
+        files = collect_paths(paths)
+    except InputError as exc:
+        _fail(exc)
+    for file in files:
+        try:
+            raw = sys.stdin.buffer.read() if file == "-" else read_source(file)
+        except InputError as exc:
+            io_errors.append(str(exc))
+            continue
+        results.append(validate_bytes(raw, stdin_name if file == "-" else file))
+
+    if output_format is OutputFormat.json:
+        typer.echo(json_report(results, strict))
+    else:
+        report = text_report(results)
+        if report:
+            typer.echo(report)
+        if not quiet and results:
+            typer.echo(summary_line(results, strict))
+    for message in io_errors:
+        typer.echo(f"paictl: error: {message}", err=True)
+    if io_errors:
+        raise typer.Exit(InputError.exit_code)
+    failed = any(not r.ok or (strict and r.warnings) for r in results)
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def schema(
+    name: str = typer.Argument("job", help="Which schema: " + "job."),
+) -> None:
+    """Print a JSON Schema paictl validates with (for editors: yaml-language-server, VS Code)."""
+    import json
+
+    from paictl.schemas import load_schema, schema_names
+
+    if name not in schema_names():
+        _fail(UsageError(f"unknown schema {name!r}; available: {', '.join(schema_names())}"))
+    typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
+
+
+@app.command()
+def explain(
+    code: Optional[str] = typer.Argument(None, help="A diagnostic code such as E202; omit to list them all."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", "-o", help="text or json."),
+) -> None:
+    """Describe diagnostic codes (what each one means and its severity)."""
+    import json
+
+    from paictl.protocol.codes import CODES
+
+    if code is not None and code.upper() not in CODES:
+        _fail(UsageError(f"unknown code {code!r}; run `paictl explain` for the list"))
+    selected = {code.upper(): CODES[code.upper()]} if code else CODES
+    if output_format is OutputFormat.json:
+        typer.echo(json.dumps([{"code": c, "severity": s.value, "title": t} for c, (s, t) in selected.items()],
+                              indent=2))
+    else:
+        for c, (severity, title) in selected.items():
+            typer.echo(f"{c}  {severity.value:<7}  {title}")
+
+
+def _fail(error: PaictlError) -> None:
+    typer.echo(f"paictl: error: {error}", err=True)
+    raise typer.Exit(error.exit_code)
+
+
+def main() -> None:
+    """Console entry point: the one place a PaictlError becomes a message and an exit code."""
+    try:
+        app()
+    except PaictlError as error:  # pragma: no cover - commands normally route through _fail
+        typer.echo(f"paictl: error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,63 @@
+"""Reporters: diagnostics in, text out. Pure functions, so the CLI alone decides where output goes."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable, Sequence
+
+from paictl.protocol.diagnostics import Diagnostic
+from paictl.protocol.validate import ValidationResult
+
+_TOKEN_END = re.compile(r"[\s:,\]}]")
+
+
+def format_diagnostic(d: Diagnostic) -> str:
+    """`path:line:col: severity[CODE]: message`, then the source line with a caret, then the hint."""
+    where = d.file if d.line is None else f"{d.file}:{d.line}:{d.column}"
+    lines = [f"{where}: {d.severity.value}[{d.code}]: {d.message}"]
+    if d.source_line is not None and d.line is not None and d.column is not None:
+        gutter = str(d.line)
+        rest = d.source_line[d.column - 1:]
+        end = _TOKEN_END.search(rest, 1) if rest else None
+        width = max(1, end.start() if end else len(rest.rstrip()))
+        lines.append(f" {gutter} | {d.source_line.rstrip()}")
+        lines.append(f" {' ' * len(gutter)} | {' ' * (d.column - 1)}^{'~' * (width - 1)}")
+    if d.hint:
+        lines.append(f"   = hint: {d.hint}")
+    return "\n".join(lines)
+
+
+def summary_line(results: Sequence[ValidationResult], strict: bool) -> str:
+    errors = sum(len(r.errors) for r in results)
+    warnings = sum(len(r.warnings) for r in results)
+    failing = sum(1 for r in results if not r.ok or (strict and r.warnings))
+    files = f"{len(results)} file" + ("" if len(results) == 1 else "s")
+    if not errors and not warnings:
+        return f"{files} valid"
+    parts = []
+    if errors:
+        parts.append(f"{errors} error" + ("" if errors == 1 else "s"))
+    if warnings:
+        parts.append(f"{warnings} warning" + ("" if warnings == 1 else "s") + (" (strict)" if strict else ""))
+    return f"{', '.join(parts)}; {failing} of {files} invalid"
+
+
+def text_report(results: Iterable[ValidationResult]) -> str:
+    return "\n".join(format_diagnostic(d) for r in results for d in r.diagnostics)
+
+
+def json_report(results: Sequence[ValidationResult], strict: bool) -> str:
+    records = [{
+        "file": r.path,
+        "valid": r.ok and not (strict and r.warnings),
+        "diagnostics": [d.to_dict() for d in r.diagnostics],
+    } for r in results]
+    summary = {
+        "files": len(results),
+        "invalid": sum(1 for r in records if not r["valid"]),
+        "errors": sum(len(r.errors) for r in results),
+        "warnings": sum(len(r.warnings) for r in results),
+        "strict": strict,
+    }
+    return json.dumps({"summary": summary, "results": records}, indent=2, ensure_ascii=False)

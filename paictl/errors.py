@@ -1,0 +1,45 @@
+"""One error hierarchy for the whole tool; the CLI catches it once and exits with `exit_code`.
+
+Exit codes (the README documents them): 0 success, 1 an invalid job (or a failed job when following one),
+2 usage or I/O errors, 3 cluster errors, 4 a job that was stopped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from paictl.protocol.diagnostics import Diagnostic
+
+
+class PaictlError(Exception):
+    """Base of every error paictl reports to the user; the message already says what to do."""
+
+    exit_code = 1
+
+
+class InvalidJobError(PaictlError):
+    """The job (or another input document) has error diagnostics."""
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        errors = [d for d in diagnostics if d.is_error]
+        first = errors[0] if errors else None
+        summary = f"{first.file}: {first.message}" if first else "invalid job"
+        super().__init__(f"{len(errors)} error(s); first: {summary}")
+        self.diagnostics = diagnostics
+
+
+class UsageError(PaictlError):
+    exit_code = 2
+
+
+class InputError(PaictlError):
+    """A file could not be read (missing, unreadable, a directory with no YAML files...)."""
+
+    exit_code = 2
+
+
+class ClusterError(PaictlError):
+    exit_code = 3

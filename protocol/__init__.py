@@ -1,0 +1,59 @@
+"""OpenPAI job protocol v2: loading, validation and the typed job model.
+
+The library face of `paictl validate`:
+
+    >>> from paictl.protocol import validate_file, load_job
+    >>> result = validate_file("job.yaml")        # every diagnostic, located; never raises for a bad job
+    >>> job = load_job("job.yaml")                # the typed model, or InvalidJobError with the diagnostics
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from paictl.errors import InputError, InvalidJobError
+
+from .diagnostics import Diagnostic, Severity
+from .model import (Completion, Defaults, Deployment, DeploymentTaskRole, DockerAuth, Job, Prerequisite,
+                    Resources, TaskRole, job_from_data)
+from .validate import ValidationResult, validate_bytes, validate_text
+
+__all__ = [
+    "Completion", "Defaults", "Deployment", "DeploymentTaskRole", "Diagnostic", "DockerAuth", "Job",
+    "Prerequisite", "Resources", "Severity", "TaskRole", "ValidationResult", "load_job", "load_job_text",
+    "read_source", "validate_bytes", "validate_file", "validate_text",
+]
+
+
+def read_source(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a job file, or InputError (exit code 2) saying why it cannot be read."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def validate_file(path: str | os.PathLike[str]) -> ValidationResult:
+    return validate_bytes(read_source(path), str(path))
+
+
+def load_job_text(text: str, path: str = "<string>", *, strict: bool = False) -> Job:
+    """The typed job for a document, or InvalidJobError carrying every diagnostic (warnings fail when strict)."""
+    result = validate_text(text, path)
+    if not result.ok or (strict and result.diagnostics):
+        raise InvalidJobError(list(result.diagnostics))
+    assert result.data is not None
+    return job_from_data(result.data)
+
+
+def load_job(path: str | os.PathLike[str], *, strict: bool = False) -> Job:
+    result = validate_file(path)
+    if not result.ok or (strict and result.diagnostics):
+        raise InvalidJobError(list(result.diagnostics))
+    assert result.data is not None
+    return job_from_data(result.data)

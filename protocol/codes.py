@@ -1,0 +1,65 @@
+"""Every diagnostic code paictl emits, with its severity and a one-line title.
+
+Codes are stable: tools and pre-commit users filter on them. Add new ones; never renumber. `paictl explain`
+and the README's table are generated from this mapping, so it is the single place a code is defined.
+"""
+
+from __future__ import annotations
+
+from .diagnostics import Severity
+
+E, W = Severity.ERROR, Severity.WARNING
+
+CODES: dict[str, tuple[Severity, str]] = {
+    # Reading the file (the document never became a single YAML mapping)
+    "E100": (E, "the file is not valid UTF-8"),
+    "E101": (E, "YAML syntax error"),
+    "E102": (E, "duplicate key in a mapping"),
+    "E103": (E, "more than one YAML document in the file"),
+    "E104": (E, "the document is not a mapping (empty, a list or a scalar)"),
+    "E105": (E, "tab character used for indentation"),
+    "E106": (E, "aliases expand to too many nodes (alias bomb) or nesting too deep"),
+    "E107": (E, "the file is larger than the size limit"),
+    # The OpenPAI rest-server's JSON schema
+    "E200": (E, "schema violation"),
+    "E201": (E, "a required key is missing"),
+    "E202": (E, "unknown key"),
+    "E203": (E, "a value has the wrong type"),
+    "E204": (E, "a value is not one of the allowed values"),
+    "E205": (E, "a name does not match the required pattern"),
+    "E206": (E, "a value is out of range"),
+    "E207": (E, "a list or mapping has too few entries"),
+    "E208": (E, "invalid task role name"),
+    "E209": (E, "a prerequisite matches none of the prerequisite kinds"),
+    "E210": (E, "`ports` is written as a list; it is a mapping of label to port count"),
+    "E211": (E, "a placeholder in a field OpenPAI does not render (it must be a literal value)"),
+    "E212": (E, "`extraContainerOptions.additionalProperties` is rejected by OpenPAI's schema"),
+    # Upstream quirks: accepted by OpenPAI, almost certainly not what was meant
+    "W201": (W, "unknown key in extraContainerOptions (accepted and ignored by OpenPAI)"),
+    "W202": (W, "negative taskRetryCount (accepted by OpenPAI, means no retry)"),
+    "W203": (W, "completion count that is zero or below -1 (OpenPAI uses the default instead)"),
+    "W204": (W, "unknown key in defaults (accepted and ignored by OpenPAI)"),
+    "W205": (W, "unknown key in a deployment (accepted and ignored by OpenPAI)"),
+    "W206": (W, "taskRoles is not a mapping (accepted by OpenPAI's schema; the job has no task roles)"),
+    "W207": (W, "negative resource value or a port count below 1"),
+    # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
+    "E301": (E, "duplicate prerequisite (same type and name)"),
+    "E302": (E, "duplicate deployment name"),
+    "E303": (E, "a task role's prerequisites list names an unknown prerequisite"),
+    "E304": (E, "dockerImage/script/output/data names no prerequisite of that type"),
+    "E305": (E, "defaults.deployment names no deployment"),
+    # Pitfalls users reported (OpenPAI accepts the job, then it misbehaves)
+    "W401": (W, "a $parameters placeholder resolves to nothing"),
+    "W402": (W, "a $secrets placeholder resolves to nothing"),
+    "W403": (W, "a $script/$output/$data placeholder resolves to nothing"),
+    "W404": (W, "task role names collide after OpenPAI's name conversion"),
+    "W405": (W, "taskRetryCount is ignored while gang allocation is on"),
+    "W406": (W, "a deployment names a task role the job does not have"),
+    "W407": (W, "a completion count is larger than the task role's instances"),
+    "W408": (W, "a placeholder in a field OpenPAI never renders"),
+    "W409": (W, "a template tag OpenPAI drops or leaves literally (unknown name, section, partial...)"),
+}
+
+
+def severity_of(code: str) -> Severity:
+    return CODES[code][0]

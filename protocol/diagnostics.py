@@ -1,0 +1,74 @@
+"""The one diagnostic model every check produces and every reporter consumes.
+
+Checks work on plain data and know only JSON pointers; they emit `Finding`s. The validator turns each finding into
+a `Diagnostic` by looking the pointer up in the document's position index, so no check ever deals with line numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Anchor(str, enum.Enum):
+    """Which part of a mapping entry a finding points at: an unknown key points at the key, a bad value at the value."""
+
+    KEY = "key"
+    VALUE = "value"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Finding:
+    """A problem found in plain data, located only by a JSON pointer (RFC 6901)."""
+
+    code: str
+    severity: Severity
+    message: str
+    pointer: str
+    anchor: Anchor = Anchor.VALUE
+    hint: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Diagnostic:
+    """A located problem: what `paictl validate` prints, one line per problem."""
+
+    code: str
+    severity: Severity
+    message: str
+    file: str
+    line: int | None = None
+    column: int | None = None
+    pointer: str = ""
+    hint: str | None = None
+    source_line: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def to_dict(self) -> dict[str, Any]:
+        record = dataclasses.asdict(self)
+        record["severity"] = self.severity.value
+        return record
+
+
+def escape_pointer_token(token: object) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer_of(*tokens: object) -> str:
+    """Build a JSON pointer from path tokens: pointer_of("taskRoles", "a/b") == "/taskRoles/a~1b"."""
+    return "".join("/" + escape_pointer_token(t) for t in tokens)
+
+
+def split_pointer(pointer: str) -> list[str]:
+    if not pointer:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]

@@ -1,0 +1,201 @@
+"""The typed, immutable job model every compile target consumes (never raw dicts).
+
+Built only from data that passed validation, so it holds no parsing logic: defaults are applied here exactly where
+OpenPAI applies them (instances 1, retry counts 0, gang allocation on). Secrets and registry passwords are kept out
+of `repr` so that a model printed in a log or a traceback leaks nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+PrerequisiteType = Literal["script", "output", "data", "dockerimage"]
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DockerAuth:
+    username: str | None = None
+    password: str | None = dataclasses.field(default=None, repr=False)
+    registry_uri: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Prerequisite:
+    name: str
+    type: PrerequisiteType
+    uri: str | tuple[str, ...] | None = None
+    plugin: str | None = None
+    require: tuple[str, ...] = ()
+    auth: DockerAuth | None = None
+    #: Every key as written (what `<% $script.x %>` and runtime plugins look up); auth is left out.
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None), repr=False)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Completion:
+    #: None means OpenPAI's default (1 failure fails the attempt); -1 means never fail on failures.
+    min_failed_instances: int | None = None
+    #: None means OpenPAI's default (all instances must succeed); -1 means never succeed early.
+    min_succeeded_instances: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Resources:
+    cpu: int
+    memory_mb: int
+    gpu: int
+    #: label -> number of ports to allocate (not a port number).
+    ports: Mapping[str, int] = dataclasses.field(default_factory=lambda: _frozen(None))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskRole:
+    name: str
+    docker_image: str
+    resources: Resources
+    commands: tuple[str, ...]
+    instances: int = 1
+    completion: Completion = Completion()
+    task_retry_count: int = 0
+    prerequisites: tuple[str, ...] = ()
+    data: str | None = None
+    output: str | None = None
+    script: str | None = None
+    shm_mb: int | None = None
+    extra_container_options: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeploymentTaskRole:
+    pre_commands: tuple[str, ...] = ()
+    post_commands: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Deployment:
+    name: str
+    task_roles: Mapping[str, DeploymentTaskRole]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Defaults:
+    deployment: str | None = None
+    virtual_cluster: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Job:
+    name: str
+    task_roles: tuple[TaskRole, ...]
+    protocol_version: str = "2"
+    type: str = "job"
+    version: str | int | float | None = None
+    contributor: str | None = None
+    description: str | None = None
+    prerequisites: tuple[Prerequisite, ...] = ()
+    parameters: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None))
+    secrets: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None), repr=False)
+    job_retry_count: int = 0
+    deployments: tuple[Deployment, ...] = ()
+    defaults: Defaults = Defaults()
+    extras: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None))
+
+    @property
+    def gang_allocation(self) -> bool:
+        """OpenPAI allocates all task roles together unless `extras.gangAllocation` is exactly false."""
+        return self.extras.get("gangAllocation") is not False
+
+    def task_role(self, name: str) -> TaskRole:
+        for role in self.task_roles:
+            if role.name == name:
+                return role
+        raise KeyError(name)
+
+    def prerequisite(self, type_: PrerequisiteType, name: str) -> Prerequisite | None:
+        for prerequisite in self.prerequisites:
+            if prerequisite.type == type_ and prerequisite.name == name:
+                return prerequisite
+        return None
+
+    def default_deployment(self) -> Deployment | None:
+        for deployment in self.deployments:
+            if deployment.name == self.defaults.deployment:
+                return deployment
+        return None
+
+
+def job_from_data(data: Mapping[str, Any]) -> Job:
+    """The model of a document that passed validation (calling it on unvalidated data is a programming error)."""
+    roles = data.get("taskRoles")
+    return Job(
+        name=data["name"],
+        protocol_version=str(data["protocolVersion"]),
+        type=data["type"],
+        version=data.get("version"),
+        contributor=data.get("contributor"),
+        description=data.get("description"),
+        prerequisites=tuple(_prerequisite(p) for p in data.get("prerequisites") or ()),
+        parameters=_frozen(data.get("parameters")),
+        secrets=_frozen(data.get("secrets")),
+        job_retry_count=data.get("jobRetryCount") or 0,
+        task_roles=tuple(_task_role(n, r) for n, r in roles.items()) if isinstance(roles, dict) else (),
+        deployments=tuple(_deployment(d) for d in data.get("deployments") or ()),
+        defaults=Defaults(deployment=(data.get("defaults") or {}).get("deployment"),
+                          virtual_cluster=(data.get("defaults") or {}).get("virtualCluster")),
+        extras=_frozen(data.get("extras")),
+    )
+
+
+def _prerequisite(item: Mapping[str, Any]) -> Prerequisite:
+    uri = item.get("uri")
+    auth = item.get("auth")
+    return Prerequisite(
+        name=item["name"],
+        type=item["type"],
+        uri=tuple(uri) if isinstance(uri, list) else uri,
+        plugin=item.get("plugin"),
+        require=tuple(item.get("require") or ()),
+        auth=DockerAuth(username=auth.get("username"), password=auth.get("password"),
+                        registry_uri=auth.get("registryuri")) if isinstance(auth, dict) else None,
+        fields=_frozen({k: v for k, v in item.items() if k != "auth"}),
+    )
+
+
+def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
+    resources = role["resourcePerInstance"]
+    completion = role.get("completion") or {}
+    options = role.get("extraContainerOptions") or {}
+    return TaskRole(
+        name=name,
+        instances=role.get("instances") or 1,
+        completion=Completion(min_failed_instances=completion.get("minFailedInstances"),
+                              min_succeeded_instances=completion.get("minSucceededInstances")),
+        task_retry_count=role.get("taskRetryCount") or 0,
+        prerequisites=tuple(role.get("prerequisites") or ()),
+        docker_image=role["dockerImage"],
+        data=role.get("data"),
+        output=role.get("output"),
+        script=role.get("script"),
+        shm_mb=options.get("shmMB"),
+        extra_container_options=_frozen(options),
+        resources=Resources(cpu=resources["cpu"], memory_mb=resources["memoryMB"], gpu=resources["gpu"],
+                            ports=_frozen(resources.get("ports"))),
+        commands=tuple(role["commands"]),
+    )
+
+
+def _deployment(item: Mapping[str, Any]) -> Deployment:
+    return Deployment(
+        name=item["name"],
+        task_roles=_frozen({
+            name: DeploymentTaskRole(pre_commands=tuple(spec.get("preCommands") or ()),
+                                     post_commands=tuple(spec.get("postCommands") or ()))
+            for name, spec in item["taskRoles"].items()
+        }),
+    )

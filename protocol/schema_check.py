@@ -1,0 +1,230 @@
+"""The JSON-schema phase: run the project's schema and explain each violation the way a compiler would.
+
+jsonschema's own messages name Python reprs and schema keywords; users need to hear which key is wrong, where, and
+what was probably meant. Each jsonschema error becomes one or more `Finding`s with a stable code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from typing import Any, Iterable
+
+from .codes import severity_of
+from .diagnostics import Anchor, Finding, pointer_of
+
+# Keys renamed or commonly mistyped in older OpenPAI protocols, mapped to what the current protocol calls them.
+KNOWN_RENAMES = {
+    "minsucceededtaskcount": "minSucceededInstances",
+    "minfailedtaskcount": "minFailedInstances",
+    "tasknumber": "instances",
+    "taskrole": "taskRoles",
+    "default": "defaults",
+    "image": "dockerImage",
+    "command": "commands",
+    "retrycount": "taskRetryCount",
+    "resource": "resourcePerInstance",
+    "resources": "resourcePerInstance",
+    "memory": "memoryMB",
+    "gpunumber": "gpu",
+    "cpunumber": "cpu",
+}
+
+_JSON_TYPES = {
+    "object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+    "number": "a number", "boolean": "a boolean", "null": "null",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(schema_name: str = "job"):
+    from jsonschema import Draft202012Validator
+
+    from paictl.schemas import load_schema
+
+    return Draft202012Validator(load_schema(schema_name))
+
+
+def check_schema(data: Any, schema_name: str = "job") -> list[Finding]:
+    findings: list[Finding] = []
+    for error in _validator(schema_name).iter_errors(data):
+        findings.extend(_explain(error))
+    return _unique(findings)
+
+
+def _unique(findings: Iterable[Finding]) -> list[Finding]:
+    seen, result = set(), []
+    for f in findings:
+        key = (f.code, f.pointer, f.message)
+        if key not in seen:
+            seen.add(key)
+            result.append(f)
+    return result
+
+
+def _finding(code: str, message: str, path: Iterable[Any], anchor: Anchor = Anchor.VALUE,
+             hint: str | None = None) -> Finding:
+    return Finding(code=code, severity=severity_of(code), message=message, pointer=pointer_of(*path), anchor=anchor,
+                   hint=hint)
+
+
+def _where(path: list[Any]) -> str:
+    """A human name for a location: `taskRoles.worker.completion`, or `the job` for the root."""
+    if not path:
+        return "the job"
+    text = ""
+    for token in path:
+        text += f"[{token}]" if isinstance(token, int) else (("." if text else "") + str(token))
+    return text
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return f"number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {shown!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def did_you_mean(key: str, candidates: Iterable[str]) -> str | None:
+    """The allowed key the user most probably meant, if any."""
+    candidates = list(candidates)
+    renamed = KNOWN_RENAMES.get(key.lower())
+    if renamed in candidates:
+        return renamed
+    by_lower = {c.lower(): c for c in candidates}
+    if key.lower() in by_lower:
+        return by_lower[key.lower()]
+    match = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[match[0]] if match else None
+
+
+def _explain(error) -> list[Finding]:
+    path = list(error.absolute_path)
+    keyword = error.validator
+    where = _where(path)
+
+    if keyword in ("oneOf", "anyOf") and error.context:
+        from jsonschema.exceptions import best_match
+
+        return _explain(best_match(error.context))
+
+    if keyword == "required":
+        missing = [k for k in error.validator_value if isinstance(error.instance, dict) and k not in error.instance]
+        return [_finding("E201", f"{where} is missing the required key '{k}'", path, Anchor.KEY,
+                         hint=_required_hint(k)) for k in missing]
+
+    if keyword == "additionalProperties" and isinstance(error.instance, dict):
+        return _unknown_keys(error, path)
+
+    if keyword == "false" or (error.schema is False):
+        if path and path[-1] == "additionalProperties":
+            return [_finding("E212", f"{where} is rejected by OpenPAI: its schema forbids a key named "
+                             "'additionalProperties' in extraContainerOptions", path, Anchor.KEY,
+                             hint="remove this key (an upstream schema bug makes it the one forbidden name)")]
+        return [_finding("E202", f"{where} is not allowed here", path, Anchor.KEY)]
+
+    if keyword == "type":
+        return [_type_error(error, path)]
+
+    if keyword in ("enum", "const"):
+        allowed = error.validator_value if keyword == "enum" else [error.validator_value]
+        shown = ", ".join(repr(a) if isinstance(a, str) else str(a) for a in allowed)
+        hint = None
+        if isinstance(error.instance, str):
+            guess = did_you_mean(error.instance, [a for a in allowed if isinstance(a, str)])
+            if guess is not None:
+                hint = f"did you mean {guess!r}?"
+        if path and path[-1] == "type" and len(path) == 3 and path[0] == "prerequisites":
+            return [_finding("E209", f"{where} is {_describe(error.instance)}; a prerequisite type is one of "
+                             f"{shown}", path, hint=hint)]
+        return [_finding("E204", f"{where} is {_describe(error.instance)}; expected one of {shown}", path,
+                         hint=hint)]
+
+    if keyword == "pattern":
+        return [_finding("E205", f"{where} {_describe(error.instance)} does not match {error.validator_value}",
+                         path, hint=_pattern_hint(error.validator_value))]
+
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"):
+        bound = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<",
+                 "minLength": "length >=", "maxLength": "length <="}[keyword]
+        value = error.instance if not isinstance(error.instance, str) else len(error.instance)
+        return [_finding("E206", f"{where} is {value}; it must be {bound} {error.validator_value}", path)]
+
+    if keyword in ("minItems", "minProperties"):
+        noun = "item" if keyword == "minItems" else "entry"
+        return [_finding("E207", f"{where} must have at least {error.validator_value} {noun}", path)]
+
+    return [_finding("E200", f"{where}: {error.message}", path)]
+
+
+def _unknown_keys(error, path: list[Any]) -> list[Finding]:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    declared = list(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    where = _where(path)
+    findings = []
+    for key in error.instance:
+        if key in declared or any(p.search(key) for p in patterns):
+            continue
+        key_path = [*path, key]
+        if patterns and not declared:
+            if path and path[-1] == "taskRoles":
+                findings.append(_finding(
+                    "E208", f"task role name {key!r} is invalid: it must match {patterns[0].pattern}", key_path,
+                    Anchor.KEY, hint="use letters, digits and underscores, not starting with a digit (and avoid "
+                    "underscores: OpenPAI drops them when it converts names)"))
+            else:
+                findings.append(_finding("E205", f"{where} key {key!r} does not match {patterns[0].pattern}",
+                                         key_path, Anchor.KEY, hint=_pattern_hint(patterns[0].pattern)))
+            continue
+        guess = did_you_mean(key, declared)
+        message = f"unknown key {key!r} in {where}"
+        if guess:
+            message += f"; did you mean {guess!r}?"
+        hint = None if guess else (f"allowed keys: {', '.join(declared)}" if declared else None)
+        findings.append(_finding("E202", message, key_path, Anchor.KEY, hint=hint))
+    return findings
+
+
+def _type_error(error, path: list[Any]) -> Finding:
+    expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    wanted = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
+    where = _where(path)
+    value = error.instance
+    if path and path[-1] == "ports" and isinstance(value, list):
+        return _finding("E210", f"{where} is a list; it must be a mapping of port label to number of ports",
+                        path, hint="write `ports: {http: 1}`, not `ports: [- http: 1]`; the value is how many "
+                        "ports to allocate, not a port number")
+    if isinstance(value, str) and "<%" in value and "integer" in expected:
+        return _finding("E211", f"{where} is the template {value.strip()!r}; OpenPAI renders placeholders only in "
+                        "commands, so this field must be a literal " + wanted.removeprefix("an ").removeprefix("a "),
+                        path, hint="use a YAML anchor and alias to share a value, or write the number")
+    return _finding("E203", f"{where} is {_describe(value)}; expected {wanted}", path)
+
+
+def _required_hint(key: str) -> str | None:
+    return {
+        "protocolVersion": "add `protocolVersion: 2`",
+        "type": "add `type: job`",
+        "gpu": "write `gpu: 0` for a CPU-only task",
+        "uri": "a dockerimage prerequisite needs `uri: <image reference>`",
+    }.get(key)
+
+
+def _pattern_hint(pattern: str) -> str | None:
+    if pattern == "^[a-zA-Z0-9_-]+$":
+        return "use only letters, digits, '_' and '-'"
+    if pattern == "^[a-zA-Z_][a-zA-Z0-9_]*$":
+        return "use letters, digits and '_', not starting with a digit"
+    return None

@@ -1,0 +1,104 @@
+"""Validation of one job document: load, schema, semantics; every problem collected, then located.
+
+The fast path (yaml-rs + jsonschema-rs) can only say "clean": a file with no error and no warning. Anything else is
+validated again by the located path, which is the authority for every diagnostic, so positions are exact and the
+two paths can never disagree about what is reported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from .diagnostics import Anchor, Diagnostic, Finding, split_pointer
+from .loading import Document, DocumentError, decode_source, load_fast, load_located
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ValidationResult:
+    path: str
+    diagnostics: tuple[Diagnostic, ...]
+    data: dict[str, Any] | None
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.is_error)
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if not d.is_error)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_validator(schema_name: str):
+    import jsonschema_rs
+
+    from paictl.schemas import load_schema
+
+    return jsonschema_rs.validator_for(load_schema(schema_name))
+
+
+def _semantic_findings(data: dict[str, Any]) -> list[Finding]:
+    from .semantics import check_semantics
+
+    return check_semantics(data)
+
+
+def validate_bytes(raw: bytes, path: str) -> ValidationResult:
+    try:
+        text = decode_source(raw, path)
+    except DocumentError as exc:
+        return ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None)
+    return validate_text(text, path)
+
+
+def validate_text(text: str, path: str) -> ValidationResult:
+    data = load_fast(text)
+    if data is not None and _fast_validator("job").is_valid(data) and not _semantic_findings(data):
+        return ValidationResult(path=path, diagnostics=(), data=data)
+    return validate_located(text, path)
+
+
+def validate_located(text: str, path: str) -> ValidationResult:
+    """The authoritative path: every diagnostic, each with its line and column."""
+    from .schema_check import check_schema
+
+    try:
+        document = load_located(text, path)
+    except DocumentError as exc:
+        return ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None)
+    findings = check_schema(document.data)
+    # Semantic checks assume the shapes the schema guarantees, so they run only on schema-valid documents
+    # (as upstream does); the schema phase itself reports every violation at once.
+    if not any(f.severity.value == "error" for f in findings):
+        findings += _semantic_findings(document.data)
+    diagnostics = sorted((locate(f, document) for f in findings),
+                         key=lambda d: (d.line or 0, d.column or 0, d.code))
+    return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+
+
+def locate(finding: Finding, document: Document) -> Diagnostic:
+    """Give a pointer-located finding its line, column and source line (the nearest existing node if need be)."""
+    positions = document.positions or {}
+    tokens = split_pointer(finding.pointer)
+    anchor = finding.anchor
+    while tokens and _join(tokens) not in positions:
+        tokens.pop()
+        anchor = Anchor.KEY  # the node itself is missing: point at the entry of its nearest ancestor
+    key_line, key_column, value_line, value_column = positions.get(_join(tokens), (1, 1, 1, 1))
+    line, column = (key_line, key_column) if anchor is Anchor.KEY else (value_line, value_column)
+    lines = document.text.splitlines()
+    source_line = lines[line - 1] if 0 < line <= len(lines) else None
+    return Diagnostic(code=finding.code, severity=finding.severity, message=finding.message, file=document.path,
+                      line=line, column=column, pointer=finding.pointer, hint=finding.hint, source_line=source_line)
+
+
+def _join(tokens: list[str]) -> str:
+    from .diagnostics import pointer_of
+
+    return pointer_of(*tokens)
