@@ -127,12 +127,15 @@ def _explain(error) -> list[Finding]:
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
         return _unknown_keys(error, path)
 
-    if keyword == "false" or (error.schema is False):
-        if path and path[-1] == "additionalProperties":
-            return [_finding("E212", f"{where} is rejected by OpenPAI: its schema forbids a key named "
-                             "'additionalProperties' in extraContainerOptions", path, Anchor.KEY,
+    if error.schema is False:
+        # jsonschema reports a `false` subschema at the parent object, without the key; the only `false` in the
+        # job schema is upstream's misplaced `additionalProperties: false` inside extraContainerOptions.properties.
+        if path and path[-1] == "extraContainerOptions":
+            key_path = [*path, "additionalProperties"]
+            return [_finding("E212", f"{_where(key_path)} is rejected by OpenPAI: its schema forbids a key named "
+                             "'additionalProperties' in extraContainerOptions", key_path, Anchor.KEY,
                              hint="remove this key (an upstream schema bug makes it the one forbidden name)")]
-        return [_finding("E202", f"{where} is not allowed here", path, Anchor.KEY)]
+        return [_finding("E200", f"{where}: {error.message}", path, Anchor.KEY)]
 
     if keyword == "type":
         return [_type_error(error, path)]
@@ -152,8 +155,9 @@ def _explain(error) -> list[Finding]:
                          hint=hint)]
 
     if keyword == "pattern":
-        return [_finding("E205", f"{where} {_describe(error.instance)} does not match {error.validator_value}",
-                         path, hint=_pattern_hint(error.validator_value))]
+        pattern = _shown_pattern(error.validator_value)
+        return [_finding("E205", f"{where} {_describe(error.instance)} does not match {pattern}", path,
+                         hint=_pattern_hint(pattern))]
 
     if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength"):
         bound = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<",
@@ -172,6 +176,7 @@ def _unknown_keys(error, path: list[Any]) -> list[Finding]:
     schema = error.schema if isinstance(error.schema, dict) else {}
     declared = list(schema.get("properties", {}))
     patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    shown = _shown_pattern(patterns[0].pattern) if patterns else ""
     where = _where(path)
     findings = []
     for key in error.instance:
@@ -181,12 +186,12 @@ def _unknown_keys(error, path: list[Any]) -> list[Finding]:
         if patterns and not declared:
             if path and path[-1] == "taskRoles":
                 findings.append(_finding(
-                    "E208", f"task role name {key!r} is invalid: it must match {patterns[0].pattern}", key_path,
+                    "E208", f"task role name {key!r} is invalid: it must match {shown}", key_path,
                     Anchor.KEY, hint="use letters, digits and underscores, not starting with a digit (and avoid "
                     "underscores: OpenPAI drops them when it converts names)"))
             else:
-                findings.append(_finding("E205", f"{where} key {key!r} does not match {patterns[0].pattern}",
-                                         key_path, Anchor.KEY, hint=_pattern_hint(patterns[0].pattern)))
+                findings.append(_finding("E205", f"{where} key {key!r} does not match {shown}", key_path,
+                                         Anchor.KEY, hint=_pattern_hint(shown)))
             continue
         guess = did_you_mean(key, declared)
         message = f"unknown key {key!r} in {where}"
@@ -220,6 +225,12 @@ def _required_hint(key: str) -> str | None:
         "gpu": "write `gpu: 0` for a CPU-only task",
         "uri": "a dockerimage prerequisite needs `uri: <image reference>`",
     }.get(key)
+
+
+def _shown_pattern(pattern: str) -> str:
+    # The schema's patterns end in `$(?!\n)` so that Python's `$` cannot match before a final newline (JavaScript's
+    # cannot); users read the plain regex.
+    return pattern.removesuffix("(?!\\n)")
 
 
 def _pattern_hint(pattern: str) -> str | None:

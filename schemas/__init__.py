@@ -1,0 +1,35 @@
+"""The JSON Schemas shipped with paictl, read from this package's data files.
+
+`job.schema.json` describes an OpenPAI job (protocol v2) and accepts and rejects exactly what the upstream
+rest-server's schema check does. Editors can use it for completion and hover help through yaml-language-server
+(`# yaml-language-server: $schema=<path or URL of job.schema.json>` at the top of a job file).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+
+_SUFFIX = ".schema.json"
+
+__all__ = ["load_schema", "schema_names"]
+
+
+def load_schema(name: str = "job") -> dict:
+    """The parsed schema `<name>.schema.json`, read once and shared: treat the result as read-only."""
+    return _load(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name: str) -> dict:
+    if name not in schema_names():
+        raise ValueError(f"unknown schema {name!r}; known: {', '.join(schema_names())}")
+    text = importlib.resources.files(__package__).joinpath(name + _SUFFIX).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def schema_names() -> list[str]:
+    """Names of the schemas in this package, sorted (e.g. `["job"]`)."""
+    return sorted(entry.name[: -len(_SUFFIX)] for entry in importlib.resources.files(__package__).iterdir()
+                  if entry.name.endswith(_SUFFIX))
