@@ -6,7 +6,7 @@ and the README's table are generated from this mapping, so it is the single plac
 
 from __future__ import annotations
 
-from .diagnostics import Severity
+from .diagnostics import Anchor, Finding, Severity
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -37,11 +37,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     # Upstream quirks: accepted by OpenPAI, almost certainly not what was meant
     "W201": (W, "unknown key in extraContainerOptions (accepted and ignored by OpenPAI)"),
     "W202": (W, "negative taskRetryCount (accepted by OpenPAI, means no retry)"),
-    "W203": (W, "completion count that is zero or below -1 (OpenPAI uses the default instead)"),
+    "W203": (W, "completion count of 0 (OpenPAI uses the default) or below -1 (FrameworkController rejects it)"),
     "W204": (W, "unknown key in defaults (accepted and ignored by OpenPAI)"),
     "W205": (W, "unknown key in a deployment (accepted and ignored by OpenPAI)"),
-    "W206": (W, "taskRoles is not a mapping (accepted by OpenPAI's schema; the job has no task roles)"),
-    "W207": (W, "negative resource value or a port count below 1"),
+    "W206": (W, "a taskRoles value is not a mapping (accepted by OpenPAI's schema, meaningless)"),
+    "W207": (W, "negative resource value (Kubernetes refuses the pod) or a port count below 1"),
     # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
     "E301": (E, "duplicate prerequisite (same type and name)"),
     "E302": (E, "duplicate deployment name"),
@@ -63,3 +63,10 @@ CODES: dict[str, tuple[Severity, str]] = {
 
 def severity_of(code: str) -> Severity:
     return CODES[code][0]
+
+
+def finding(code: str, pointer: str, message: str, hint: str | None = None, anchor: Anchor = Anchor.VALUE,
+            excerpt: str | None = None) -> Finding:
+    """A finding whose severity comes from the code's registration, so the two can never disagree."""
+    return Finding(code=code, severity=severity_of(code), message=message, pointer=pointer, anchor=anchor,
+                   hint=hint, excerpt=excerpt)

@@ -33,6 +33,8 @@ class Finding:
     pointer: str
     anchor: Anchor = Anchor.VALUE
     hint: str | None = None
+    #: The exact text to point at inside the located value (a placeholder inside a long command), if known.
+    excerpt: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,6 +47,8 @@ class Diagnostic:
     file: str
     line: int | None = None
     column: int | None = None
+    #: Last column of the offending text on `line`, when known (editors underline line:column..end_column).
+    end_column: int | None = None
     pointer: str = ""
     hint: str | None = None
     source_line: str | None = None

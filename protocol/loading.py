@@ -73,8 +73,10 @@ def decode_source(raw: bytes, path: str) -> str:
 # Fast path
 
 # yaml-rs ignores unknown tags and treats `<<` as a plain key, where ruamel rejects the one and merges the other;
-# a file that might use either goes straight to the located loader. Over-matching only costs speed.
-_NEEDS_LOCATED_LOADER = re.compile(r"(?:^|[\s\[{,])!\S|<<")
+# the two also disagree on tabs as separators, control characters and NEL/LS/PS as line breaks. A file that might contain any of
+# these goes straight to the located loader. Over-matching only costs speed.
+_NEEDS_LOCATED_LOADER = re.compile(
+    r"(?:^|[\s\[{,])!\S|<<|[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def load_fast(text: str) -> dict[str, Any] | None:
@@ -127,14 +129,25 @@ def _yaml():
 def load_located(text: str, path: str) -> Document:
     """Load `text` as one YAML mapping with positions, or raise DocumentError with located diagnostics."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     tab = _leading_tab(text)
     try:
         root = _yaml().load(text)
     except MarkedYAMLError as exc:
         raise _yaml_error(exc, path, text, tab) from None
+    except ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise _error(path, "E101", f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line, column,
+                     text=text, hint="remove control characters from the file") from None
     except YAMLError as exc:  # unmarked errors are rare; still a diagnostic, never a traceback
-        raise _error(path, "E101", f"YAML error: {exc}", None, None, text=text) from None
+        raise _error(path, "E101", f"YAML error: {' '.join(str(exc).split())}", None, None, text=text) from None
+    except (TypeError, ValueError):
+        # ruamel cannot construct a mapping or list used as a mapping key (`? [a, b]`); find it in the node graph.
+        line, column = _complex_key_position(text)
+        raise _error(path, "E101", "a mapping key must be a plain scalar, not a mapping or a list", line, column,
+                     text=text, hint="a job's keys are names; remove the `?` complex key") from None
     except RecursionError:
         raise _error(path, "E106", "document nests too deeply to be a job", None, None) from None
 
@@ -172,9 +185,13 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     from ruamel.yaml.composer import ComposerError
 
     mark = exc.problem_mark or exc.context_mark
+    if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
+        mark = exc.context_mark  # "but got <stream end>": the unclosed bracket or quote is the useful place
     line = mark.line + 1 if mark is not None else None
     column = mark.column + 1 if mark is not None else None
-    problem = (exc.problem or exc.context or "invalid YAML").strip()
+    problem = " ".join((exc.problem or exc.context or "invalid YAML").split())
+    if exc.context and exc.problem and "<stream end>" in exc.problem:
+        problem = f"{' '.join(exc.context.split())}: {problem}"
     if isinstance(exc, DuplicateKeyError):
         source = text.splitlines()[line - 1] if line else ""
         name = re.split(r"\s*:(?:\s|$)", source[(column or 1) - 1:], maxsplit=1)[0].strip("'\"")
@@ -287,3 +304,26 @@ def _scalar_text(key: Any) -> str:
 def _lc(pair: Any) -> tuple[int, int]:
     line, column = pair
     return line + 1, column + 1
+
+
+def _codepoint(character: str | int) -> int:
+    return character if isinstance(character, int) else ord(character)
+
+
+def _complex_key_position(text: str) -> tuple[int, int]:
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    pending, seen = [_yaml().compose(text)], set()
+    while pending:
+        node = pending.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                if not isinstance(key, ScalarNode):
+                    return key.start_mark.line + 1, key.start_mark.column + 1
+                pending.append(value)
+        elif isinstance(node, SequenceNode):
+            pending.extend(node.value)
+    return 1, 1

@@ -6,13 +6,13 @@ what was probably meant. Each jsonschema error becomes one or more `Finding`s wi
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from typing import Any, Iterable
 
-from .codes import severity_of
+from .codes import finding
 from .diagnostics import Anchor, Finding, pointer_of
+from .suggest import did_you_mean as suggest
 
 # Keys renamed or commonly mistyped in older OpenPAI protocols, mapped to what the current protocol calls them.
 KNOWN_RENAMES = {
@@ -65,8 +65,7 @@ def _unique(findings: Iterable[Finding]) -> list[Finding]:
 
 def _finding(code: str, message: str, path: Iterable[Any], anchor: Anchor = Anchor.VALUE,
              hint: str | None = None) -> Finding:
-    return Finding(code=code, severity=severity_of(code), message=message, pointer=pointer_of(*path), anchor=anchor,
-                   hint=hint)
+    return finding(code, pointer_of(*path), message, hint, anchor)
 
 
 def _where(path: list[Any]) -> str:
@@ -97,16 +96,7 @@ def _describe(value: Any) -> str:
 
 
 def did_you_mean(key: str, candidates: Iterable[str]) -> str | None:
-    """The allowed key the user most probably meant, if any."""
-    candidates = list(candidates)
-    renamed = KNOWN_RENAMES.get(key.lower())
-    if renamed in candidates:
-        return renamed
-    by_lower = {c.lower(): c for c in candidates}
-    if key.lower() in by_lower:
-        return by_lower[key.lower()]
-    match = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
-    return by_lower[match[0]] if match else None
+    return suggest(key, candidates, KNOWN_RENAMES)
 
 
 def _explain(error) -> list[Finding]:

@@ -93,9 +93,32 @@ def locate(finding: Finding, document: Document) -> Diagnostic:
     key_line, key_column, value_line, value_column = positions.get(_join(tokens), (1, 1, 1, 1))
     line, column = (key_line, key_column) if anchor is Anchor.KEY else (value_line, value_column)
     lines = document.text.splitlines()
+    end_column = None
+    if finding.excerpt and tokens == split_pointer(finding.pointer):
+        line, column, end_column = _find_excerpt(lines, line, column, finding.excerpt)
     source_line = lines[line - 1] if 0 < line <= len(lines) else None
     return Diagnostic(code=finding.code, severity=finding.severity, message=finding.message, file=document.path,
-                      line=line, column=column, pointer=finding.pointer, hint=finding.hint, source_line=source_line)
+                      line=line, column=column, end_column=end_column, pointer=finding.pointer, hint=finding.hint,
+                      source_line=source_line)
+
+
+#: How far below a value's start an excerpt is looked for (a block scalar's lines follow its `|` line).
+_EXCERPT_REACH = 200
+
+
+def _find_excerpt(lines: list[str], line: int, column: int, excerpt: str) -> tuple[int, int, int | None]:
+    """Narrow a value's position to where `excerpt` (e.g. one placeholder in a long command) starts in the text.
+
+    A value written with escapes or folded over lines may not contain the excerpt verbatim; it then keeps pointing at
+    the value's start, which is still right, only less precise.
+    """
+    needle = excerpt.splitlines()[0] if excerpt.strip() else excerpt
+    for number in range(line, min(len(lines), line + _EXCERPT_REACH) + 1):
+        start = lines[number - 1].find(needle, column - 1 if number == line else 0)
+        if start >= 0:
+            end = start + len(needle) if needle == excerpt else len(lines[number - 1])
+            return number, start + 1, end
+    return line, column, None
 
 
 def _join(tokens: list[str]) -> str:

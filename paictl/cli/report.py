@@ -19,8 +19,11 @@ def format_diagnostic(d: Diagnostic) -> str:
     if d.source_line is not None and d.line is not None and d.column is not None:
         gutter = str(d.line)
         rest = d.source_line[d.column - 1:]
-        end = _TOKEN_END.search(rest, 1) if rest else None
-        width = max(1, end.start() if end else len(rest.rstrip()))
+        if d.end_column is not None:
+            width = max(1, d.end_column - d.column + 1)
+        else:
+            end = _TOKEN_END.search(rest, 1) if rest else None
+            width = max(1, end.start() if end else len(rest.rstrip()))
         lines.append(f" {gutter} | {d.source_line.rstrip()}")
         lines.append(f" {' ' * len(gutter)} | {' ' * (d.column - 1)}^{'~' * (width - 1)}")
     if d.hint:

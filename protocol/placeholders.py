@@ -1,0 +1,324 @@
+"""Template checks: placeholders that render to nothing, tags OpenPAI drops, and placeholders it never renders.
+
+OpenPAI renders `<% ... %>` in exactly these places, each with its own context (reference b):
+- task role commands, joined with the chosen deployment's preCommands/postCommands: `$parameters`, `$script`,
+  `$output`, `$data` by the rest-server (mustache.js); `$secrets` later by the runtime, and only if the job has
+  secrets (pystache, which then blanks every tag still unresolved);
+- a dockerimage prerequisite's `auth` values: `$secrets` only, by the rest-server;
+- runtime-plugin parameters (`extras['com.microsoft.pai.runtimeplugin'][*].parameters`, and every key of a
+  prerequisite that has `plugin` except plugin/type/failurePolicy): all five roots, by the runtime's plain
+  lookups, which fail (KeyError) on a missing key.
+
+W408 (never rendered) covers every other string value: top-level version/contributor, defaults.virtualCluster,
+prerequisite uri/version/require/... (a tag in a data uri reaches the command as literal text through
+`<% $data.uri[0] %>`: mustache does not render twice), task role extraContainerOptions, deployment
+version/contributor, and the keys of a runtime-plugin entry other than `parameters`. It leaves out text that is
+free-form user data, where a `<%` is the user's business: top-level `parameters` and `secrets`, every
+`description`, and `extras` other than the runtime-plugin list (read by other components with their own rules).
+Fields whose value must name something (dockerImage/script/output/data, a task role's prerequisites,
+defaults.deployment) are left to E303-E305, which fire anyway and say placeholders are not rendered there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import Any
+
+from .codes import finding
+from .diagnostics import Finding, pointer_of
+from .suggest import did_you_mean
+from .templates import Tag, TagKind, TemplateError, has_tags, js_trim, lookup, resolve, scan_tags
+
+PLUGIN_KEY = "com.microsoft.pai.runtimeplugin"
+ROOT_CODES = {"$parameters": "W401", "$secrets": "W402", "$script": "W403", "$output": "W403", "$data": "W403"}
+ROLE_ROOTS = {"$script": "script", "$output": "output", "$data": "data"}
+#: Keys of a plugin prerequisite the runtime does not pass on as parameters.
+PLUGIN_OWN_KEYS = ("plugin", "type", "failurePolicy")
+
+_DROPPED = {
+    TagKind.SECTION: ("section tag {q} is dropped by OpenPAI together with everything up to its closing tag",
+                      "OpenPAI renders only plain `<% $name %>` tags; write the text without the section"),
+    TagKind.INVERTED: ("inverted section tag {q} is dropped by OpenPAI together with everything up to its closing "
+                       "tag", "OpenPAI renders only plain `<% $name %>` tags; write the text without the section"),
+    TagKind.UNESCAPED: ("unescaped tag {q} is dropped by OpenPAI", "write `<% name %>`; OpenPAI does not "
+                        "HTML-escape what it renders"),
+    TagKind.COMMENT: ("comment tag {q} is dropped by OpenPAI", "remove it, or use a shell comment if the text "
+                      "should stay"),
+    TagKind.PARTIAL: ("partial tag {q} is dropped by OpenPAI (it has no partials)", "remove it"),
+    TagKind.DELIMITERS: ("delimiter change {q} is dropped by OpenPAI and stops later `<% %>` from being tags",
+                         "remove it; OpenPAI's delimiters are always `<%` and `%>`"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What one rendered field can see. `context` maps each root the renderer provides to its value."""
+
+    where: str  # "commands" | "auth" | "plugin"
+    context: dict[str, Any]
+    role: str | None = None
+    role_fields: dict[str, str] = dataclasses.field(default_factory=dict)  # root -> selected prerequisite name
+    broken: frozenset[str] = frozenset()  # roots whose field names a missing prerequisite (E304 says so)
+    has_secrets: bool = False
+
+
+def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[int, dict[str, Any]]]]
+                       ) -> list[Finding]:
+    """W401-W403, W408 and W409 for the whole job; `groups` is upstream's type -> name -> prerequisite index."""
+    findings: list[Finding] = []
+    roles = data.get("taskRoles") if isinstance(data.get("taskRoles"), dict) else {}
+    scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
+    for name, role in roles.items():
+        base = ("taskRoles", name, "commands")
+        commands = [(pointer_of(*base, i), c) for i, c in enumerate(role["commands"])]
+        findings += _check_joined(commands, scopes[name])
+        for d_index, deployment in enumerate(data.get("deployments") or []):
+            extra = deployment["taskRoles"].get(name) if isinstance(deployment["taskRoles"], dict) else None
+            if extra is None:
+                continue
+            parts = {key: [(pointer_of("deployments", d_index, "taskRoles", name, key, i), c)
+                           for i, c in enumerate(extra.get(key) or [])] for key in ("preCommands", "postCommands")}
+            findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
+    auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), has_secrets=bool(data.get("secrets")))
+    for p_index, item in enumerate(data.get("prerequisites") or []):
+        if item["type"] == "dockerimage" and isinstance(item.get("auth"), dict):
+            for pointer, text in _strings(item["auth"], ("prerequisites", p_index, "auth")):
+                findings += _check_text(text, pointer, auth_scope)
+        if "plugin" in item:
+            users = [n for n, r in roles.items() if item["name"] in (r.get("prerequisites") or [])]
+            for key, value in item.items():
+                if key not in PLUGIN_OWN_KEYS:
+                    findings += _check_plugin(value, ("prerequisites", p_index, key), scopes, users, data)
+    plugins = (data.get("extras") or {}).get(PLUGIN_KEY)
+    for index, plugin in enumerate(plugins if isinstance(plugins, list) else []):
+        if isinstance(plugin, dict) and "parameters" in plugin:
+            wanted = plugin.get("taskroles")
+            users = [n for n in roles if not isinstance(wanted, list) or n in wanted]
+            findings += _check_plugin(plugin["parameters"], ("extras", PLUGIN_KEY, index, "parameters"), scopes,
+                                      users, data)
+    findings += _never_rendered(data)
+    unique: dict[tuple[str, str, str], Finding] = {}
+    for f in findings:
+        unique.setdefault((f.code, f.pointer, f.message), f)
+    return list(unique.values())
+
+
+def _present(context: dict[str, Any]) -> dict[str, Any]:
+    return {root: value for root, value in context.items() if value is not None}
+
+
+def _role_scope(data: dict[str, Any], name: str, role: dict[str, Any], groups: dict[str, Any]) -> Scope:
+    context = {"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}
+    fields, broken = {}, set()
+    for root, field in ROLE_ROOTS.items():
+        if field in role:
+            fields[root] = role[field]
+            selected = groups.get(field, {}).get(role[field])
+            if selected is None:
+                broken.add(root)
+            else:
+                context[root] = selected[1]
+    return Scope("commands", _present(context), name, fields, frozenset(broken), bool(data.get("secrets")))
+
+
+def _check_plugin(value: Any, tokens: tuple[Any, ...], scopes: dict[str, Scope], users: list[str],
+                  data: dict[str, Any]) -> list[Finding]:
+    """Plugin parameters are rendered per task role that runs the plugin; check each such role's view."""
+    views = [dataclasses.replace(scopes[u], where="plugin") for u in users] or [
+        Scope("plugin", _present({"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}))]
+    return [f for pointer, text in _strings(value, tokens) for view in views for f in _check_text(text, pointer, view)]
+
+
+def _strings(value: Any, tokens: tuple[Any, ...]) -> Iterator[tuple[str, str]]:
+    """Every string under `value` that could hold a tag, with its pointer."""
+    if isinstance(value, str):
+        if has_tags(value):
+            yield pointer_of(*tokens), value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _strings(child, (*tokens, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _strings(child, (*tokens, index))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Rendered fields
+
+def _check_joined(parts: list[tuple[str, str]], scope: Scope) -> list[Finding]:
+    """Commands are trimmed and joined with newlines before rendering, so a tag may only make sense across them."""
+    if not any(has_tags(text) for _, text in parts):
+        return []
+    starts, pieces, offset = [], [], 0
+    for _, text in parts:
+        starts.append(offset)
+        pieces.append(js_trim(text))
+        offset += len(pieces[-1]) + 1
+    joined = "\n".join(pieces)
+    return _check_text(joined, lambda at: parts[bisect_right(starts, at) - 1][0], scope)
+
+
+def _check_text(text: str, where: Any, scope: Scope) -> list[Finding]:
+    pointer_at = where if callable(where) else (lambda at: where)
+    findings: list[tuple[int, Finding]] = []
+    try:
+        for tag in scan_tags(text):
+            found = _check_tag(tag, pointer_at(tag.start), scope)
+            if found is not None:
+                findings.append((tag.start, dataclasses.replace(found, excerpt=tag.raw)))
+    except TemplateError as exc:
+        if scope.where != "plugin":  # the runtime's plugin lookup is a regex: it never fails to parse
+            # An unclosed section is reported once, as the parse failure it causes.
+            findings = [(start, f) for start, f in findings if start != exc.offset]
+            failure = finding("W409", pointer_at(exc.offset), f"OpenPAI's template parser (mustache.js) fails on "
+                               f"this text: {exc.message}", "close every `<%` with `%>` and every section with its "
+                               "closing tag, or avoid `<%` here")
+            findings.append((exc.offset, failure))
+    return [f for _, f in findings]
+
+
+def _check_tag(tag: Tag, pointer: str, scope: Scope) -> Finding | None:
+    quoted = _quote(tag.raw)
+    if tag.kind is TagKind.CLOSE:
+        return None
+    if tag.kind is not TagKind.NAME:
+        message, hint = _DROPPED[tag.kind]
+        if scope.where == "plugin":
+            message = f"{tag.kind.name.lower()} tag {{q}} is left as written by the runtime"
+        return finding("W409", pointer, message.format(q=quoted), hint)
+    root = tag.path[0] if tag.path else ""
+    if "<%" in tag.name:
+        return finding("W409", pointer, f"tag {quoted} holds another '<%': the first '<%' is not closed, so the "
+                        f"tag runs on to the next '%>'; {_left_as_is(scope)}",
+                        "close the first tag with `%>`, or remove the stray `<%`")
+    if root not in ROOT_CODES:
+        guess = did_you_mean(root if root.startswith("$") else "$" + root, ROOT_CODES)
+        return finding("W409", pointer, f"tag {quoted} names '{root}', which is not one of OpenPAI's names; "
+                        f"{_left_as_is(scope)}", f"did you mean '{guess}'?" if guess else
+                        "names start with $parameters, $secrets, $script, $output or $data")
+    if root in scope.broken:
+        return None
+    code, rest = ROOT_CODES[root], tag.path[1:]
+    if root in scope.context:
+        if resolve(rest, scope.context[root])[0]:
+            return None
+        why, guess = _explain_miss(root, rest, scope)
+    else:
+        why, guess = _explain_absent(root, scope), None
+    return finding(code, pointer, f"placeholder {quoted} resolves to nothing: {why}; {_consequence(root, scope)}",
+                    f"did you mean '{guess}'?" if guess else _fix(root, rest, scope))
+
+
+def _explain_absent(root: str, scope: Scope) -> str:
+    if scope.where == "auth" and root != "$secrets":
+        return f"auth is rendered with $secrets only, never {root}"
+    if root in ROLE_ROOTS:
+        if scope.role is None:
+            return f"no task role runs this plugin, so there is no {root}"
+        return f"task role '{scope.role}' sets no {ROLE_ROOTS[root]}"
+    return f"the job has no {root[1:]}"
+
+
+def _explain_miss(root: str, rest: tuple[str, ...], scope: Scope) -> tuple[str, str | None]:
+    depth, _ = lookup(rest, scope.context[root])
+    container = lookup(rest[:depth], scope.context[root])[1]
+    shown = ".".join((root, *rest[:depth]))
+    if root in ROLE_ROOTS and depth == 0:
+        shown = f"{root} (prerequisite '{scope.role_fields[root]}')"
+    if depth == len(rest) or container is None:
+        return f"{shown} is null", None
+    segment = rest[depth]
+    if isinstance(container, dict):
+        return f"{shown} has no key '{segment}'", did_you_mean(segment, container)
+    if isinstance(container, list):
+        return f"{shown} has {len(container)} item{'s' if len(container) != 1 else ''}, no index '{segment}'", None
+    kind = "a string" if isinstance(container, str) else "a boolean" if isinstance(container, bool) else "a number"
+    return f"{shown} is {kind}, not a mapping", None
+
+
+def _consequence(root: str, scope: Scope) -> str:
+    if scope.where == "plugin":
+        return "the runtime's lookup fails (KeyError)"
+    if scope.where == "auth":
+        return "OpenPAI leaves it in the auth as written"
+    if root == "$secrets":
+        return "the runtime renders it as an empty string" if scope.has_secrets else \
+            "OpenPAI leaves it in the command as written"
+    return _left_as_is(scope)
+
+
+def _left_as_is(scope: Scope) -> str:
+    if scope.where == "commands" and scope.has_secrets:
+        return "OpenPAI leaves it in the command, and the runtime blanks it (the job has secrets)"
+    field = {"commands": "command", "auth": "auth", "plugin": "plugin parameter"}[scope.where]
+    return f"OpenPAI leaves it in the {field} as written"
+
+
+def _fix(root: str, rest: tuple[str, ...], scope: Scope) -> str:
+    if scope.where == "auth" and root != "$secrets":
+        return "auth can use only $secrets; move the value into `secrets`"
+    if root in ROLE_ROOTS:
+        field = ROLE_ROOTS[root]
+        if root not in scope.context and scope.role is not None:
+            return f"set `{field}: <prerequisite name>` on task role '{scope.role}'"
+        name = scope.role_fields.get(root, "?")
+        return f"add `{'.'.join(rest) or field}` to prerequisite '{name}', or fix the name"
+    return f"define `{'.'.join(rest) or '...'}` under `{root[1:]}`, or fix the name"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Never rendered
+
+def _never_rendered(data: dict[str, Any]) -> Iterator[Finding]:
+    for key, value in data.items():
+        if key in ("parameters", "secrets", "description", "taskRoles", "prerequisites", "deployments", "extras",
+                   "defaults"):
+            continue
+        yield from _placeholders_in(value, (key,))
+    for key, value in (data.get("defaults") or {}).items():
+        if key != "deployment":
+            yield from _placeholders_in(value, ("defaults", key))
+    for index, item in enumerate(data.get("prerequisites") or []):
+        for key, value in item.items():
+            plugin_parameter = "plugin" in item and key not in PLUGIN_OWN_KEYS
+            auth = item["type"] == "dockerimage" and key == "auth"
+            if key != "description" and not plugin_parameter and not auth:
+                yield from _placeholders_in(value, ("prerequisites", index, key))
+    for name, role in (data["taskRoles"] if isinstance(data.get("taskRoles"), dict) else {}).items():
+        for key, value in role.items():
+            if key not in ("commands", "prerequisites", "dockerImage", "script", "output", "data"):
+                yield from _placeholders_in(value, ("taskRoles", name, key))
+    for index, deployment in enumerate(data.get("deployments") or []):
+        for key, value in deployment.items():
+            if key not in ("description", "name", "taskRoles"):
+                yield from _placeholders_in(value, ("deployments", index, key))
+    plugins = (data.get("extras") or {}).get(PLUGIN_KEY)
+    for index, plugin in enumerate(plugins if isinstance(plugins, list) else []):
+        for key, value in (plugin.items() if isinstance(plugin, dict) else ()):
+            if key != "parameters":
+                yield from _placeholders_in(value, ("extras", PLUGIN_KEY, index, key))
+
+
+def _placeholders_in(value: Any, tokens: tuple[Any, ...]) -> Iterator[Finding]:
+    for pointer, text in _strings(value, tokens):
+        try:
+            first = next(iter(scan_tags(text)), None)
+        except TemplateError:
+            first = None
+        shown = _quote(first.raw if first is not None else "<%")
+        yield finding("W408", pointer, f"placeholder {shown} is in a field OpenPAI never renders, so the "
+                      "value is used as written",
+                      "placeholders work only in commands, deployment pre/postCommands, dockerimage auth and "
+                      "runtime-plugin parameters; write the literal value here (a YAML anchor can share it)",
+                      excerpt=first.raw if first is not None else None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+def _quote(raw: str, limit: int = 60) -> str:
+    """A tag as it appears in a one-line message: whitespace collapsed, long ones cut."""
+    text = " ".join(raw.split())
+    return f"'{text if len(text) <= limit else text[:limit - 3] + '...'}'"
+

@@ -1,0 +1,300 @@
+"""Checks that need the whole job, run after the job passed OpenPAI's JSON schema.
+
+Three groups, all reported together (OpenPAI's rest-server stops at its first semantic error; a user fixing a file
+wants them all):
+- E301-E305: the rest-server's own `protocolValidate` checks; a job failing one is rejected upstream.
+- W201-W207: values the schema lets through by accident (an upstream bug or a missing minimum) that do not do what
+  they say.
+- W401-W409: jobs OpenPAI accepts and then runs wrongly, from user reports: templates that render to nothing, task
+  role names that collide, retry settings that are ignored. The template checks live in `placeholders`.
+
+The input has passed the schema, so types are as it guarantees, except `taskRoles`, which the schema does not
+require to be a mapping (W206).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .codes import finding
+from .diagnostics import Anchor, Finding, pointer_of
+from .names import convert_name
+from .suggest import did_you_mean
+from .placeholders import check_placeholders
+
+#: The task role fields that name a prerequisite, with the prerequisite type each must name (upstream uses
+#: `field.toLowerCase()`), in the order the rest-server checks them.
+PREREQUISITE_FIELDS = (("script", "script"), ("output", "output"), ("data", "data"), ("dockerImage", "dockerimage"))
+
+KNOWN_CONTAINER_OPTIONS = ("shmMB", "infiniband")
+KNOWN_DEFAULTS = ("deployment", "virtualCluster")
+KNOWN_DEPLOYMENT_KEYS = ("protocolVersion", "name", "version", "contributor", "description", "taskRoles")
+
+
+def check_semantics(data: dict[str, Any]) -> list[Finding]:
+    """Every semantic finding for a schema-valid job, in document order."""
+    findings = [
+        *_prerequisites(data),
+        *_deployments(data),
+        *_defaults(data),
+        *_task_roles(data),
+        *check_placeholders(data, prerequisites_by_type(data)),
+    ]
+    return _in_document_order(findings, data)
+
+
+def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int, dict[str, Any]]]]:
+    """Upstream's regrouping: type -> name -> (index, prerequisite). Of a duplicate pair (E301) the first is kept."""
+    groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {t: {} for t in ("script", "output", "data",
+                                                                            "dockerimage")}
+    for index, item in enumerate(data.get("prerequisites") or []):
+        groups.setdefault(item["type"], {}).setdefault(item["name"], (index, item))
+    return groups
+
+
+def task_roles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    roles = data.get("taskRoles")
+    return roles if isinstance(roles, dict) else {}
+
+
+def gang_allocation(data: dict[str, Any]) -> bool:
+    """Upstream tests `extras.gangAllocation !== false`: anything but a literal false keeps gang allocation on."""
+    extras = data.get("extras") or {}
+    return extras.get("gangAllocation") is not False
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Prerequisites, deployments, defaults
+
+def _prerequisites(data: dict[str, Any]) -> Iterator[Finding]:
+    seen: dict[tuple[str, str], int] = {}
+    for index, item in enumerate(data.get("prerequisites") or []):
+        key = (item["type"], item["name"])
+        if key in seen:
+            yield finding("E301", pointer_of("prerequisites", index, "name"),
+                          f"duplicate {key[0]} prerequisite '{key[1]}' (first defined at /prerequisites/{seen[key]})",
+                          "rename or remove one of them; OpenPAI rejects a job with two prerequisites of the same "
+                          "type and name")
+        else:
+            seen[key] = index
+
+
+def _deployments(data: dict[str, Any]) -> Iterator[Finding]:
+    roles = task_roles(data)
+    seen: dict[str, int] = {}
+    for index, deployment in enumerate(data.get("deployments") or []):
+        name = deployment["name"]
+        if name in seen:
+            yield finding("E302", pointer_of("deployments", index, "name"),
+                          f"duplicate deployment '{name}' (first defined at /deployments/{seen[name]})",
+                          "rename or remove one of them; OpenPAI rejects a job with two deployments of one name")
+        else:
+            seen[name] = index
+        for key in deployment:
+            if key not in KNOWN_DEPLOYMENT_KEYS:
+                guess = did_you_mean(key, KNOWN_DEPLOYMENT_KEYS)
+                yield finding("W205", pointer_of("deployments", index, key),
+                              f"unknown key '{key}' in deployment '{name}'; OpenPAI ignores it",
+                              f"did you mean '{guess}'?" if guess else
+                              f"a deployment has only {', '.join(KNOWN_DEPLOYMENT_KEYS)}", Anchor.KEY)
+        if not isinstance(deployment["taskRoles"], dict):
+            yield finding("W206", pointer_of("deployments", index, "taskRoles"),
+                          f"taskRoles of deployment '{name}' is {_kind(deployment['taskRoles'])}, not a mapping; "
+                          "OpenPAI's schema lets it through, and rendering fails if the deployment is chosen",
+                          "write it as a mapping of task role name to {preCommands, postCommands}")
+        elif isinstance(data.get("taskRoles"), dict):
+            for role in deployment["taskRoles"]:
+                if role not in roles:
+                    guess = did_you_mean(role, roles)
+                    yield finding("W406", pointer_of("deployments", index, "taskRoles", role),
+                                  f"deployment '{name}' sets commands for task role '{role}', which the job does "
+                                  "not have; OpenPAI ignores them",
+                                  f"did you mean '{guess}'?" if guess else
+                                  f"the job's task roles are: {', '.join(roles)}", Anchor.KEY)
+
+
+def _defaults(data: dict[str, Any]) -> Iterator[Finding]:
+    defaults = data.get("defaults")
+    if not defaults:
+        return
+    for key in defaults:
+        if key not in KNOWN_DEFAULTS:
+            guess = did_you_mean(key, KNOWN_DEFAULTS)
+            yield finding("W204", pointer_of("defaults", key), f"unknown key '{key}' in defaults; OpenPAI ignores it",
+                          f"did you mean '{guess}'?" if guess else "defaults has only deployment and virtualCluster",
+                          Anchor.KEY)
+    chosen = defaults.get("deployment")
+    if chosen is None:
+        return
+    names = [d["name"] for d in data.get("deployments") or []]
+    if chosen not in names:
+        guess = did_you_mean(chosen, names)
+        if guess:
+            hint = f"did you mean '{guess}'?"
+        elif names:
+            hint = f"the deployments are: {', '.join(names)}"
+        else:
+            hint = "the job has no deployments; add one under `deployments`, or remove defaults.deployment"
+        if "<%" in chosen:
+            hint += " (placeholders are not rendered here)"
+        yield finding("E305", pointer_of("defaults", "deployment"),
+                      f"defaults.deployment '{chosen}' names no deployment", hint)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Task roles
+
+def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
+    roles = data.get("taskRoles")
+    if not isinstance(roles, dict):
+        yield finding("W206", pointer_of("taskRoles"),
+                      f"taskRoles is {_kind(roles)}, not a mapping; OpenPAI's schema lets it through and the job "
+                      "gets no usable task role",
+                      "write taskRoles as a mapping of task role name to task role, e.g. `taskRoles: {worker: ...}`")
+        return
+    groups = prerequisites_by_type(data)
+    gang = gang_allocation(data)
+    converted: dict[str, str] = {}
+    for name, role in roles.items():
+        yield from _role_prerequisites(name, role, groups)
+        yield from _role_values(name, role, gang)
+        key = convert_name(name)
+        if key in converted:
+            yield finding("W404", pointer_of("taskRoles", name),
+                          f"task roles '{converted[key]}' and '{name}' both become '{key}' after OpenPAI's name "
+                          "conversion (lowercase, letters and digits only)",
+                          "rename one of them; the Framework's task roles and the runtime's PAI_* variables use the "
+                          "converted name, so the two roles clash", Anchor.KEY)
+        else:
+            converted[key] = name
+
+
+def _role_prerequisites(name: str, role: dict[str, Any], groups: dict[str, dict[str, Any]]) -> Iterator[Finding]:
+    every_name = {n for group in groups.values() for n in group}
+    for index, wanted in enumerate(role.get("prerequisites") or []):
+        if wanted not in every_name:
+            guess = did_you_mean(wanted, every_name)
+            yield finding("E303", pointer_of("taskRoles", name, "prerequisites", index),
+                          f"task role '{name}' lists prerequisite '{wanted}', which does not exist",
+                          _placeholder_note(wanted, f"did you mean '{guess}'?" if guess else
+                                            "add it under the top-level `prerequisites`, or remove it here"))
+    for field, kind in PREREQUISITE_FIELDS:
+        value = role.get(field)
+        if value is None or value in groups.get(kind, {}):
+            continue
+        other = [t for t, group in groups.items() if value in group]
+        guess = did_you_mean(value, groups.get(kind, {}))
+        if other:
+            hint = f"'{value}' is a prerequisite of type {other[0]}; {field} needs one of type {kind}"
+            hint += f" (did you mean '{guess}'?)" if guess else ""
+        elif guess:
+            hint = f"did you mean '{guess}'?"
+        elif kind == "dockerimage":
+            hint = f"add a prerequisite `{{name: {value}, type: dockerimage, uri: <image>}}`"
+        else:
+            hint = f"add a prerequisite `{{name: {value}, type: {kind}, ...}}`"
+        yield finding("E304", pointer_of("taskRoles", name, field),
+                      f"{field} '{value}' names no prerequisite of type {kind}", _placeholder_note(value, hint))
+
+
+def _placeholder_note(value: str, hint: str) -> str:
+    if "<%" in value:
+        return hint + " (OpenPAI does not render placeholders in this field)"
+    return hint
+
+
+def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Finding]:
+    base = ("taskRoles", name)
+    for key in role.get("extraContainerOptions") or {}:
+        if key not in KNOWN_CONTAINER_OPTIONS:
+            guess = did_you_mean(key, KNOWN_CONTAINER_OPTIONS)
+            yield finding("W201", pointer_of(*base, "extraContainerOptions", key),
+                          f"unknown key '{key}' in extraContainerOptions of task role '{name}'; OpenPAI ignores it",
+                          f"did you mean '{guess}'?" if guess else
+                          "extraContainerOptions has only shmMB and infiniband", Anchor.KEY)
+    retries = role.get("taskRetryCount")
+    if isinstance(retries, int) and retries < 0:
+        yield finding("W202", pointer_of(*base, "taskRetryCount"),
+                      f"taskRetryCount is {retries}; {_negative_retry_effect(retries, gang)}",
+                      "use 0 (no retry) or a positive number of retries")
+    elif isinstance(retries, int) and retries > 0 and gang:
+        # Only positive counts: a negative one is already W202, whose message says gang allocation ignores it.
+        yield finding("W405", pointer_of(*base, "taskRetryCount"),
+                      f"taskRetryCount {retries} of task role '{name}' is ignored: gang allocation is on, so OpenPAI "
+                      "never retries a task",
+                      "set `extras.gangAllocation: false` to let tasks retry, or remove taskRetryCount "
+                      "(microsoft/pai#5004)")
+    instances = role.get("instances", 1)
+    for key, default in (("minFailedInstances", "1"), ("minSucceededInstances", "the role's instances")):
+        value = (role.get("completion") or {}).get(key)
+        if value is None:
+            continue
+        pointer = pointer_of(*base, "completion", key)
+        if value == 0:
+            yield finding("W203", pointer, f"completion.{key} is 0, which OpenPAI treats as unset: the default "
+                          f"({default}) applies", f"use -1 (never triggers) or a count of at least 1, or remove it")
+        elif value < -1:
+            yield finding("W203", pointer, f"completion.{key} is {value}; OpenPAI passes it to FrameworkController, "
+                          "which requires -1 or more", "use -1 (never triggers) or a count of at least 1")
+        elif value > instances:
+            effect = ("failed tasks of this role never fail the job" if key == "minFailedInstances" else
+                      "the role succeeds only once all its tasks have finished")
+            yield finding("W407", pointer, f"completion.{key} is {value} but task role '{name}' has only {instances} "
+                          f"instance{'s' if instances != 1 else ''}, so it is never reached: {effect}",
+                          f"use at most {instances}, or -1 if that is what you want")
+    resources = role["resourcePerInstance"]
+    for key in ("cpu", "memoryMB", "gpu"):
+        if resources[key] < 0:
+            yield finding("W207", pointer_of(*base, "resourcePerInstance", key),
+                          f"{key} is {resources[key]}; Kubernetes rejects a negative resource limit, so the task's "
+                          "pod is never created", f"use 0 or more {key}")
+    for label, count in (resources.get("ports") or {}).items():
+        if count < 1:
+            yield finding("W207", pointer_of(*base, "resourcePerInstance", "ports", label),
+                          f"port label '{label}' asks for {count} ports, so it gets none",
+                          "the value is how many ports to reserve for the label (at least 1), not a port number")
+
+
+def _negative_retry_effect(retries: int, gang: bool) -> str:
+    if gang:
+        return "OpenPAI accepts it and ignores it (gang allocation is on, so tasks are never retried)"
+    if retries == -1:
+        return "with gangAllocation false, FrameworkController reads -1 as 'retry failed tasks without limit'"
+    if retries == -2:
+        return "with gangAllocation false, FrameworkController reads -2 as 'always retry, even after success'"
+    return "with gangAllocation false, FrameworkController rejects a retry count below -2"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a " + type(value).__name__
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Ordering
+
+def _in_document_order(findings: list[Finding], data: dict[str, Any]) -> list[Finding]:
+    """Sort by where each pointer sits in the document (mappings keep the file's key order); ties keep their order."""
+    order: dict[str, int] = {}
+
+    def walk(value: Any, pointer: str) -> None:
+        order[pointer] = len(order)
+        if isinstance(value, dict):
+            for key, child in value.items():
+                walk(child, pointer + pointer_of(key))
+        elif isinstance(value, list):
+            for index, child in enumerate(value):
+                walk(child, f"{pointer}/{index}")
+
+    walk(data, "")
+    return sorted(findings, key=lambda f: order.get(f.pointer, len(order)))

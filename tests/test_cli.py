@@ -1,0 +1,128 @@
+"""The command line as users and pre-commit drive it: exit codes, inputs, formats, start-up cost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, OPENPAI, corpus_files, needs_corpus
+
+EXAMPLES = ROOT / "examples"
+BROKEN = "protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n"
+
+
+def test_examples_are_valid_and_warning_free(run_cli):
+    code, out, _ = run_cli("validate", "--strict", str(EXAMPLES))
+    assert code == 0, out
+    assert out.strip() == f"{len(list(EXAMPLES.glob('*.yaml')))} files valid"
+
+
+def test_stdin_and_stdin_name(run_cli):
+    code, out, _ = run_cli("validate", "--stdin-name", "jobs/demo.yaml", "-", input=BROKEN)
+    assert code == 1
+    assert "jobs/demo.yaml:4:1: error[E202]: unknown key 'taskrole' in the job; did you mean 'taskRoles'?" in out
+    assert "jobs/demo.yaml:1:1: error[E201]" in out
+    assert out.rstrip().endswith("2 errors; 1 of 1 file invalid")
+
+
+def test_json_format_is_parseable_and_complete(run_cli):
+    code, out, _ = run_cli("validate", "--format", "json", "-", input=BROKEN)
+    report = json.loads(out)
+    assert code == 1
+    assert report["summary"] == {"files": 1, "invalid": 1, "errors": 2, "warnings": 0, "strict": False}
+    (record,) = [d for d in report["results"][0]["diagnostics"] if d["code"] == "E202"]
+    assert record["pointer"] == "/taskrole" and (record["line"], record["column"]) == (4, 1)
+
+
+def test_strict_turns_warnings_into_failure(run_cli, tmp_path):
+    job = tmp_path / "retry.yaml"
+    job.write_text((EXAMPLES / "retry-without-gang.yaml").read_text().replace("gangAllocation: false",
+                                                                             "gangAllocation: true"))
+    code, out, _ = run_cli("validate", str(job))
+    assert code == 0 and "warning[W405]" in out
+    code, _, _ = run_cli("validate", "--strict", str(job))
+    assert code == 1
+
+
+def test_missing_file_is_exit_2_but_other_files_are_still_checked(run_cli):
+    code, out, err = run_cli("validate", "does-not-exist.yaml", str(EXAMPLES / "hello-world.yaml"))
+    assert code == 2
+    assert "does-not-exist.yaml: no such file" in err
+    assert "1 file valid" in out
+
+
+def test_directory_without_yaml_is_exit_2(run_cli, tmp_path):
+    code, _, err = run_cli("validate", str(tmp_path))
+    assert code == 2 and "no *.yaml" in err
+
+
+def test_schema_command_prints_the_schema(run_cli):
+    code, out, _ = run_cli("schema")
+    schema = json.loads(out)
+    assert code == 0 and schema["$schema"].endswith("2020-12/schema")
+    code, _, err = run_cli("schema", "nope")
+    assert code == 2 and "unknown schema" in err
+
+
+def test_explain(run_cli):
+    code, out, _ = run_cli("explain", "w405")
+    assert code == 0 and out.startswith("W405  warning")
+    code, _, _ = run_cli("explain", "X999")
+    assert code == 2
+
+
+def test_readme_lists_exactly_the_codes():
+    from paictl.protocol.codes import CODES
+
+    readme = (ROOT / "README.md").read_text()
+    rows = dict((c, (s, t)) for c, s, t in
+                __import__("re").findall(r"^\| ([EW]\d{3}) \| (error|warning) \| (.+?) \|$", readme, flags=8))
+    assert rows == {c: (s.value, t) for c, (s, t) in CODES.items()}
+
+
+def run_module(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "paictl", *args], capture_output=True, input=input, timeout=60)
+
+
+def test_version_and_help_as_a_real_process():
+    done = run_module("--version")
+    assert done.returncode == 0 and done.stdout.decode().startswith("paictl ")
+    for command in ([], ["validate"], ["schema"], ["explain"]):
+        done = run_module(*command, "--help")
+        assert done.returncode == 0 and b"Usage" in done.stdout
+
+
+def test_validate_imports_only_what_it_uses():
+    probe = ("import sys, runpy; sys.argv = ['paictl', 'validate', '--quiet', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('paictl', run_name='__main__')\n"
+             "except SystemExit as e:\n    code = e.code\n"
+             "heavy = sorted(m for m in ('jinja2', 'kubernetes', 'jsonschema', 'rich') if m in sys.modules)\n"
+             "print(code, ','.join(heavy))")
+    done = subprocess.run([sys.executable, "-c", probe, str(EXAMPLES / "hello-world.yaml")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["0"], done.stdout + done.stderr
+
+
+def test_broken_job_never_tracebacks_as_a_real_process():
+    done = run_module("validate", "-", input=b"protocolVersion: 2\n\tname: x\n")
+    assert done.returncode == 1 and b"Traceback" not in done.stderr + done.stdout
+
+
+@needs_corpus
+def test_every_valid_corpus_file_exits_0(run_cli):
+    files = corpus_files("valid")
+    code, out, _ = run_cli("validate", *map(str, files))
+    assert code == 0, out
+
+
+@needs_corpus
+@pytest.mark.parametrize("folder", ["invalid", "nonconforming"])
+def test_every_rejected_corpus_file_exits_1(run_cli, folder):
+    for path in corpus_files(folder):
+        code, out, _ = run_cli("validate", "--format", "json", str(path))
+        assert code == 1, path.name
+        errors = [d for d in json.loads(out)["results"][0]["diagnostics"] if d["severity"] == "error"]
+        assert errors and all(d["line"] for d in errors), path.name

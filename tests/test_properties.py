@@ -1,0 +1,155 @@
+"""Property-based tests: thousands of malformed documents, and the fast path never disagreeing with the located one.
+
+Every generated document must yield a result (never an exception) within a time bound; every error must be located;
+and `validate_text` (fast path first) must report exactly what the authoritative located path reports.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paictl.protocol.loading import DocumentError, load_fast, load_located
+from paictl.protocol.validate import validate_bytes, validate_located, validate_text
+
+VALID_JOB = {
+    "protocolVersion": 2,
+    "name": "prop",
+    "type": "job",
+    "parameters": {"lr": 0.1, "n": [1, 2]},
+    "prerequisites": [{"name": "img", "type": "dockerimage", "uri": "busybox"},
+                      {"name": "d", "type": "data", "uri": ["a", "b"]}],
+    "taskRoles": {
+        "worker": {
+            "instances": 2,
+            "dockerImage": "img",
+            "data": "d",
+            "completion": {"minFailedInstances": 1},
+            "resourcePerInstance": {"cpu": 1, "memoryMB": 512, "gpu": 0, "ports": {"http": 1}},
+            "commands": ["echo <% $parameters.lr %>", "echo <% $data.uri[0] %>"],
+        },
+    },
+    "deployments": [{"name": "dep", "taskRoles": {"worker": {"preCommands": ["echo pre"]}}}],
+    "defaults": {"deployment": "dep"},
+}
+
+PROFILE = settings(max_examples=1000, deadline=2000, suppress_health_check=[HealthCheck.too_slow],
+                   derandomize=True)
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False),
+                    st.text(max_size=8), st.sampled_from(["<% $parameters.x %>", "job", "dockerimage", "-1"]))
+trees = st.recursive(scalars, lambda children: st.one_of(
+    st.lists(children, max_size=3), st.dictionaries(st.text(max_size=6), children, max_size=3)), max_leaves=12)
+KEYS = ["protocolVersion", "name", "type", "taskRoles", "prerequisites", "deployments", "defaults", "extras",
+        "worker", "instances", "commands", "resourcePerInstance", "cpu", "gpu", "memoryMB", "ports", "completion",
+        "minFailedInstances", "taskRetryCount", "dockerImage", "uri", "auth", "jobRetryCount", "taskrole"]
+
+
+def dump_yaml(data) -> str:
+    from ruamel.yaml import YAML
+
+    stream = io.StringIO()
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.dump(data, stream)
+    return stream.getvalue()
+
+
+@st.composite
+def mutated_jobs(draw):
+    """A valid job with a few random edits: keys deleted, values replaced by random trees, keys added."""
+    job = json.loads(json.dumps(VALID_JOB))
+    for _ in range(draw(st.integers(1, 4))):
+        containers = []
+
+        def walk(node):
+            if isinstance(node, dict):
+                containers.append(node)
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(job)
+        target = draw(st.sampled_from(containers))
+        action = draw(st.sampled_from(["delete", "replace", "add"]))
+        if action == "delete" and target:
+            del target[draw(st.sampled_from(sorted(target)))]
+        elif action == "replace" and target:
+            target[draw(st.sampled_from(sorted(target)))] = draw(trees)
+        else:
+            target[draw(st.sampled_from(KEYS) | st.text(max_size=6))] = draw(trees)
+    return dump_yaml(job)
+
+
+@st.composite
+def corrupted_texts(draw):
+    """The valid job's YAML text with characters inserted, deleted or lines duplicated: broken YAML of all kinds."""
+    text = dump_yaml(VALID_JOB)
+    for _ in range(draw(st.integers(1, 3))):
+        position = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "duplicate-line"]))
+        if action == "insert":
+            text = text[:position] + draw(st.sampled_from(
+                ["\t", ":", "- ", "&a ", "*a", "!t ", "---\n", "{", "]", "'", '"', "\n  ", "<<: *a\n", "\x00",
+                 "? ", "|", ">", "%YAML 1.2\n", "#"])) + text[position:]
+        elif action == "delete":
+            text = text[:position] + text[position + draw(st.integers(1, 5)):]
+        else:
+            lines = text.splitlines(keepends=True)
+            index = draw(st.integers(0, len(lines) - 1))
+            lines.insert(index, lines[index])
+            text = "".join(lines)
+    return text
+
+
+def assert_well_formed(result):
+    for d in result.diagnostics:
+        assert d.code and d.message and "\n" not in d.message
+        if d.is_error and d.code != "E107":
+            assert d.line is not None and d.column is not None, d
+
+
+def assert_same_verdict(text: str):
+    """The fast path may only shortcut a clean file: whatever it returns equals the located path's answer."""
+    fast = validate_text(text, "p.yaml")
+    located = validate_located(text, "p.yaml")
+    assert fast.diagnostics == located.diagnostics
+    assert_well_formed(fast)
+    return fast
+
+
+@PROFILE
+@given(mutated_jobs())
+def test_mutated_jobs_get_diagnostics_never_exceptions(text):
+    assert_same_verdict(text)
+
+
+@PROFILE
+@given(corrupted_texts())
+def test_corrupted_yaml_gets_diagnostics_never_exceptions(text):
+    assert_same_verdict(text)
+
+
+@settings(max_examples=300, deadline=2000, derandomize=True)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes(raw):
+    assert_well_formed(validate_bytes(raw, "b.yaml"))
+
+
+@settings(max_examples=500, deadline=2000, derandomize=True)
+@given(st.dictionaries(st.text(max_size=5), trees, max_size=4))
+def test_fast_and_located_loaders_build_the_same_data(data):
+    text = dump_yaml(data)
+    fast = load_fast(text)
+    try:
+        located = load_located(text, "x").data
+    except DocumentError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert fast == located
