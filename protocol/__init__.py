@@ -11,17 +11,34 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from paictl.errors import InputError, InvalidJobError
 
 from .diagnostics import Diagnostic, Severity
-from .model import (Completion, Defaults, Deployment, DeploymentTaskRole, DockerAuth, Job, Prerequisite,
-                    Resources, TaskRole, job_from_data)
 from .validate import ValidationResult, validate_bytes, validate_text
+
+if TYPE_CHECKING:
+    from .model import (Completion, Defaults, Deployment, DeploymentTaskRole, DockerAuth, Job, Prerequisite,
+                        Resources, TaskRole)
+
+_MODEL_NAMES = {"Completion", "Defaults", "Deployment", "DeploymentTaskRole", "DockerAuth", "Job", "Prerequisite",
+                "Resources", "TaskRole", "job_from_data"}
+
+
+def __getattr__(name: str):
+    # The model is imported on first use: `paictl validate` never builds it, and creating its frozen dataclasses
+    # is a measurable share of start-up.
+    if name in _MODEL_NAMES:
+        from . import model
+
+        return getattr(model, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "Completion", "Defaults", "Deployment", "DeploymentTaskRole", "Diagnostic", "DockerAuth", "Job",
-    "Prerequisite", "Resources", "Severity", "TaskRole", "ValidationResult", "load_job", "load_job_text",
+    "Prerequisite", "Resources", "Severity", "TaskRole", "ValidationResult", "job_from_data", "load_job", "load_job_text",
     "read_source", "validate_bytes", "validate_file", "validate_text",
 ]
 
@@ -47,6 +64,8 @@ def load_job_text(text: str, path: str = "<string>", *, strict: bool = False) ->
     result = validate_text(text, path)
     if not result.ok or (strict and result.diagnostics):
         raise InvalidJobError(list(result.diagnostics))
+    from .model import job_from_data
+
     assert result.data is not None
     return job_from_data(result.data)
 
@@ -55,5 +74,7 @@ def load_job(path: str | os.PathLike[str], *, strict: bool = False) -> Job:
     result = validate_file(path)
     if not result.ok or (strict and result.diagnostics):
         raise InvalidJobError(list(result.diagnostics))
+    from .model import job_from_data
+
     assert result.data is not None
     return job_from_data(result.data)

@@ -59,20 +59,29 @@ def validate_bytes(raw: bytes, path: str) -> ValidationResult:
 
 def validate_text(text: str, path: str) -> ValidationResult:
     data = load_fast(text)
-    if data is not None and _fast_validator("job").is_valid(data) and not _semantic_findings(data):
+    schema_valid = data is not None and _fast_validator("job").is_valid(data)
+    if schema_valid and not _semantic_findings(data):
         return ValidationResult(path=path, diagnostics=(), data=data)
-    return validate_located(text, path)
+    return validate_located(text, path, schema_valid_data=data if schema_valid else None)
 
 
-def validate_located(text: str, path: str) -> ValidationResult:
-    """The authoritative path: every diagnostic, each with its line and column."""
-    from .schema_check import check_schema
+def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] | None = None) -> ValidationResult:
+    """The authoritative path: every diagnostic, each with its line and column.
 
+    `schema_valid_data` is what the fast path already found schema-valid; when the located loader reads exactly the
+    same data, the schema phase has nothing to report and jsonschema is not even imported (a file with only
+    warnings then costs a re-parse, not ~100 ms of imports).
+    """
     try:
         document = load_located(text, path)
     except DocumentError as exc:
         return ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None)
-    findings = check_schema(document.data)
+    if schema_valid_data is not None and document.data == schema_valid_data:
+        findings: list[Finding] = []
+    else:
+        from .schema_check import check_schema
+
+        findings = check_schema(document.data)
     # Semantic checks assume the shapes the schema guarantees, so they run only on schema-valid documents
     # (as upstream does); the schema phase itself reports every violation at once.
     if not any(f.severity.value == "error" for f in findings):
