@@ -76,3 +76,17 @@ def split_pointer(pointer: str) -> list[str]:
     if not pointer:
         return []
     return [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+
+
+def kind_of(value: object) -> str:
+    """A value's YAML kind as messages say it: "a list", "a mapping", "a number", "null"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    for kind, name in ((str, "a string"), (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, kind):
+            return name
+    return "a " + type(value).__name__

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from typing import Any
 
-from .diagnostics import Diagnostic, Severity, escape_pointer_token
+from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 
 #: Job files larger than this are refused before parsing (real OpenPAI jobs are a few KB; the largest in the
 #: upstream corpus is under 10 KB). It bounds memory and time for hostile input.
@@ -157,7 +157,7 @@ def load_located(text: str, path: str) -> Document:
         raise _error(path, "E104", "the document is empty; a job is a YAML mapping", 1, 1,
                      hint="start with `protocolVersion: 2`")
     if not isinstance(root, CommentedMap):
-        kind = "a list" if isinstance(root, list) else f"a {_type_name(root)}"
+        kind = kind_of(root)
         raise _error(path, "E104", f"the document is {kind}; a job is a YAML mapping", 1, 1, text=text)
     expanded = _expanded_size(root, {}, 0)
     if expanded > MAX_EXPANDED_NODES:
@@ -228,16 +228,6 @@ class _UnsupportedValue(Exception):
     def __init__(self, message: str, position: tuple[int, int]):
         self.message = message
         self.position = position
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return type(value).__name__
 
 
 def _to_plain(node: Any, pointer: str, positions: dict[str, Position]) -> Any:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .codes import finding
-from .diagnostics import Anchor, Finding, pointer_of
+from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
 from .placeholders import check_placeholders
@@ -100,7 +100,7 @@ def _deployments(data: dict[str, Any]) -> Iterator[Finding]:
                               f"a deployment has only {', '.join(KNOWN_DEPLOYMENT_KEYS)}", Anchor.KEY)
         if not isinstance(deployment["taskRoles"], dict):
             yield finding("W206", pointer_of("deployments", index, "taskRoles"),
-                          f"taskRoles of deployment '{name}' is {_kind(deployment['taskRoles'])}, not a mapping; "
+                          f"taskRoles of deployment '{name}' is {kind_of(deployment['taskRoles'])}, not a mapping; "
                           "OpenPAI's schema lets it through, and rendering fails if the deployment is chosen",
                           "write it as a mapping of task role name to {preCommands, postCommands}")
         elif isinstance(data.get("taskRoles"), dict):
@@ -149,7 +149,7 @@ def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
     roles = data.get("taskRoles")
     if not isinstance(roles, dict):
         yield finding("W206", pointer_of("taskRoles"),
-                      f"taskRoles is {_kind(roles)}, not a mapping; OpenPAI's schema lets it through and the job "
+                      f"taskRoles is {kind_of(roles)}, not a mapping; OpenPAI's schema lets it through and the job "
                       "gets no usable task role",
                       "write taskRoles as a mapping of task role name to task role, e.g. `taskRoles: {worker: ...}`")
         return
@@ -264,20 +264,6 @@ def _negative_retry_effect(retries: int, gang: bool) -> str:
     if retries == -2:
         return "with gangAllocation false, FrameworkController reads -2 as 'always retry, even after success'"
     return "with gangAllocation false, FrameworkController rejects a retry count below -2"
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a " + type(value).__name__
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -126,3 +126,13 @@ def test_every_rejected_corpus_file_exits_1(run_cli, folder):
         assert code == 1, path.name
         errors = [d for d in json.loads(out)["results"][0]["diagnostics"] if d["severity"] == "error"]
         assert errors and all(d["line"] for d in errors), path.name
+
+
+def test_installed_console_script_runs_the_quick_start():
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "paictl"
+    if not script.exists():
+        pytest.skip("paictl is not installed as a console script in this environment")
+    done = subprocess.run([str(script), "validate", str(EXAMPLES)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "3 files valid", done.stdout + done.stderr
