@@ -136,3 +136,22 @@ def test_installed_console_script_runs_the_quick_start():
         pytest.skip("paictl is not installed as a console script in this environment")
     done = subprocess.run([str(script), "validate", str(EXAMPLES)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "3 files valid", done.stdout + done.stderr
+
+
+def test_ctrl_c_exits_130_without_a_traceback():
+    import signal
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "paictl", "validate", "-"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.5)  # let it start and block reading standard input
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and b"Traceback" not in err
+
+
+def test_usage_errors_exit_2_as_a_real_process():
+    done = run_module("validate")
+    assert done.returncode == 2 and b"Usage" in done.stderr
+    done = run_module("validate", "--format", "xml", "x.yaml")
+    assert done.returncode == 2

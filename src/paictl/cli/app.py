@@ -160,12 +160,21 @@ def _fail(error: PaictlError) -> None:
     raise typer.Exit(error.exit_code)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise SystemExit(130)
+
+
 def main() -> None:
-    """Console entry point: the one place a PaictlError becomes a message and an exit code."""
+    """Console entry point: the one place errors become messages and exit codes.
+
+    Click would turn Ctrl-C into "Aborted!" with exit status 1; paictl documents 130, so SIGINT exits directly
+    (SystemExit passes through click untouched).
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         app()
     except PaictlError as error:  # pragma: no cover - commands normally route through _fail
         typer.echo(f"paictl: error: {error}", err=True)
         sys.exit(error.exit_code)
-    except KeyboardInterrupt:
-        sys.exit(130)
