@@ -17,6 +17,9 @@ free-form user data, where a `<%` is the user's business: top-level `parameters`
 `description`, and `extras` other than the runtime-plugin list (read by other components with their own rules).
 Fields whose value must name something (dockerImage/script/output/data, a task role's prerequisites,
 defaults.deployment) are left to E303-E305, which fire anyway and say placeholders are not rendered there.
+
+Like the other semantic checks these run on documents that may have failed the schema: values are read through
+the guards in `shapes`, and a value of the wrong shape is skipped.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from .codes import finding
 from .diagnostics import Finding, pointer_of
+from .shapes import as_mapping, as_list, mappings_in, strings_in
 from .suggest import did_you_mean
 from .templates import Tag, TagKind, TemplateError, has_tags, js_trim, lookup, resolve, scan_tags
 
@@ -60,40 +64,43 @@ class Scope:
     context: dict[str, Any]
     role: str | None = None
     role_fields: dict[str, str] = dataclasses.field(default_factory=dict)  # root -> selected prerequisite name
-    broken: frozenset[str] = frozenset()  # roots whose field names a missing prerequisite (E304 says so)
+    #: Roots whose value is unusable, which another check reports: a field naming a missing prerequisite (E304), or
+    #: parameters, secrets or a prerequisite list of the wrong shape (the schema).
+    broken: frozenset[str] = frozenset()
     has_secrets: bool = False
 
 
-def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[int, dict[str, Any]]]]
+def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] | None
                        ) -> list[Finding]:
-    """W401-W403, W408 and W409 for the whole job; `groups` is upstream's type -> name -> prerequisite index."""
+    """W401-W403, W408 and W409 for the whole job; `groups` is upstream's type -> name -> prerequisite index, None
+    when the prerequisites cannot be grouped."""
     findings: list[Finding] = []
-    roles = data.get("taskRoles") if isinstance(data.get("taskRoles"), dict) else {}
+    roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
     scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
     for name, role in roles.items():
         base = ("taskRoles", name, "commands")
-        commands = [(pointer_of(*base, i), c) for i, c in enumerate(role["commands"])]
+        commands = [(pointer_of(*base, i), c) for i, c in strings_in(role.get("commands"))]
         findings += _check_joined(commands, scopes[name])
-        for d_index, deployment in enumerate(data.get("deployments") or []):
-            extra = deployment["taskRoles"].get(name) if isinstance(deployment["taskRoles"], dict) else None
-            if extra is None:
+        for d_index, deployment in mappings_in(data.get("deployments")):
+            extra = as_mapping(deployment.get("taskRoles")).get(name)
+            if not isinstance(extra, dict):
                 continue
             parts = {key: [(pointer_of("deployments", d_index, "taskRoles", name, key, i), c)
-                           for i, c in enumerate(extra.get(key) or [])] for key in ("preCommands", "postCommands")}
+                           for i, c in strings_in(extra.get(key))] for key in ("preCommands", "postCommands")}
             findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
-    auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), has_secrets=bool(data.get("secrets")))
-    for p_index, item in enumerate(data.get("prerequisites") or []):
-        if item["type"] == "dockerimage" and isinstance(item.get("auth"), dict):
+    auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), broken=_misshapen(data) & {"$secrets"},
+                       has_secrets=bool(data.get("secrets")))
+    for p_index, item in mappings_in(data.get("prerequisites")):
+        if item.get("type") == "dockerimage" and isinstance(item.get("auth"), dict):
             for pointer, text in _strings(item["auth"], ("prerequisites", p_index, "auth")):
                 findings += _check_text(text, pointer, auth_scope)
         if "plugin" in item:
-            users = [n for n, r in roles.items() if item["name"] in (r.get("prerequisites") or [])]
+            users = [n for n, r in roles.items() if item.get("name") in as_list(r.get("prerequisites"))]
             for key, value in item.items():
                 if key not in PLUGIN_OWN_KEYS:
                     findings += _check_plugin(value, ("prerequisites", p_index, key), scopes, users, data)
-    plugins = (data.get("extras") or {}).get(PLUGIN_KEY)
-    for index, plugin in enumerate(plugins if isinstance(plugins, list) else []):
-        if isinstance(plugin, dict) and "parameters" in plugin:
+    for index, plugin in mappings_in(as_mapping(data.get("extras")).get(PLUGIN_KEY)):
+        if "parameters" in plugin:
             wanted = plugin.get("taskroles")
             users = [n for n in roles if not isinstance(wanted, list) or n in wanted]
             findings += _check_plugin(plugin["parameters"], ("extras", PLUGIN_KEY, index, "parameters"), scopes,
@@ -109,17 +116,25 @@ def _present(context: dict[str, Any]) -> dict[str, Any]:
     return {root: value for root, value in context.items() if value is not None}
 
 
-def _role_scope(data: dict[str, Any], name: str, role: dict[str, Any], groups: dict[str, Any]) -> Scope:
+def _misshapen(data: dict[str, Any]) -> frozenset[str]:
+    """$parameters and $secrets when the job's value is not a mapping: the schema rejects it, so tags under that
+    root are not reported as resolving to nothing."""
+    return frozenset(root for root, key in (("$parameters", "parameters"), ("$secrets", "secrets"))
+                     if data.get(key) is not None and not isinstance(data[key], dict))
+
+
+def _role_scope(data: dict[str, Any], name: str, role: dict[str, Any], groups: dict[str, Any] | None) -> Scope:
     context = {"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}
-    fields, broken = {}, set()
+    fields, broken = {}, set(_misshapen(data))
     for root, field in ROLE_ROOTS.items():
         if field in role:
-            fields[root] = role[field]
-            selected = groups.get(field, {}).get(role[field])
+            value = role[field]
+            known = groups is not None and isinstance(value, str)
+            selected = groups.get(field, {}).get(value) if known else None
             if selected is None:
                 broken.add(root)
             else:
-                context[root] = selected[1]
+                fields[root], context[root] = value, selected[1]
     return Scope("commands", _present(context), name, fields, frozenset(broken), bool(data.get("secrets")))
 
 
@@ -127,7 +142,8 @@ def _check_plugin(value: Any, tokens: tuple[Any, ...], scopes: dict[str, Scope],
                   data: dict[str, Any]) -> list[Finding]:
     """Plugin parameters are rendered per task role that runs the plugin; check each such role's view."""
     views = [dataclasses.replace(scopes[u], where="plugin") for u in users] or [
-        Scope("plugin", _present({"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}))]
+        Scope("plugin", _present({"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}),
+              broken=_misshapen(data))]
     return [f for pointer, text in _strings(value, tokens) for view in views for f in _check_text(text, pointer, view)]
 
 
@@ -277,26 +293,25 @@ def _never_rendered(data: dict[str, Any]) -> Iterator[Finding]:
                    "defaults"):
             continue
         yield from _placeholders_in(value, (key,))
-    for key, value in (data.get("defaults") or {}).items():
+    for key, value in as_mapping(data.get("defaults")).items():
         if key != "deployment":
             yield from _placeholders_in(value, ("defaults", key))
-    for index, item in enumerate(data.get("prerequisites") or []):
+    for index, item in mappings_in(data.get("prerequisites")):
         for key, value in item.items():
             plugin_parameter = "plugin" in item and key not in PLUGIN_OWN_KEYS
-            auth = item["type"] == "dockerimage" and key == "auth"
+            auth = item.get("type") == "dockerimage" and key == "auth"
             if key != "description" and not plugin_parameter and not auth:
                 yield from _placeholders_in(value, ("prerequisites", index, key))
-    for name, role in (data["taskRoles"] if isinstance(data.get("taskRoles"), dict) else {}).items():
-        for key, value in role.items():
+    for name, role in as_mapping(data.get("taskRoles")).items():
+        for key, value in as_mapping(role).items():
             if key not in ("commands", "prerequisites", "dockerImage", "script", "output", "data"):
                 yield from _placeholders_in(value, ("taskRoles", name, key))
-    for index, deployment in enumerate(data.get("deployments") or []):
+    for index, deployment in mappings_in(data.get("deployments")):
         for key, value in deployment.items():
             if key not in ("description", "name", "taskRoles"):
                 yield from _placeholders_in(value, ("deployments", index, key))
-    plugins = (data.get("extras") or {}).get(PLUGIN_KEY)
-    for index, plugin in enumerate(plugins if isinstance(plugins, list) else []):
-        for key, value in (plugin.items() if isinstance(plugin, dict) else ()):
+    for index, plugin in mappings_in(as_mapping(data.get("extras")).get(PLUGIN_KEY)):
+        for key, value in plugin.items():
             if key != "parameters":
                 yield from _placeholders_in(value, ("extras", PLUGIN_KEY, index, key))
 

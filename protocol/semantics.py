@@ -1,4 +1,4 @@
-"""Checks that need the whole job, run after the job passed OpenPAI's JSON schema.
+"""Checks that need the whole job, run after OpenPAI's JSON schema (whether or not the job passed it).
 
 Three groups, all reported together (OpenPAI's rest-server stops at its first semantic error; a user fixing a file
 wants them all):
@@ -8,8 +8,10 @@ wants them all):
 - W401-W409: jobs OpenPAI accepts and then runs wrongly, from user reports: templates that render to nothing, task
   role names that collide, retry settings that are ignored. The template checks live in `placeholders`.
 
-The input has passed the schema, so types are as it guarantees, except `taskRoles`, which the schema does not
-require to be a mapping (W206).
+The checks also run on documents that failed the schema, so that every problem is reported at once. They read
+values through the guards in `shapes`: a value of the wrong shape is skipped, since the schema phase reports it,
+and so is a name lookup (E303-E305) into a list that is malformed. The one shape reported here is `taskRoles`
+(W206), which the schema lets through as any value.
 """
 
 from __future__ import annotations
@@ -22,18 +24,22 @@ from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
 from .placeholders import check_placeholders
+from .shapes import as_list, as_mapping, is_int, mappings_in, strings_in
 
 #: The task role fields that name a prerequisite, with the prerequisite type each must name (upstream uses
 #: `field.toLowerCase()`), in the order the rest-server checks them.
 PREREQUISITE_FIELDS = (("script", "script"), ("output", "output"), ("data", "data"), ("dockerImage", "dockerimage"))
+PREREQUISITE_TYPES = ("script", "output", "data", "dockerimage")
 
 KNOWN_CONTAINER_OPTIONS = ("shmMB", "infiniband")
 KNOWN_DEFAULTS = ("deployment", "virtualCluster")
 KNOWN_DEPLOYMENT_KEYS = ("protocolVersion", "name", "version", "contributor", "description", "taskRoles")
 
 
-def check_semantics(data: dict[str, Any]) -> list[Finding]:
-    """Every semantic finding for a schema-valid job, in document order."""
+def check_semantics(data: Any) -> list[Finding]:
+    """Every semantic finding for a loaded job, valid or not, in document order."""
+    if not isinstance(data, dict):
+        return []
     findings = [
         *_prerequisites(data),
         *_deployments(data),
@@ -44,13 +50,41 @@ def check_semantics(data: dict[str, Any]) -> list[Finding]:
     return _in_document_order(findings, data)
 
 
-def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int, dict[str, Any]]]]:
-    """Upstream's regrouping: type -> name -> (index, prerequisite). Of a duplicate pair (E301) the first is kept."""
-    groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {t: {} for t in ("script", "output", "data",
-                                                                            "dockerimage")}
-    for index, item in enumerate(data.get("prerequisites") or []):
-        groups.setdefault(item["type"], {}).setdefault(item["name"], (index, item))
+def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int, dict[str, Any]]]] | None:
+    """Upstream's regrouping: type -> name -> (index, prerequisite). Of a duplicate pair (E301) the first is kept.
+
+    None when some prerequisite cannot be grouped (the list is not a list, or an entry lacks a string name or one
+    of the four types): which names exist is then unknown, so the checks that look names up skip rather than call
+    a name missing that the schema's fix may well supply.
+    """
+    listed = data.get("prerequisites")
+    if listed is not None and not isinstance(listed, list):
+        return None
+    groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] = {t: {} for t in PREREQUISITE_TYPES}
+    for index, item in enumerate(listed or []):
+        if not _typed(item):
+            return None
+        groups[item["type"]].setdefault(item["name"], (index, item))
     return groups
+
+
+def _deployment_names(data: dict[str, Any]) -> list[str] | None:
+    """The deployments' names; None (unknown) when `deployments` is not a list or an entry has no string name."""
+    listed = data.get("deployments")
+    if listed is not None and not isinstance(listed, list):
+        return None
+    if not all(_named(d) for d in listed or []):
+        return None
+    return [d["name"] for d in listed or []]
+
+
+def _named(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name"), str)
+
+
+def _typed(item: Any) -> bool:
+    """A prerequisite upstream's regrouping can place: a string name and one of the four types."""
+    return _named(item) and item.get("type") in PREREQUISITE_TYPES
 
 
 def task_roles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -60,8 +94,7 @@ def task_roles(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def gang_allocation(data: dict[str, Any]) -> bool:
     """Upstream tests `extras.gangAllocation !== false`: anything but a literal false keeps gang allocation on."""
-    extras = data.get("extras") or {}
-    return extras.get("gangAllocation") is not False
+    return as_mapping(data.get("extras")).get("gangAllocation") is not False
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -69,7 +102,9 @@ def gang_allocation(data: dict[str, Any]) -> bool:
 
 def _prerequisites(data: dict[str, Any]) -> Iterator[Finding]:
     seen: dict[tuple[str, str], int] = {}
-    for index, item in enumerate(data.get("prerequisites") or []):
+    for index, item in enumerate(as_list(data.get("prerequisites"))):
+        if not _typed(item):
+            continue
         key = (item["type"], item["name"])
         if key in seen:
             yield finding("E301", pointer_of("prerequisites", index, "name"),
@@ -83,24 +118,29 @@ def _prerequisites(data: dict[str, Any]) -> Iterator[Finding]:
 def _deployments(data: dict[str, Any]) -> Iterator[Finding]:
     roles = task_roles(data)
     seen: dict[str, int] = {}
-    for index, deployment in enumerate(data.get("deployments") or []):
-        name = deployment["name"]
-        if name in seen:
+    for index, deployment in mappings_in(data.get("deployments")):
+        name = deployment.get("name")
+        named = isinstance(name, str)
+        # A deployment without a usable name is still checked; messages then say where it is.
+        shown = f"'{name}'" if named else f"at /deployments/{index}"
+        if named and name in seen:
             yield finding("E302", pointer_of("deployments", index, "name"),
                           f"duplicate deployment '{name}' (first defined at /deployments/{seen[name]})",
                           "rename or remove one of them; OpenPAI rejects a job with two deployments of one name")
-        else:
+        elif named:
             seen[name] = index
         for key in deployment:
             if key not in KNOWN_DEPLOYMENT_KEYS:
                 guess = did_you_mean(key, KNOWN_DEPLOYMENT_KEYS)
                 yield finding("W205", pointer_of("deployments", index, key),
-                              f"unknown key '{key}' in deployment '{name}'; OpenPAI ignores it",
+                              f"unknown key '{key}' in deployment {shown}; OpenPAI ignores it",
                               f"did you mean '{guess}'?" if guess else
                               f"a deployment has only {', '.join(KNOWN_DEPLOYMENT_KEYS)}", Anchor.KEY)
+        if "taskRoles" not in deployment:
+            continue  # missing, which the schema reports
         if not isinstance(deployment["taskRoles"], dict):
             yield finding("W206", pointer_of("deployments", index, "taskRoles"),
-                          f"taskRoles of deployment '{name}' is {kind_of(deployment['taskRoles'])}, not a mapping; "
+                          f"taskRoles of deployment {shown} is {kind_of(deployment['taskRoles'])}, not a mapping; "
                           "OpenPAI's schema lets it through, and rendering fails if the deployment is chosen",
                           "write it as a mapping of task role name to {preCommands, postCommands}")
         elif isinstance(data.get("taskRoles"), dict):
@@ -108,16 +148,14 @@ def _deployments(data: dict[str, Any]) -> Iterator[Finding]:
                 if role not in roles:
                     guess = did_you_mean(role, roles)
                     yield finding("W406", pointer_of("deployments", index, "taskRoles", role),
-                                  f"deployment '{name}' sets commands for task role '{role}', which the job does "
+                                  f"deployment {shown} sets commands for task role '{role}', which the job does "
                                   "not have; OpenPAI ignores them",
                                   f"did you mean '{guess}'?" if guess else
                                   f"the job's task roles are: {', '.join(roles)}", Anchor.KEY)
 
 
 def _defaults(data: dict[str, Any]) -> Iterator[Finding]:
-    defaults = data.get("defaults")
-    if not defaults:
-        return
+    defaults = as_mapping(data.get("defaults"))
     for key in defaults:
         if key not in KNOWN_DEFAULTS:
             guess = did_you_mean(key, KNOWN_DEFAULTS)
@@ -125,9 +163,9 @@ def _defaults(data: dict[str, Any]) -> Iterator[Finding]:
                           f"did you mean '{guess}'?" if guess else "defaults has only deployment and virtualCluster",
                           Anchor.KEY)
     chosen = defaults.get("deployment")
-    if chosen is None:
+    names = _deployment_names(data)
+    if not isinstance(chosen, str) or names is None:
         return
-    names = [d["name"] for d in data.get("deployments") or []]
     if chosen not in names:
         guess = did_you_mean(chosen, names)
         if guess:
@@ -146,7 +184,9 @@ def _defaults(data: dict[str, Any]) -> Iterator[Finding]:
 # Task roles
 
 def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
-    roles = data.get("taskRoles")
+    if "taskRoles" not in data:
+        return  # missing, which the schema reports
+    roles = data["taskRoles"]
     if not isinstance(roles, dict):
         yield finding("W206", pointer_of("taskRoles"),
                       f"taskRoles is {kind_of(roles)}, not a mapping; OpenPAI's schema lets it through and the job "
@@ -157,8 +197,10 @@ def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
     gang = gang_allocation(data)
     converted: dict[str, str] = {}
     for name, role in roles.items():
-        yield from _role_prerequisites(name, role, groups)
-        yield from _role_values(name, role, gang)
+        if isinstance(role, dict):
+            if groups is not None:
+                yield from _role_prerequisites(name, role, groups)
+            yield from _role_values(name, role, gang)
         key = convert_name(name)
         if key in converted:
             yield finding("W404", pointer_of("taskRoles", name),
@@ -172,7 +214,7 @@ def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
 
 def _role_prerequisites(name: str, role: dict[str, Any], groups: dict[str, dict[str, Any]]) -> Iterator[Finding]:
     every_name = {n for group in groups.values() for n in group}
-    for index, wanted in enumerate(role.get("prerequisites") or []):
+    for index, wanted in strings_in(role.get("prerequisites")):
         if wanted not in every_name:
             guess = did_you_mean(wanted, every_name)
             yield finding("E303", pointer_of("taskRoles", name, "prerequisites", index),
@@ -181,7 +223,7 @@ def _role_prerequisites(name: str, role: dict[str, Any], groups: dict[str, dict[
                                             "add it under the top-level `prerequisites`, or remove it here"))
     for field, kind in PREREQUISITE_FIELDS:
         value = role.get(field)
-        if value is None or value in groups.get(kind, {}):
+        if not isinstance(value, str) or value in groups.get(kind, {}):
             continue
         other = [t for t, group in groups.items() if value in group]
         guess = did_you_mean(value, groups.get(kind, {}))
@@ -206,7 +248,7 @@ def _placeholder_note(value: str, hint: str) -> str:
 
 def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Finding]:
     base = ("taskRoles", name)
-    for key in role.get("extraContainerOptions") or {}:
+    for key in as_mapping(role.get("extraContainerOptions")):
         if key not in KNOWN_CONTAINER_OPTIONS:
             guess = did_you_mean(key, KNOWN_CONTAINER_OPTIONS)
             yield finding("W201", pointer_of(*base, "extraContainerOptions", key),
@@ -214,11 +256,12 @@ def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Findin
                           f"did you mean '{guess}'?" if guess else
                           "extraContainerOptions has only shmMB and infiniband", Anchor.KEY)
     retries = role.get("taskRetryCount")
-    if isinstance(retries, int) and retries < 0:
+    # Exactly an int: a bool is no count (and an integral float, which the schema accepts, is left unchecked).
+    if type(retries) is int and retries < 0:
         yield finding("W202", pointer_of(*base, "taskRetryCount"),
                       f"taskRetryCount is {retries}; {_negative_retry_effect(retries, gang)}",
                       "use 0 (no retry) or a positive number of retries")
-    elif isinstance(retries, int) and retries > 0 and gang:
+    elif type(retries) is int and retries > 0 and gang:
         # Only positive counts: a negative one is already W202, whose message says gang allocation ignores it.
         yield finding("W405", pointer_of(*base, "taskRetryCount"),
                       f"taskRetryCount {retries} of task role '{name}' is ignored: gang allocation is on, so OpenPAI "
@@ -226,9 +269,10 @@ def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Findin
                       "set `extras.gangAllocation: false` to let tasks retry, or remove taskRetryCount "
                       "(microsoft/pai#5004)")
     instances = role.get("instances", 1)
+    counted = is_int(instances) and instances >= 1  # W407 compares with an instance count the schema accepts
     for key, default in (("minFailedInstances", "1"), ("minSucceededInstances", "the role's instances")):
-        value = (role.get("completion") or {}).get(key)
-        if value is None:
+        value = as_mapping(role.get("completion")).get(key)
+        if not is_int(value):
             continue
         pointer = pointer_of(*base, "completion", key)
         if value == 0:
@@ -237,20 +281,20 @@ def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Findin
         elif value < -1:
             yield finding("W203", pointer, f"completion.{key} is {value}; OpenPAI passes it to FrameworkController, "
                           "which requires -1 or more", "use -1 (never triggers) or a count of at least 1")
-        elif value > instances:
+        elif counted and value > instances:
             effect = ("failed tasks of this role never fail the job" if key == "minFailedInstances" else
                       "the role succeeds only once all its tasks have finished")
             yield finding("W407", pointer, f"completion.{key} is {value} but task role '{name}' has only {instances} "
                           f"instance{'s' if instances != 1 else ''}, so it is never reached: {effect}",
                           f"use at most {instances}, or -1 if that is what you want")
-    resources = role["resourcePerInstance"]
+    resources = as_mapping(role.get("resourcePerInstance"))
     for key in ("cpu", "memoryMB", "gpu"):
-        if resources[key] < 0:
+        if is_int(resources.get(key)) and resources[key] < 0:
             yield finding("W207", pointer_of(*base, "resourcePerInstance", key),
                           f"{key} is {resources[key]}; Kubernetes rejects a negative resource limit, so the task's "
                           "pod is never created", f"use 0 or more {key}")
-    for label, count in (resources.get("ports") or {}).items():
-        if count < 1:
+    for label, count in as_mapping(resources.get("ports")).items():
+        if is_int(count) and count < 1:
             yield finding("W207", pointer_of(*base, "resourcePerInstance", "ports", label),
                           f"port label '{label}' asks for {count} ports, so it gets none",
                           "the value is how many ports to reserve for the label (at least 1), not a port number")

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 from typing import Any
 
-from .diagnostics import Anchor, Diagnostic, Finding, split_pointer
+from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
 
@@ -82,13 +82,29 @@ def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] 
         from .schema_check import check_schema
 
         findings = check_schema(document.data)
-    # Semantic checks assume the shapes the schema guarantees, so they run only on schema-valid documents
-    # (as upstream does); the schema phase itself reports every violation at once.
-    if not any(f.severity.value == "error" for f in findings):
-        findings += _semantic_findings(document.data)
+    # Semantic checks run on every document, valid or not (upstream stops at the schema; a user fixing a file wants
+    # every problem at once). They skip values of the wrong shape, and whatever they still find at or below a spot
+    # the schema already rejects is dropped: the schema's error there is the one to fix first.
+    rejected = _rejected_spots(findings)
+    findings += [f for f in _semantic_findings(document.data) if not _at_or_below(f.pointer, rejected)]
     diagnostics = sorted((locate(f, document) for f in findings),
                          key=lambda d: (d.line or 0, d.column or 0, d.code))
     return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+
+
+def _rejected_spots(schema_findings: list[Finding]) -> list[list[str]]:
+    """The pointers (as token lists) of the schema's errors, except E201.
+
+    E201 (a required key is missing) sits at the mapping that lacks the key, since the key has no node to point at;
+    it says nothing about what the mapping does hold, so it must not hide the rest of the job's findings.
+    """
+    return [split_pointer(f.pointer) for f in schema_findings
+            if f.severity is Severity.ERROR and f.code != "E201"]
+
+
+def _at_or_below(pointer: str, spots: list[list[str]]) -> bool:
+    tokens = split_pointer(pointer)
+    return any(tokens[:len(spot)] == spot for spot in spots)
 
 
 def locate(finding: Finding, document: Document) -> Diagnostic:

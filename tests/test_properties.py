@@ -1,7 +1,8 @@
 """Property-based tests: thousands of malformed documents, and the fast path never disagreeing with the located one.
 
 Every generated document must yield a result (never an exception) within a time bound; every error must be located;
-and `validate_text` (fast path first) must report exactly what the authoritative located path reports.
+and `validate_text` (fast path first) must report exactly what the authoritative located path reports. The semantic
+checks, which also run on documents that fail the schema, must take any loaded data without raising.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paictl.protocol.loading import DocumentError, load_fast, load_located
+from paictl.protocol.semantics import check_semantics
 from paictl.protocol.validate import validate_bytes, validate_located, validate_text
 
 VALID_JOB = {
@@ -160,3 +162,19 @@ def test_fast_and_located_loaders_build_the_same_data(data):
         return
     if fast is not None:
         assert fast == located
+
+
+@settings(parent=PROFILE, max_examples=2000)
+@given(mutated_jobs())
+def test_semantic_checks_take_any_mutated_job(text):
+    try:
+        data = load_located(text, "x").data
+    except DocumentError:
+        return
+    check_semantics(data)
+
+
+@settings(parent=PROFILE, max_examples=1000)
+@given(st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), trees, max_size=6))
+def test_semantic_checks_take_any_tree(data):
+    check_semantics(data)
