@@ -277,7 +277,7 @@ def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Findin
         pointer = pointer_of(*base, "completion", key)
         if value == 0:
             yield finding("W203", pointer, f"completion.{key} is 0, which OpenPAI treats as unset: the default "
-                          f"({default}) applies", f"use -1 (never triggers) or a count of at least 1, or remove it")
+                          f"({default}) applies", "use -1 (never triggers) or a count of at least 1, or remove it")
         elif value < -1:
             yield finding("W203", pointer, f"completion.{key} is {value}; OpenPAI passes it to FrameworkController, "
                           "which requires -1 or more", "use -1 (never triggers) or a count of at least 1")

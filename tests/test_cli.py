@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, OPENPAI, corpus_files, needs_corpus
+from conftest import ROOT, corpus_files, needs_corpus
 
 EXAMPLES = ROOT / "examples"
 BROKEN = "protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n"
