@@ -109,6 +109,55 @@ def corrupted_texts(draw):
     return text
 
 
+REQUIRED = [((), "protocolVersion"), ((), "name"), ((), "type"), ((), "taskRoles"),
+            (("taskRoles", "worker"), "dockerImage"), (("taskRoles", "worker"), "resourcePerInstance"),
+            (("taskRoles", "worker"), "commands"), (("taskRoles", "worker", "resourcePerInstance"), "gpu"),
+            (("prerequisites", 0), "uri")]
+INTEGERS = [((), "jobRetryCount"), (("taskRoles", "worker"), "instances"),
+            (("taskRoles", "worker", "resourcePerInstance"), "cpu"),
+            (("taskRoles", "worker", "resourcePerInstance"), "memoryMB")]
+CLOSED = [(), ("taskRoles", "worker"), ("taskRoles", "worker", "resourcePerInstance"),
+          ("taskRoles", "worker", "completion")]
+not_integers = st.one_of(st.text(max_size=5), st.lists(scalars, max_size=2), st.none(), st.booleans(),
+                         st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f != int(f)))
+
+
+def _at(job, path):
+    for token in path:
+        job = job[token]
+    return job
+
+
+@st.composite
+def broken_jobs(draw):
+    """A valid job with 1-3 edits that each make it certainly invalid: a required key removed, an integer field
+    given a non-integer, or an unknown key added to a closed mapping. Every one must yield an error."""
+    job = json.loads(json.dumps(VALID_JOB))
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["required", "integer", "unknown"]))
+        try:
+            if kind == "required":
+                path, key = draw(st.sampled_from(REQUIRED))
+                _at(job, path).pop(key, None)
+            elif kind == "integer":
+                path, key = draw(st.sampled_from(INTEGERS))
+                _at(job, path)[key] = draw(not_integers)
+            else:
+                target = _at(job, draw(st.sampled_from(CLOSED)))
+                key = draw(st.text(min_size=1, max_size=8).filter(lambda k: k not in KNOWN_KEYS))
+                target[key] = draw(trees)
+        except (KeyError, IndexError, TypeError):
+            pass  # an earlier edit removed the container; the earlier edit already broke the job
+    return dump_yaml(job)
+
+
+KNOWN_KEYS = {"protocolVersion", "name", "type", "version", "contributor", "description", "prerequisites",
+              "parameters", "secrets", "jobRetryCount", "taskRoles", "deployments", "defaults", "extras", "instances",
+              "completion", "taskRetryCount", "dockerImage", "data", "output", "script", "extraContainerOptions",
+              "resourcePerInstance", "commands", "cpu", "memoryMB", "gpu", "ports", "minFailedInstances",
+              "minSucceededInstances"}
+
+
 def assert_well_formed(result):
     for d in result.diagnostics:
         assert d.code and d.message and "\n" not in d.message
@@ -178,3 +227,10 @@ def test_semantic_checks_take_any_mutated_job(text):
 @given(st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), trees, max_size=6))
 def test_semantic_checks_take_any_tree(data):
     check_semantics(data)
+
+
+@PROFILE
+@given(broken_jobs())
+def test_certainly_broken_jobs_always_get_a_located_error(text):
+    result = assert_same_verdict(text)
+    assert not result.ok and all(d.line and d.column for d in result.errors)
