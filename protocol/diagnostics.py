@@ -53,6 +53,14 @@ class Diagnostic:
     hint: str | None = None
     source_line: str | None = None
 
+    def __post_init__(self) -> None:
+        # One line per problem, whatever the document holds: a key such as "a\nb" is shown escaped.
+        object.__setattr__(self, "message", one_line(self.message))
+        if self.hint is not None:
+            object.__setattr__(self, "hint", one_line(self.hint))
+        if self.source_line is not None:  # no terminal escape sequences from a hostile file; tabs stay for the caret
+            object.__setattr__(self, "source_line", self.source_line.translate(_CONTROL_KEEPING_TABS))
+
     @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
@@ -61,6 +69,18 @@ class Diagnostic:
         record = dataclasses.asdict(self)
         record["severity"] = self.severity.value
         return record
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"} | {
+    0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+_CONTROL_KEEPING_TABS = {code: escaped for code, escaped in _CONTROL.items() if code != 0x09}
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break and control character escaped, so a message stays on one line."""
+    return text.translate(_CONTROL)
 
 
 def escape_pointer_token(token: object) -> str:

@@ -155,3 +155,11 @@ def test_usage_errors_exit_2_as_a_real_process():
     assert done.returncode == 2 and b"Usage" in done.stderr
     done = run_module("validate", "--format", "xml", "x.yaml")
     assert done.returncode == 2
+
+
+def test_hostile_text_cannot_break_lines_or_drive_the_terminal(run_cli):
+    code, out, _ = run_cli("validate", "-", input='protocolVersion: 2\n"bad\\nkey": 1\n')
+    line = next(line for line in out.splitlines() if "E202" in line)
+    assert code == 1 and "unknown key 'bad\\nkey'" in line
+    code, out, _ = run_cli("validate", "-", input="name: \x1b[31mred\n")
+    assert code == 1 and "\x1b" not in out and "\\x1b[31mred" in out
