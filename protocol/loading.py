@@ -9,6 +9,7 @@ one deliberate choice: timestamps stay strings (JSON has no dates, and a job's `
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any
 
@@ -33,6 +34,10 @@ class Document:
     text: str
     data: dict[str, Any]
     positions: dict[str, Position] | None = None
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
 
 
 class DocumentError(Exception):
@@ -73,8 +78,8 @@ def decode_source(raw: bytes, path: str) -> str:
 # Fast path
 
 # yaml-rs ignores unknown tags and treats `<<` as a plain key, where ruamel rejects the one and merges the other;
-# the two also disagree on tabs as separators, control characters and NEL/LS/PS as line breaks. A file that might contain any of
-# these goes straight to the located loader. Over-matching only costs speed.
+# the two also disagree on tabs as separators, control characters and NEL/LS/PS as line breaks. A file that might
+# contain any of these goes straight to the located loader. Over-matching only costs speed.
 _NEEDS_LOCATED_LOADER = re.compile(
     r"(?:^|[\s\[{,])!\S|<<|[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
@@ -86,7 +91,7 @@ def load_fast(text: str) -> dict[str, Any] | None:
     import yaml_rs
 
     try:
-        data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_FAST_ALIAS_LIMITS(),
+        data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_fast_alias_limits(),
                              duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
     except Exception:  # noqa: BLE001 - any failure of the fast path defers to the authoritative loader
         return None
@@ -95,7 +100,8 @@ def load_fast(text: str) -> dict[str, Any] | None:
     return data
 
 
-def _FAST_ALIAS_LIMITS():  # noqa: N802 - constructed lazily so yaml_rs is imported only on use
+@functools.lru_cache(maxsize=1)
+def _fast_alias_limits():
     import yaml_rs
 
     return yaml_rs.AliasLimits(max_total_replayed_events=MAX_EXPANDED_NODES)

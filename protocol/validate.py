@@ -117,7 +117,7 @@ def locate(finding: Finding, document: Document) -> Diagnostic:
         anchor = Anchor.KEY  # the node itself is missing: point at the entry of its nearest ancestor
     key_line, key_column, value_line, value_column = positions.get(_join(tokens), (1, 1, 1, 1))
     line, column = (key_line, key_column) if anchor is Anchor.KEY else (value_line, value_column)
-    lines = document.text.splitlines()
+    lines = document.lines
     end_column = None
     if finding.excerpt and tokens == split_pointer(finding.pointer):
         line, column, end_column = _find_excerpt(lines, line, column, finding.excerpt)
