@@ -32,7 +32,7 @@ _CURLY_RE = re.compile(_WS + r"\}")
 _TYPE_CHARS = "#^/>{&=!"
 
 #: `$data.uri[0]` is looked up as `$data.uri.0` (rest-server and runtime both rewrite it).
-_INDEX_RE = re.compile(r"\[(\d+)\]")
+_INDEX_RE = re.compile(r"\[([0-9]+)\]")  # JavaScript's `\d` is ASCII only; Python's also matches e.g. `١`
 
 
 class TagKind(str, enum.Enum):

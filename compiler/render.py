@@ -1,0 +1,237 @@
+"""Task-role entrypoints and registry credentials rendered exactly as OpenPAI's rest-server renders them.
+
+The rest-server (`protocolRender`, src/middlewares/v2/protocol.js) does not call `mustache.render`: it walks the
+tokens of `mustache.parse(text, ['<%', '%>'])` itself, emits text and name tokens only, writes a name that
+resolves to null/undefined back as `<% name %>`, and appends values with `+=` (so JavaScript's `String()`, no HTML
+escaping). Every other tag is dropped, and a section with everything inside it. The entrypoint becomes the
+container's `USER_CMD`, so any difference here is a different program run; the upstream corpus checks it byte for
+byte.
+
+Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
+jinja source: the template is built here from the mustache token list, as `<% t[i] %>` for text (the text is passed
+in as a value) and `<% n(i) %>` for a name (a plain function that walks dict keys and list indexes only and returns
+the JavaScript string or the literal tag). So `{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert
+text or a name that is not found, and no attribute of a Python object is reachable. jinja2 is imported on first
+render only: `paictl validate` never loads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from paictl.protocol.templates import JS_WHITESPACE, Tag, TagKind, js_trim, resolve, rewrite_indexes, scan_tags
+
+from .jsstring import js_string
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+    from paictl.protocol.model import Job
+
+#: The prerequisite types a task role selects by name, as the context roots the rest-server gives them.
+ROLE_ROOTS = (("$script", "script"), ("$output", "output"), ("$data", "data"))
+
+#: jinja2 needs block and comment delimiters; these (private-use characters) never occur in the generated source.
+_UNUSED_DELIMITERS = {
+    "block_start_string": "\ue000{%", "block_end_string": "%}\ue000",
+    "comment_start_string": "\ue000{#", "comment_end_string": "#}\ue000",
+}
+
+#: mustache.js `isWhitespace`: not matched by JavaScript's `\S`.
+_JS_SPACE = frozenset(JS_WHITESPACE)
+
+#: Tags after which mustache.js keeps the line (a name or an unescaped tag counts as content on it).
+_CONTENT_TAGS = (TagKind.NAME, TagKind.UNESCAPED)
+
+
+def render_entrypoint(job: Job, role_name: str, parameters: Mapping[str, Any] | None = None) -> str:
+    """The `entrypoint` (`USER_CMD`) the rest-server computes for a task role.
+
+    `parameters` overrides the job's parameters key by key (a submission-time override), as if the job had been
+    written with them. `$secrets` is left unrendered, as upstream does: the runtime substitutes it in the
+    container, so secrets never appear in the submitted Framework. Raises KeyError for an unknown task role and
+    TemplateError for text mustache.js cannot parse (the rest-server rejects such a job).
+    """
+    role = job.task_role(role_name)
+    commands = list(role.commands)
+    deployment = job.default_deployment()
+    if deployment is not None and role_name in deployment.task_roles:
+        extra = deployment.task_roles[role_name]
+        commands = [*extra.pre_commands, *commands, *extra.post_commands]
+    text = "\n".join(js_trim(command) for command in commands)
+    return js_trim(render(text, role_context(job, role_name, parameters)))
+
+
+def role_context(job: Job, role_name: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The view the rest-server renders a task role's commands with (no `$secrets`, on purpose)."""
+    role = job.task_role(role_name)
+    merged = {**job.parameters, **(parameters or {})}
+    # The model cannot tell `parameters: {}` from no parameters; the latter is far more common, and upstream it is
+    # undefined (so a bare `<% $parameters %>` stays literal instead of becoming `[object Object]`).
+    context: dict[str, Any] = {"$parameters": _plain(merged) if merged else None}
+    for root, type_ in ROLE_ROOTS:
+        selected = getattr(role, type_)
+        prerequisite = job.prerequisite(type_, selected) if selected is not None else None
+        context[root] = _plain(prerequisite.fields) if prerequisite is not None else None
+    return context
+
+
+def render_with_secrets(text: str, secrets: Mapping[str, Any]) -> str:
+    """A dockerimage prerequisite's `auth` value as the rest-server renders it: with `$secrets` and nothing else.
+
+    Not trimmed: upstream trims commands and entrypoints, not credentials.
+    """
+    return render(text, {"$secrets": _plain(secrets)})
+
+
+def render(text: str, context: Mapping[str, Any]) -> str:
+    """`text` rendered with OpenPAI's renderer semantics against `context` (a mapping of root name to value)."""
+    compiled = _compile(text)
+    view = dict(context)
+    lookup = functools.partial(_name_value, compiled.names, view)
+    return compiled.template.render(t=compiled.texts, n=lookup)
+
+
+def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
+    """One name tag's output: the value as JavaScript prints it, or the tag written back when it is null/undefined.
+
+    `resolve` walks dict keys and list indexes only, so a segment such as `__class__` is simply not found.
+    """
+    tag = names[index]
+    assert tag is not None
+    found, value = resolve(tag.path, view)
+    if found:
+        return js_string(value)
+    return f"<% {rewrite_indexes(tag.name)} %>"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+    template: Template
+    #: Per token: its text (None for a name token).
+    texts: tuple[str | None, ...]
+    #: Per token: its tag (None for a text token).
+    names: tuple[Tag | None, ...]
+
+
+@functools.lru_cache(maxsize=512)
+def _compile(text: str) -> _Compiled:
+    """The jinja template for `text`; its source holds only token indexes, never a character of `text`."""
+    tokens = output_tokens(text)
+    texts = tuple(token if isinstance(token, str) else None for token in tokens)
+    names = tuple(token if isinstance(token, Tag) else None for token in tokens)
+    source = "".join("<% t[{0}] %>".format(i) if isinstance(token, str) else "<% n({0}) %>".format(i)
+                     for i, token in enumerate(tokens))
+    return _Compiled(_environment().from_string(source), texts, names)
+
+
+@functools.cache
+def _environment():
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(variable_start_string="<%", variable_end_string="%>", autoescape=False,
+                                undefined=StrictUndefined, **_UNUSED_DELIMITERS)
+
+
+def output_tokens(text: str) -> list[str | Tag]:
+    """What the rest-server's loop emits, in order: text (str) and name tags, as mustache.js 2.3.2 parses `text`.
+
+    Besides dropping sections, mustache.js `parseTemplate` removes "standalone" lines: on a line whose only
+    non-blank content is tags other than names (a section, comment, delimiter change...), its blanks and its
+    newline are deleted. Commands such as `<%# x %>` on a line of their own therefore leave no empty line behind.
+    """
+    tokens: list[str | Tag | None] = []
+    depths: list[int] = []
+    line = _Line()
+    depth = 0
+    position = 0
+    for tag in scan_tags(text):
+        line.add_text(text[position:tag.start], tokens, depths, depth)
+        line.has_tag = True
+        position = tag.end
+        tokens.append(tag)
+        depths.append(depth)
+        if tag.kind in (TagKind.SECTION, TagKind.INVERTED):
+            depth += 1
+        elif tag.kind is TagKind.CLOSE:
+            depth -= 1
+        elif tag.kind in _CONTENT_TAGS:
+            line.non_space = True
+    line.add_text(text[position:], tokens, depths, depth)
+    return _squash(token for token, level in zip(tokens, depths)
+                   if token is not None and level == 0 and (isinstance(token, str) or token.kind is TagKind.NAME))
+
+
+@dataclasses.dataclass
+class _Line:
+    """mustache.js's per-line state for standalone stripping (`spaces`, `hasTag`, `nonSpace`)."""
+
+    spaces: list[int] = dataclasses.field(default_factory=list)  # indexes of the line's whitespace tokens
+    has_tag: bool = False
+    non_space: bool = False
+
+    def add_text(self, text: str, tokens: list[str | Tag | None], depths: list[int], depth: int) -> None:
+        for piece in _chars(text):
+            if piece[0] in _JS_SPACE:
+                self.spaces.append(len(tokens))
+            else:
+                self.non_space = True
+            tokens.append(piece)
+            depths.append(depth)
+            if piece == "\n":
+                if self.has_tag and not self.non_space:
+                    for index in self.spaces:
+                        tokens[index] = None
+                self.spaces = []
+                self.has_tag = self.non_space = False
+
+
+def _chars(text: str) -> list[str]:
+    """Text split as the stripping needs it: each whitespace character alone, runs of anything else together."""
+    pieces: list[str] = []
+    start = 0
+    for index, char in enumerate(text):
+        if char in _JS_SPACE:
+            if start < index:
+                pieces.append(text[start:index])
+            pieces.append(char)
+            start = index + 1
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def _squash(tokens: Any) -> list[str | Tag]:
+    """Adjacent text pieces joined into one (mustache.js `squashTokens`), so the jinja template stays short."""
+    out: list[str | Tag] = []
+    for token in tokens:
+        if isinstance(token, str) and out and isinstance(out[-1], str):
+            out[-1] += token
+        else:
+            out.append(token)
+    return out
+
+
+def _plain(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A copy made of dicts and lists only, the two shapes `resolve` walks (the model holds read-only mappings and
+    tuples). Shared and cyclic parts stay shared and cyclic, as YAML aliases made them."""
+    memo = {} if memo is None else memo
+    if isinstance(value, Mapping) or isinstance(value, (list, tuple)):
+        if id(value) in memo:
+            return memo[id(value)]
+        if isinstance(value, Mapping):
+            copy: Any = {}
+            memo[id(value)] = copy
+            # js-yaml makes every mapping key a string (`1: x` is looked up as "1").
+            copy.update((key if isinstance(key, str) else js_string(key), _plain(item, memo))
+                        for key, item in value.items())
+        else:
+            copy = []
+            memo[id(value)] = copy
+            copy.extend(_plain(item, memo) for item in value)
+        return copy
+    return value
