@@ -58,6 +58,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W407": (W, "a completion count is larger than the task role's instances"),
     "W408": (W, "a placeholder in a field OpenPAI never renders"),
     "W409": (W, "a template tag OpenPAI drops or leaves literally (unknown name, section, partial...)"),
+    # Compiling for a cluster (the job is valid, but not for this cluster profile)
+    "E501": (E, "a cluster profile value contradicts another (port range, runtime image, SKU table, duplicate storage)"),
+    "E601": (E, "the job names a storage the cluster profile does not have"),
+    "E602": (E, "HiveD: a task role's skuType is not in the cluster's SKU table"),
+    "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),
+    "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node)"),
+    "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
 }
 
 

@@ -1,0 +1,29 @@
+"""Compile targets: each is a plain module with a `compile(job, profile, **options) -> list[dict]` function.
+
+Adding a target is one module plus its golden files, and one line in `TARGETS`. Modules are imported only when
+chosen, so a target's dependencies cost nothing to the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile
+    from paictl.protocol.loading import Document
+    from paictl.protocol.model import Job
+
+
+class Target(Protocol):
+    def compile(self, job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
+                secrets_from: str | None = None, document: Document | None = None) -> list[dict[str, Any]]: ...
+
+
+TARGETS: dict[str, str] = {
+    "framework": "paictl.targets.framework",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
+}
+
+
+def get_target(name: str) -> Target:
+    return importlib.import_module(TARGETS[name])  # type: ignore[return-value]

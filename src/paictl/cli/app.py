@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from paictl import __version__
-from paictl.errors import InputError, PaictlError, UsageError
+from paictl.errors import InputError, InvalidJobError, PaictlError, UsageError
 
 app = typer.Typer(
     name="paictl",
@@ -155,9 +155,24 @@ def explain(
             typer.echo(f"{c}  {severity.value:<7}  {title}")
 
 
+def _report_invalid(error: InvalidJobError) -> None:
+    """Diagnostics of a job a command refuses, on standard error (standard output stays clean for pipes)."""
+    from .report import text_report
+    from paictl.protocol.validate import ValidationResult
+
+    errors = [d for d in error.diagnostics if d.is_error]
+    typer.echo(text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)]), err=True)
+    raise typer.Exit(error.exit_code)
+
+
 def _fail(error: PaictlError) -> None:
     typer.echo(f"paictl: error: {error}", err=True)
     raise typer.Exit(error.exit_code)
+
+
+from .compile_cmd import compile_command  # noqa: E402 - registered after the helpers it uses are defined
+
+app.command("compile")(compile_command)
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -1,0 +1,201 @@
+"""Cluster profiles: everything about a cluster that a compiled job depends on, kept out of the job itself.
+
+An OpenPAI job says *what* to run; where the upstream rest-server fills in the rest (user, runtime image, GPU
+resource name, HiveD SKU table, storages, service account...) from its own deployment, paictl reads a profile. The
+same job compiled with two profiles gives two clusters' Frameworks, and a compile never reaches for a live cluster.
+
+Profiles are YAML checked against `schemas/profile.schema.json` and reported through the job validator's machinery,
+so a broken profile gets the same located `file:line:col` diagnostics as a broken job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import os
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+from paictl.errors import InputError, InvalidJobError, UsageError
+
+BUILTIN_PROFILES = ("default", "openpai")
+
+Runtime = Literal["openpai", "native"]
+Naming = Literal["openpai", "readable"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Sku:
+    """What one HiveD leaf cell of a SKU stands for; a task role's cell count is derived from it."""
+
+    name: str
+    cpu: int
+    memory_mb: int
+    gpu: int
+    #: Leaf cells on one node, if known: HiveD can only place a pod inside one node-level cell.
+    cells_per_node: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HivedSettings:
+    enabled: bool = False
+    skus: Mapping[str, Sku] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    scheduler_prefix: str = "hivedscheduler"
+    device_envs: tuple[str, ...] = ("NVIDIA_VISIBLE_DEVICES", "HIVED_VISIBLE_DEVICES")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Storage:
+    name: str
+    share: bool = True
+    default: bool = False
+    read_only: bool = False
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Profile:
+    """A loaded, validated cluster profile (see the schema for what each value means upstream)."""
+
+    source: str
+    namespace: str
+    user: str
+    runtime: Runtime
+    runtime_image: str | None
+    runtime_image_pull_secrets: tuple[str, ...]
+    naming: Naming
+    gpu_resource: str
+    priority_classes: bool
+    port_range: tuple[int, int]
+    hived: HivedSettings
+    storages: tuple[Storage, ...]
+    fallback_priority_class: str | None = None
+    virtual_cluster: str = "default"
+    service_account: str | None = None
+    host_network: bool = False
+    #: matchExpressions of the required node affinity; empty means none.
+    node_affinity: tuple[Mapping[str, Any], ...] = ()
+    pod_graceful_deletion_timeout_sec: int = 600
+    log_host_path: str = "/var/log/pai"
+    exit_spec_config_map: str = "runtime-exit-spec-configuration"
+    api_server_address: str = "https://kubernetes.default:443"
+    rest_server_uri: str = "http://rest-server:9186"
+    default_shm_mb: int = 512
+    #: Extended resources every app container asks for (OpenPAI's FUSE device plugin: github.com/fuse).
+    extra_limits: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+    def with_user(self, user: str | None) -> Profile:
+        """The profile for `--user`: the user is the one value people change per invocation."""
+        return self if not user else dataclasses.replace(self, user=user)
+
+    def storage(self, name: str) -> Storage | None:
+        return next((s for s in self.storages if s.name == name), None)
+
+
+def load_profile(name_or_path: str | os.PathLike[str]) -> Profile:
+    """A built-in profile by name (`default`, `openpai`) or a profile file; InvalidJobError if it is invalid."""
+    text, path = _read(name_or_path)
+    return profile_from_text(text, path)
+
+
+def profile_from_text(text: str, path: str = "<profile>") -> Profile:
+    from paictl.protocol.loading import DocumentError, load_located
+    from paictl.protocol.schema_check import check_schema
+    from paictl.protocol.validate import locate
+
+    try:
+        document = load_located(text, path)
+    except DocumentError as exc:
+        raise InvalidJobError(exc.diagnostics) from None
+    findings = check_schema(document.data, "profile")
+    if not findings:
+        findings = _consistency(document.data)
+    errors = [locate(f, document) for f in findings]
+    if any(d.is_error for d in errors):
+        raise InvalidJobError(sorted(errors, key=lambda d: (d.line or 0, d.column or 0, d.code)))
+    return _profile(document.data, path)
+
+
+def _read(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
+    name = os.fspath(name_or_path)
+    if name in BUILTIN_PROFILES:
+        resource = importlib.resources.files(__package__).joinpath("profiles", f"{name}.yaml")
+        return resource.read_text(encoding="utf-8"), f"<profile {name}>"
+    try:
+        return Path(name).read_text(encoding="utf-8"), name
+    except FileNotFoundError:
+        # Usually a mistyped built-in name rather than a missing file: a usage error (exit 2) either way.
+        raise UsageError(f"{name}: no such profile file (built-in profiles: {', '.join(BUILTIN_PROFILES)})") \
+            from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{name}: cannot read the profile: {exc}") from None
+
+
+def _consistency(data: Mapping[str, Any]):
+    """Rules between values, which the schema cannot say; findings are located like schema ones."""
+    from paictl.protocol.codes import finding
+
+    findings = []
+    start, end = data["portRange"]
+    if start >= end:
+        findings.append(finding("E501", "/portRange/1", f"portRange ends at {end}, not after its start {start}",
+                                hint="write [first, last), e.g. [15000, 40000]"))
+    if data["runtime"] == "openpai" and not data.get("runtimeImage"):
+        findings.append(finding("E501", "/runtimeImage", "runtime 'openpai' needs a runtimeImage",
+                                hint="e.g. openpai/openpai-runtime:v1.8.0, or use runtime: native"))
+    hived = data["hived"]
+    if hived["enabled"] and not hived.get("skus"):
+        findings.append(finding("E501", "/hived", "HiveD is enabled but hived.skus is empty",
+                                hint="list the cluster's SKU types: cpu, memoryMB and gpu of one leaf cell"))
+    seen: set[str] = set()
+    for index, storage in enumerate(data["storages"]):
+        if storage["name"] in seen:
+            findings.append(finding("E501", f"/storages/{index}/name", f"storage {storage['name']!r} is listed twice"))
+        seen.add(storage["name"])
+    return findings
+
+
+def _profile(data: Mapping[str, Any], path: str) -> Profile:
+    hived = data["hived"]
+    defaults = HivedSettings()
+    return Profile(
+        source=path,
+        namespace=data["namespace"],
+        user=data["user"],
+        runtime=data["runtime"],
+        runtime_image=data.get("runtimeImage"),
+        runtime_image_pull_secrets=tuple(data["runtimeImagePullSecrets"]),
+        naming=data["naming"],
+        gpu_resource=data["gpuResource"],
+        priority_classes=data["priorityClasses"],
+        fallback_priority_class=data.get("fallbackPriorityClass"),
+        port_range=(data["portRange"][0], data["portRange"][1]),
+        hived=HivedSettings(
+            enabled=hived["enabled"],
+            skus=MappingProxyType({
+                name: Sku(name=name, cpu=sku["cpu"], memory_mb=sku["memoryMB"], gpu=sku["gpu"],
+                          cells_per_node=sku.get("cellsPerNode"))
+                for name, sku in (hived.get("skus") or {}).items()
+            }),
+            scheduler_prefix=hived.get("schedulerPrefix", defaults.scheduler_prefix),
+            device_envs=tuple(hived.get("deviceEnvs", defaults.device_envs)),
+        ),
+        storages=tuple(Storage(name=s["name"], share=s.get("share", True), default=s.get("default", False),
+                               read_only=s.get("readOnly", False)) for s in data["storages"]),
+        **_optional(data),
+    )
+
+
+_OPTIONAL = {
+    "virtualCluster": "virtual_cluster", "serviceAccount": "service_account", "hostNetwork": "host_network",
+    "podGracefulDeletionTimeoutSec": "pod_graceful_deletion_timeout_sec", "logHostPath": "log_host_path",
+    "exitSpecConfigMap": "exit_spec_config_map", "apiServerAddress": "api_server_address",
+    "restServerUri": "rest_server_uri", "defaultShmMB": "default_shm_mb",
+}
+
+
+def _optional(data: Mapping[str, Any]) -> dict[str, Any]:
+    values = {field: data[key] for key, field in _OPTIONAL.items() if key in data}
+    values["extra_limits"] = MappingProxyType(dict(data.get("extraLimits") or {}))
+    values["node_affinity"] = tuple(MappingProxyType(dict(e)) for e in data.get("nodeAffinity") or ())
+    return values

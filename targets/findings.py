@@ -1,0 +1,33 @@
+"""Compile-time errors reported like validation errors: a Finding at a JSON pointer, located when the text is known.
+
+A compile target works on the typed Job, which has no positions. Rather than threading line numbers through the
+model, targets emit pointer-located `Finding`s (exactly what the validator's checks emit) and the caller's
+`Document` (the loaded text with its position index), when given, turns them into `file:line:col` diagnostics
+through the validator's own `locate`. Without a document the diagnostics still carry the pointer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from paictl.errors import InvalidJobError
+
+if TYPE_CHECKING:
+    from paictl.protocol.diagnostics import Diagnostic, Finding
+    from paictl.protocol.loading import Document
+
+
+def raise_if_any(findings: Iterable[Finding], document: Document | None, path: str = "<job>") -> None:
+    findings = list(findings)
+    if findings:
+        raise InvalidJobError([located(f, document, path) for f in findings])
+
+
+def located(finding: Finding, document: Document | None, path: str = "<job>") -> Diagnostic:
+    from paictl.protocol.diagnostics import Diagnostic
+    from paictl.protocol.validate import locate
+
+    if document is not None:
+        return locate(finding, document)
+    return Diagnostic(code=finding.code, severity=finding.severity, message=finding.message, file=path,
+                      pointer=finding.pointer, hint=finding.hint)

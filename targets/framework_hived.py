@@ -1,0 +1,203 @@
+"""HiveD pod scheduling specs, computed the way OpenPAI's rest-server computes them (openpai.md c.6).
+
+Upstream finds most HiveD misfits only when the job is submitted (HTTP 400 from `middlewares/v2/hived.js`), or never
+(the pod then waits in the scheduler forever). The SKU table is in the cluster profile, so paictl checks all of them
+while compiling, reports every one at once and locates each in the job file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import TYPE_CHECKING, Any, Mapping
+
+from paictl.protocol.diagnostics import Anchor
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile, Sku
+    from paictl.protocol.diagnostics import Finding
+    from paictl.protocol.model import Job, TaskRole
+
+#: `extras.hivedScheduler.jobPriorityClass` to HiveD priority (hived.js); the ajv schema allows only these three.
+PRIORITIES = {"prod": 100, "test": 10, "oppo": -1}
+DEFAULT_PRIORITY_CLASS = "test"
+
+SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
+ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
+ISOLATION_FIELD = "metadata.annotations['hivedscheduler.microsoft.com/pod-leaf-cell-isolation']"
+
+#: Job-level switches copied into every pod's spec when the job sets them.
+_SWITCHES = ("gangReleaseEnable", "lazyPreemptionEnable", "ignoreK8sSuggestedNodes")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Unit:
+    cpu: int
+    memory_mb: int
+    gpu: int
+
+
+def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[str, dict[str, Any]], list[Finding]]:
+    """Per task role name, the pod scheduling spec (an ordered dict); plus every finding that prevents it."""
+    from paictl.protocol.codes import finding
+
+    config = job.extras.get("hivedScheduler") or {}
+    config = config if isinstance(config, Mapping) else {}
+    roles_config = config.get("taskRoles") or {}
+    roles_config = roles_config if isinstance(roles_config, Mapping) else {}
+    findings: list[Finding] = []
+    skus = profile.hived.skus
+    base = "/extras/hivedScheduler"
+
+    priority_class = config.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS
+    if priority_class not in PRIORITIES:
+        findings.append(finding("E605", f"{base}/jobPriorityClass",
+                                f"HiveD jobPriorityClass {priority_class!r} is not one of {', '.join(PRIORITIES)}"))
+    priority = PRIORITIES.get(priority_class)
+
+    names = [role.name for role in job.task_roles]
+    for name in roles_config:
+        if name not in names:
+            findings.append(finding("E605", f"{base}/taskRoles/{name}", f"Taskrole {name} does not exist.",
+                                    hint=f"task roles of this job: {', '.join(names)}", anchor=Anchor.KEY))
+
+    cells: dict[str, int] = {}
+    groups: dict[str, list[str]] = {}
+    for role in job.task_roles:
+        role_config = roles_config.get(role.name) or {}
+        role_config = role_config if isinstance(role_config, Mapping) else {}
+        where = f"{base}/taskRoles/{role.name}"
+        sku_type, pinned = role_config.get("skuType"), role_config.get("pinnedCellId")
+        if sku_type and pinned:
+            findings.append(finding("E603", f"{where}/pinnedCellId", f"Taskrole {role.name} has both skuType and "
+                                    "pinnedCellId, only one is allowed.", hint="remove one of them"))
+        if sku_type and sku_type not in skus:
+            findings.append(finding("E602", f"{where}/skuType", f"Taskrole {role.name} has unknown skuType "
+                                    f"{sku_type}, allow {', '.join(skus)}.", hint=_sku_hint(sku_type, skus)))
+            continue
+        count, problem = _leaf_cells(role, skus[sku_type] if sku_type else None, skus)
+        if problem:
+            findings.append(finding("E604", f"/taskRoles/{role.name}/resourcePerInstance", problem))
+        cells[role.name] = count
+        group = role_config.get("affinityGroupName")
+        if group:
+            members = groups.setdefault(group, [])
+            if members and _placement(roles_config.get(members[0])) != _placement(role_config):
+                findings.append(finding("E605", f"{where}/affinityGroupName",
+                                        f"AffinityGroup {group} has inconsistent skuType or pinnedCellId."))
+            members.append(role.name)
+    if findings:
+        return {}, findings
+
+    user_job = f"{profile.user}~{job.name}"
+    by_name = {role.name: role for role in job.task_roles}
+    specs = {}
+    for role in job.task_roles:
+        role_config = roles_config.get(role.name) or {}
+        spec: dict[str, Any] = {
+            "virtualCluster": virtual_cluster,
+            "priority": priority,
+            "pinnedCellId": role_config.get("pinnedCellId") or None,
+            "leafCellType": role_config.get("skuType") or None,
+            "leafCellNumber": cells[role.name],
+        }
+        spec.update({key: config[key] for key in _SWITCHES if key in config})
+        group = role_config.get("affinityGroupName")
+        if groups:
+            members = groups.get(group) if group else None
+        else:
+            group, members = "default", (names if job.gang_allocation else None)
+        spec["affinityGroup"] = None if members is None else {
+            "name": f"{user_job}/{group}",
+            "members": [{"podNumber": by_name[m].instances, "leafCellNumber": cells[m]} for m in members],
+        }
+        specs[role.name] = spec
+    return specs, []
+
+
+def priority_of(specs: Mapping[str, Mapping[str, Any]]) -> int:
+    """The job's HiveD priority as the PriorityClass value uses it: clamped to [-1, 126]."""
+    priority = next(iter(specs.values()))["priority"] if specs else 0
+    return max(-1, min(126, priority or 0))
+
+
+def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tuple[int, str | None]:
+    """max(ceil(request / per-cell)) over gpu, cpu and memory; without a skuType, per-cell is the minimum of all SKUs.
+
+    Upstream takes the minimum over the VC's SKUs (all SKUs when the HiveD web service is unreachable, as for the
+    golden outputs); the profile lists the cluster's SKUs, so all of them are the candidates here.
+    """
+    unit = _Unit(cpu=sku.cpu, memory_mb=sku.memory_mb, gpu=sku.gpu) if sku else _Unit(
+        cpu=min(s.cpu for s in skus.values()), memory_mb=min(s.memory_mb for s in skus.values()),
+        gpu=min(s.gpu for s in skus.values()))
+    res = role.resources
+    if res.gpu > 0 and unit.gpu == 0:
+        return 0, (f"Taskrole {role.name} requests {res.gpu} GPU, but SKU "
+                   f"{sku.name if sku else '(any)'} does not configure GPU.")
+    terms = [math.ceil(request / per_cell) for request, per_cell in
+             ((res.gpu, unit.gpu), (res.cpu, unit.cpu), (res.memory_mb, unit.memory_mb)) if per_cell > 0]
+    # HiveD rejects a non-positive leafCellNumber; a task role requesting nothing still occupies one cell.
+    count = max([*terms, 1])
+    limits = [sku.cells_per_node] if sku else [s.cells_per_node for s in skus.values()]
+    if limits and all(limit is not None for limit in limits) and count > max(limits):
+        return count, (f"Taskrole {role.name} needs {count} leaf cells per instance, but no node has more than "
+                       f"{max(limits)}{' ' + sku.name if sku else ''} cells; HiveD would never schedule it")
+    return count, None
+
+
+def _placement(config: Any) -> tuple[Any, Any]:
+    config = config if isinstance(config, Mapping) else {}
+    return config.get("skuType") or None, config.get("pinnedCellId") or None
+
+
+def _sku_hint(sku_type: str, skus: Mapping[str, Sku]) -> str | None:
+    from paictl.protocol.suggest import did_you_mean
+
+    guess = did_you_mean(sku_type, list(skus), {})
+    return f"did you mean {guess!r}?" if guess else f"the cluster profile's SKUs: {', '.join(skus) or 'none'}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The annotation text: js-yaml `safeDump`, which is what the rest-server writes.
+
+_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_.~/-]*$")
+_RESERVED = re.compile(r"^(?:true|false|null|yes|no|on|off|y|n|~)$", re.IGNORECASE)
+
+
+def dump_spec(spec: Mapping[str, Any]) -> str:
+    """A spec as js-yaml 3 `safeDump` prints it (2-space indent, sequences indented under their key)."""
+    return "".join(_lines(spec, 0))
+
+
+def _lines(mapping: Mapping[str, Any], indent: int):
+    pad = " " * indent
+    for key, value in mapping.items():
+        if isinstance(value, Mapping) and value:
+            yield f"{pad}{key}:\n"
+            yield from _lines(value, indent + 2)
+        elif isinstance(value, list) and value:
+            yield f"{pad}{key}:\n"
+            for item in value:
+                first, *rest = list(_lines(item, indent + 4))
+                yield f"{pad}  - {first.lstrip()}"
+                yield from rest
+        else:
+            yield f"{pad}{key}: {_scalar(value)}\n"
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "{}"
+    if isinstance(value, list):
+        return "[]"
+    text = str(value)
+    if _PLAIN.match(text) and not _RESERVED.match(text):
+        return text
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,218 @@
+"""Where a job's secrets go: into Kubernetes Secrets, and nowhere else.
+
+OpenPAI keeps a job's `secrets` out of the Framework: the stored `config` annotation is the submitted YAML with the
+secrets block masked (`protocolSecret.js mask()`), the values go to the Secret `<name>-configcred` (mounted for the
+runtime, which substitutes `<% $secrets.x %>` inside the container) and registry credentials, rendered with the
+secrets, go to the dockerconfigjson Secret `<name>-regcred`. paictl follows the same split, so a compiled Framework
+can be printed, diffed and committed without leaking anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile
+    from paictl.protocol.model import Job
+
+MASK = 'secrets: "******"'
+DEFAULT_REGISTRY = "https://index.docker.io/v1/"
+
+_SECRETS_LINE = re.compile(r"^secrets\s*:")
+#: A line that starts a new top-level entry (anything not indented, not blank, not a comment).
+_TOP_LEVEL = re.compile(r"^[^\s#]")
+#: A top-level secrets key in any spelling the textual mask does not recognise (quoted, in a flow mapping).
+_TOP_SECRETS = re.compile(r"""^[{]?\s*['"]?secrets['"]?\s*:""")
+
+
+def mask_secrets(text: str) -> str:
+    """Upstream's mask: the top-level `secrets:` entry, up to the next top-level key, becomes `secrets: "******"`.
+
+    Blank, indented and comment lines after `secrets:` belong to it (a comment may sit between secret entries).
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    masking = False
+    for line in lines:
+        if _SECRETS_LINE.match(line):
+            out.append(MASK)
+            masking = True
+            continue
+        if masking and not _TOP_LEVEL.match(line):
+            continue
+        masking = False
+        out.append(line)
+    if masking and text.endswith("\n"):
+        out.append("")
+    return "\n".join(out)
+
+
+def config_annotation(job: Job, text: str | None) -> str:
+    """The Framework's `config` annotation: the job as submitted, secrets masked.
+
+    With the source text this is upstream's value byte for byte. Without it (a Job built in code) the job is
+    serialised from the model; if a secrets block survives the textual mask in any form (flow style, a quoted
+    key), the model's serialisation is used instead, so the annotation can never carry a secret.
+    """
+    if text is not None:
+        masked = mask_secrets(text)
+        if not job.secrets or not _leaks(masked, job.secrets):
+            return masked
+    return _dump(job_data(job, masked_secrets=bool(job.secrets)))
+
+
+def _leaks(text: str, secrets: Mapping[str, Any]) -> bool:
+    # Short values would match by coincidence (and the textual mask already removed the block): check long ones.
+    if any(isinstance(v, str) and len(v) >= 6 and v in text for v in _leaves(secrets)):
+        return True
+    return any(_TOP_SECRETS.match(line) and line.rstrip() != MASK for line in text.split("\n"))
+
+
+def _leaves(value: Any):
+    if isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def job_data(job: Job, *, masked_secrets: bool) -> dict[str, Any]:
+    """The protocol document a Job stands for (keys in protocol order), for when no source text is at hand."""
+    data: dict[str, Any] = {"protocolVersion": int(job.protocol_version) if job.protocol_version.isdigit()
+                            else job.protocol_version, "name": job.name, "type": job.type}
+    for key, value in (("version", job.version), ("contributor", job.contributor),
+                       ("description", job.description)):
+        if value is not None:
+            data[key] = value
+    if job.parameters:
+        data["parameters"] = plain(job.parameters)
+    if masked_secrets:
+        data["secrets"] = "******"
+    if job.job_retry_count:
+        data["jobRetryCount"] = job.job_retry_count
+    if job.prerequisites:
+        data["prerequisites"] = [plain(p.fields) for p in job.prerequisites]  # auth is left out of `fields`
+    data["taskRoles"] = {role.name: _role_data(role) for role in job.task_roles}
+    if job.deployments:
+        data["deployments"] = [{"name": d.name, "taskRoles": {
+            name: {k: list(v) for k, v in (("preCommands", t.pre_commands), ("postCommands", t.post_commands)) if v}
+            for name, t in d.task_roles.items()}} for d in job.deployments]
+    defaults = {k: v for k, v in (("deployment", job.defaults.deployment),
+                                  ("virtualCluster", job.defaults.virtual_cluster)) if v is not None}
+    if defaults:
+        data["defaults"] = defaults
+    if job.extras:
+        data["extras"] = plain(job.extras)
+    return data
+
+
+def _role_data(role) -> dict[str, Any]:
+    data: dict[str, Any] = {"instances": role.instances}
+    completion = {k: v for k, v in (("minFailedInstances", role.completion.min_failed_instances),
+                                    ("minSucceededInstances", role.completion.min_succeeded_instances))
+                  if v is not None}
+    if completion:
+        data["completion"] = completion
+    if role.task_retry_count:
+        data["taskRetryCount"] = role.task_retry_count
+    if role.prerequisites:
+        data["prerequisites"] = list(role.prerequisites)
+    data["dockerImage"] = role.docker_image
+    for key in ("data", "output", "script"):
+        if getattr(role, key) is not None:
+            data[key] = getattr(role, key)
+    if role.extra_container_options:
+        data["extraContainerOptions"] = plain(role.extra_container_options)
+    res = role.resources
+    data["resourcePerInstance"] = {"cpu": res.cpu, "memoryMB": res.memory_mb, "gpu": res.gpu}
+    if res.ports:
+        data["resourcePerInstance"]["ports"] = dict(res.ports)
+    data["commands"] = list(role.commands)
+    return data
+
+
+def plain(value: Any) -> Any:
+    """Frozen model mappings and tuples back to the dicts and lists YAML and JSON emitters take."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def _dump(data: Any) -> str:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False
+    yaml.width = 4096
+    stream = io.StringIO()
+    yaml.dump(data, stream)
+    return stream.getvalue()
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def config_secret(name: str, job: Job, profile: Profile) -> dict[str, Any]:
+    """`<name>-configcred`: the job's secrets as YAML, which the runtime reads from /usr/local/pai/secrets."""
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": f"{name}-configcred", "namespace": profile.namespace},
+        "data": {"secrets.yaml": _b64(_dump(plain(job.secrets)).encode("utf-8"))},
+        "type": "Opaque",
+    }
+
+
+def registry_auths(job: Job) -> dict[str, str]:
+    """Registry URI -> base64 `user:password`, for every dockerimage prerequisite with `auth` (later ones win)."""
+    from paictl.compiler.render import render_with_secrets
+
+    auths: dict[str, str] = {}
+    for prerequisite in job.prerequisites:
+        auth = prerequisite.auth
+        if prerequisite.type != "dockerimage" or auth is None:
+            continue
+        values = [render_with_secrets(v, job.secrets) if isinstance(v, str) else ("" if v is None else str(v))
+                  for v in (auth.username, auth.password, auth.registry_uri)]
+        username, password, registry = values
+        auths[registry or DEFAULT_REGISTRY] = _b64(f"{username}:{password}".encode("utf-8"))
+    return auths
+
+
+def docker_secret(name: str, job: Job, profile: Profile) -> dict[str, Any] | None:
+    auths = registry_auths(job)
+    if not auths:
+        return None
+    config = json.dumps({"auths": {uri: {"auth": value} for uri, value in auths.items()}}, separators=(",", ":"))
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": f"{name}-regcred", "namespace": profile.namespace},
+        "data": {".dockerconfigjson": _b64(config.encode("utf-8"))},
+        "type": "kubernetes.io/dockerconfigjson",
+    }
+
+
+def priority_class(name: str, priority: int) -> dict[str, Any]:
+    """`<name>-priority`, with upstream's value formula and a fixed creation time.
+
+    Upstream: `-(((126 - priority) << 24) + jobCreationTime)`, where jobCreationTime is the submission time in
+    16-second units (so older jobs of a priority go first). A compiled object must not depend on the clock, so
+    jobCreationTime is 0: the value keeps the job in its priority band, and jobs of equal priority tie.
+    """
+    return {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": f"{name}-priority"},
+        "value": -((126 - priority) << 24),
+        "preemptionPolicy": "PreemptLowerPriority",
+        "globalDefault": False,
+    }

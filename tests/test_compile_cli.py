@@ -1,0 +1,98 @@
+"""`paictl compile` as users pipe it: deterministic YAML on stdout, diagnostics on stderr, secrets only in Secrets."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from ruamel.yaml import YAML
+
+from conftest import ROOT
+
+EXAMPLES = ROOT / "examples"
+PS = str(EXAMPLES / "parameter-server.yaml")
+
+
+def documents(text: str) -> list[dict]:
+    return [d for d in YAML(typ="safe", pure=True).load_all(text) if d is not None]
+
+
+def test_yaml_output_is_deterministic_and_ends_with_the_framework(run_cli):
+    code, first, err = run_cli("compile", PS, "--profile", "openpai")
+    assert code == 0, err
+    _, second, _ = run_cli("compile", PS, "--profile", "openpai")
+    assert first == second
+    kinds = [d["kind"] for d in documents(first)]
+    assert kinds[-1] == "Framework" and kinds.count("Secret") == 1 and "PriorityClass" in kinds
+
+
+def test_json_output_is_a_v1_list_with_the_same_objects(run_cli):
+    _, as_yaml, _ = run_cli("compile", PS, "--profile", "openpai")
+    code, as_json, _ = run_cli("compile", PS, "--profile", "openpai", "--format", "json")
+    listed = json.loads(as_json)
+    assert code == 0 and listed["kind"] == "List" and listed["items"] == documents(as_yaml)
+
+
+def test_output_dir_writes_one_file_per_object(run_cli, tmp_path):
+    code, out, _ = run_cli("compile", PS, "--profile", "openpai", "-o", str(tmp_path / "out"))
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert code == 0 and len(files) == len(out.split()) and any(f.startswith("framework-") for f in files)
+
+
+def test_parameter_overrides_reach_the_entrypoint(run_cli, tmp_path):
+    overrides = tmp_path / "p.yaml"
+    overrides.write_text("learningRate: 0.5\n")
+    code, out, _ = run_cli("compile", PS, "--profile", "openpai", "-p", "epochs=99", "--parameters", str(overrides))
+    framework = documents(out)[-1]
+    worker = next(r for r in framework["spec"]["taskRoles"] if r["name"] == "worker")
+    env = {e["name"]: e.get("value") for e in worker["task"]["pod"]["spec"]["initContainers"][0]["env"]}
+    assert code == 0 and "--epochs=99 --lr=0.5" in env["USER_CMD"]
+
+
+def test_secret_values_appear_only_inside_secret_objects(run_cli):
+    code, out, err = run_cli("compile", PS, "--profile", "openpai")
+    assert code == 0
+    secret_value = "replace-me"
+    for obj in documents(out):
+        text = json.dumps(obj)
+        if obj["kind"] == "Secret":
+            decoded = "".join(base64.b64decode(v).decode() for v in obj["data"].values())
+            assert secret_value in decoded
+        else:
+            assert secret_value not in text, obj["kind"]
+    assert secret_value not in err
+
+
+def test_secrets_from_references_an_existing_secret(run_cli):
+    code, out, _ = run_cli("compile", PS, "--profile", "openpai", "--secrets-from", "team-secrets")
+    assert code == 0 and "replace-me" not in out and "team-secrets" in out
+    assert not [d for d in documents(out) if d["kind"] == "Secret"]
+
+
+def test_invalid_job_exits_1_with_diagnostics_on_stderr_only(run_cli):
+    code, out, err = run_cli("compile", "-", input="protocolVersion: 2\nname: x\ntype: job\ntaskrole: {}\n")
+    assert code == 1 and out == ""
+    assert "<stdin>:4:1: error[E202]" in err
+
+
+def test_warnings_go_to_stderr_and_yaml_stays_clean(run_cli, tmp_path):
+    job = tmp_path / "w.yaml"
+    job.write_text((EXAMPLES / "retry-without-gang.yaml").read_text().replace("gangAllocation: false", "x: 1"))
+    code, out, err = run_cli("compile", str(job))
+    assert code == 0 and "warning[W405]" in err and "W405" not in out
+    assert documents(out)[-1]["kind"] == "Framework"
+
+
+def test_every_example_compiles_under_both_builtin_profiles(run_cli):
+    for example in sorted(EXAMPLES.glob("*.yaml")):
+        for profile in ("default", "openpai"):
+            code, out, err = run_cli("compile", str(example), "--profile", profile)
+            assert code == 0, (example.name, profile, err)
+            assert documents(out)[-1]["kind"] == "Framework"
+
+
+def test_unknown_target_and_profile_are_usage_errors(run_cli):
+    code, _, err = run_cli("compile", PS, "--target", "nope")
+    assert code == 2 and "unknown target" in err
+    code, _, err = run_cli("compile", PS, "--profile", "no-such-profile")
+    assert code == 2
