@@ -122,7 +122,7 @@ def validate(
 
 @app.command()
 def schema(
-    name: str = typer.Argument("job", help="Which schema: " + "job."),
+    name: str = typer.Argument("job", help="Which schema: job (an OpenPAI job) or profile (a cluster profile)."),
 ) -> None:
     """Print a JSON Schema paictl validates with (for editors: yaml-language-server, VS Code)."""
     import json
