@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from paictl.protocol.model import Job
 
 MASK = 'secrets: "******"'
+MASK_VALUE = "******"
 DEFAULT_REGISTRY = "https://index.docker.io/v1/"
 
 _SECRETS_LINE = re.compile(r"^secrets\s*:")
@@ -58,7 +59,10 @@ def config_annotation(job: Job, text: str | None) -> str:
     serialised from the model; if a secrets block survives the textual mask in any form (flow style, a quoted
     key), the model's serialisation is used instead, so the annotation can never carry a secret.
     """
-    if text is not None:
+    # Upstream masks only the `secrets:` block and so stores registry passwords in the annotation; paictl does not:
+    # a job with docker `auth` is stored serialised from the model, its auth masked like its secrets.
+    has_auth = any(p.auth is not None for p in job.prerequisites)
+    if text is not None and not has_auth:
         masked = mask_secrets(text)
         if not job.secrets or not _leaks(masked, job.secrets):
             return masked
@@ -94,11 +98,12 @@ def job_data(job: Job, *, masked_secrets: bool) -> dict[str, Any]:
     if job.parameters:
         data["parameters"] = plain(job.parameters)
     if masked_secrets:
-        data["secrets"] = "******"
+        data["secrets"] = MASK_VALUE
     if job.job_retry_count:
         data["jobRetryCount"] = job.job_retry_count
     if job.prerequisites:
-        data["prerequisites"] = [plain(p.fields) for p in job.prerequisites]  # auth is left out of `fields`
+        data["prerequisites"] = [{**plain(p.fields), **({"auth": MASK_VALUE} if p.auth is not None else {})}
+                                 for p in job.prerequisites]  # auth is left out of `fields`
     data["taskRoles"] = {role.name: _role_data(role) for role in job.task_roles}
     if job.deployments:
         data["deployments"] = [{"name": d.name, "taskRoles": {

@@ -104,7 +104,10 @@ def test_secrets_appear_only_in_secrets():
             text = json.dumps(obj)
             assert "s3cr3t" not in text and '"pw"' not in text and "u:pw" not in text
     framework = objects[-1]
-    assert MASK in framework["metadata"]["annotations"]["config"]
+    from ruamel.yaml import YAML
+
+    stored = YAML(typ="safe", pure=True).load(framework["metadata"]["annotations"]["config"])
+    assert stored["secrets"] == "******" and stored["prerequisites"][0]["auth"] == "******"
     pod = framework["spec"]["taskRoles"][0]["task"]["pod"]["spec"]
     assert {"name": f"{framework['metadata']['name']}-regcred"} in pod["imagePullSecrets"]
     assert "echo <% $secrets.token %>" in json.dumps(pod["initContainers"][0]["env"][0])
