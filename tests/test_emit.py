@@ -11,18 +11,33 @@ from hypothesis import strategies as st
 from paictl.compiler.emit import file_name, to_json_list, to_yaml, write_files
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
-values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), texts),
+values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), texts,
+                                  st.sampled_from(["0o17", "1e3", "yes", "2020-01-01", "NaN", "~"])),
                       lambda inner: st.one_of(st.lists(inner, max_size=3),
                                               st.dictionaries(texts, inner, max_size=3)), max_leaves=10)
 
 
 @settings(max_examples=500, deadline=None, derandomize=True)
 @given(st.dictionaries(texts, values, max_size=5))
-def test_yaml_reads_back_as_the_same_data(obj):
+def test_yaml_reads_back_as_the_same_data_in_yaml_1_1_and_1_2(obj):
+    import yaml
     from ruamel.yaml import YAML
 
-    (document,) = [d for d in YAML(typ="safe", pure=True).load_all(to_yaml([obj]))]
-    assert document == obj
+    text = to_yaml([obj])
+    (as_12,) = [d for d in YAML(typ="safe", pure=True).load_all(text)]
+    (as_11,) = [d for d in yaml.safe_load_all(text)]  # kubectl's reader is YAML 1.1
+    assert as_12 == obj and as_11 == obj
+
+
+def test_strings_that_look_like_other_things_are_quoted():
+    values = ["0o17", "1e3", "yes", "on", "null", "~", "2020-01-01", "0x1F", ".inf", "12", "1.5", "true", ""]
+    text = to_yaml([{"v": values}])
+    assert all(line.lstrip("- ").startswith(("'", '"')) for line in text.splitlines()[2:])
+
+
+def test_shared_objects_are_written_out_not_aliased():
+    shared = {"a": 1}
+    assert "&" not in to_yaml([{"x": shared, "y": shared}])
 
 
 def test_multiline_strings_are_literal_blocks_and_documents_are_separated():
