@@ -81,6 +81,10 @@ class Profile:
     api_server_address: str = "https://kubernetes.default:443"
     rest_server_uri: str = "http://rest-server:9186"
     default_shm_mb: int = 512
+    #: Native runtime, gang allocation: the FrameworkBarrier init container's image, and the service account its
+    #: pods run as when `service_account` is unset (it must be allowed to read frameworks).
+    barrier_image: str = "frameworkcontroller/frameworkbarrier"
+    barrier_service_account: str | None = None
     #: Extended resources every app container asks for (OpenPAI's FUSE device plugin: github.com/fuse).
     extra_limits: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
 
@@ -196,6 +200,11 @@ _OPTIONAL = {
 
 def _optional(data: Mapping[str, Any]) -> dict[str, Any]:
     values = {field: data[key] for key, field in _OPTIONAL.items() if key in data}
+    barrier = data.get("frameworkBarrier") or {}
+    if "image" in barrier:
+        values["barrier_image"] = barrier["image"]
+    if "serviceAccount" in barrier:
+        values["barrier_service_account"] = barrier["serviceAccount"]
     values["extra_limits"] = MappingProxyType(dict(data.get("extraLimits") or {}))
     values["node_affinity"] = tuple(MappingProxyType(dict(e)) for e in data.get("nodeAffinity") or ())
     return values

@@ -65,6 +65,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),
     "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node)"),
     "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
+    "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
+    "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
 }
 
 

@@ -52,7 +52,8 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
 
     `parameters` overrides the job's parameters (as a submission-time override would). `secrets_from` names an
     existing Secret holding the job's secrets (key `secrets.yaml`): it is mounted instead of emitting
-    `<name>-configcred`, so the secrets need not be in the job file. `document` is the job's loaded source
+    `<name>-configcred`, so the secrets need not be in the job file (with the native runtime it also needs the
+    `secret.<path>` keys described in framework_native). `document` is the job's loaded source
     (`paictl.protocol.loading.Document`): with it the `config` annotation is the submitted text, masked, exactly as
     upstream stores it, and errors the cluster finds (unknown storage, HiveD misfits) are located at file:line:col;
     without it the annotation is serialised from the model and errors carry a JSON pointer only.
@@ -62,7 +63,7 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
 
     name = framework_name(job, profile)
     virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
-    findings: list[Finding] = []
+    findings: list[Finding] = list(task_role_name_findings(job))
     storages = _storages(job, profile, findings)
     hived_specs: dict[str, Any] = {}
     if profile.hived.enabled:
@@ -70,12 +71,25 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
 
         hived_specs, problems = compute(job, profile, virtual_cluster)
         findings += problems
+    native_ports: dict[str, Any] = {}
+    if profile.runtime == "native":
+        from .framework_native import allocate_ports
+
+        native_ports, problems = allocate_ports(job, profile)
+        findings += problems
     raise_if_any(findings, document, _path(document))
+    entrypoints = {role.name: render_entrypoint(job, role.name, parameters) for role in job.task_roles}
 
     objects: list[dict[str, Any]] = []
     secrets_secret = secrets_from
     if secrets_from is None and job.secrets:
-        objects.append(config_secret(name, job, profile))
+        secret = config_secret(name, job, profile)
+        if profile.runtime == "native":
+            from .framework_native import secret_files
+
+            files = secret_files(job, entrypoints.values())
+            secret["data"].update((key, _b64(value)) for key, value in sorted(files.items()))
+        objects.append(secret)
         secrets_secret = f"{name}-configcred"
     regcred = docker_secret(name, job, profile)
     if regcred is not None:
@@ -91,10 +105,10 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
     ctx = PodContext(job=job, profile=profile, name=name, virtual_cluster=virtual_cluster,
                      shared_env=framework_env(job, profile, virtual_cluster), hived_specs=hived_specs,
                      secrets_secret=secrets_secret, regcred=regcred["metadata"]["name"] if regcred else None,
-                     storages=storages, priority_class=priority_name)
+                     storages=storages, priority_class=priority_name, native_ports=native_ports)
     task_roles = []
     for role in job.task_roles:
-        entrypoint = render_entrypoint(job, role.name, parameters)
+        entrypoint = entrypoints[role.name]
         task_roles.append({
             "name": convert_name(role.name),
             "taskNumber": role.instances,
@@ -129,6 +143,42 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
         },
     })
     return objects
+
+
+def task_role_name_findings(job: Job) -> list[Finding]:
+    """E606 for task roles FrameworkController would reject or confuse, whatever the runtime.
+
+    Task roles are named `convert_name(name)` (openpai.md c.1): the result must match ^[a-z0-9]{1,63}$ and be unique,
+    or the API server refuses the Framework (empty, too long) or two roles share pods and variables (a clash, which
+    FrameworkController does not check).
+    """
+    from paictl.protocol.codes import finding
+    from paictl.protocol.diagnostics import Anchor
+
+    findings: list[Finding] = []
+    seen: dict[str, str] = {}
+    for role in job.task_roles:
+        converted = convert_name(role.name)
+        pointer = "/taskRoles/" + role.name.replace("~", "~0").replace("/", "~1")
+        problem = None
+        if not converted:
+            problem = f"task role '{role.name}' has no letter or digit, so its Framework name would be empty"
+        elif len(converted) > MAX_NAME:
+            problem = f"task role '{role.name}' becomes a {len(converted)}-character name; at most {MAX_NAME} fit"
+        elif converted in seen:
+            problem = f"task roles '{seen[converted]}' and '{role.name}' both become '{converted}'"
+        seen.setdefault(converted, role.name)
+        if problem:
+            findings.append(finding("E606", pointer, problem + " (FrameworkController names are ^[a-z0-9]{1,63}$)",
+                                    hint="rename the task role: lowercase letters and digits are what is kept",
+                                    anchor=Anchor.KEY))
+    return findings
+
+
+def _b64(value: str) -> str:
+    import base64
+
+    return base64.b64encode(value.encode("utf-8")).decode("ascii")
 
 
 def compile_framework_file(path: str | os.PathLike[str], profile: Profile, **options: Any) -> list[dict[str, Any]]:

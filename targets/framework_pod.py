@@ -2,8 +2,9 @@
 
 With `runtime: openpai` the pod is the rest-server's `generateTaskRole`: an init container from the runtime image
 receives the rendered entrypoint in USER_CMD and prepares `/usr/local/pai`, and the app container runs the
-runtime's entry script. Cluster conventions (service account, node affinity, log directory, exit-spec ConfigMap,
-extra resources...) come from the profile.
+runtime's entry script. With `runtime: native` the app container does the runtime's work itself, behind a
+FrameworkBarrier init container when the job is gang-allocated (framework_native.py). Cluster conventions (service
+account, node affinity, log directory, exit-spec ConfigMap, extra resources...) come from the profile.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class PodContext:
     regcred: str | None
     storages: tuple[MountedStorage, ...]
     priority_class: str | None
+    #: Native runtime: the fixed ports of every task role (framework_native.allocate_ports).
+    native_ports: Mapping[str, Mapping[str, tuple[int, ...]]] = dataclasses.field(default_factory=dict)
 
 
 def pod_template(ctx: PodContext, role: TaskRole, entrypoint: str) -> dict[str, Any]:
@@ -67,12 +70,20 @@ def pod_template(ctx: PodContext, role: TaskRole, entrypoint: str) -> dict[str, 
     if profile.runtime == "openpai":
         spec["privileged"] = False  # not a PodSpec field: upstream sends it and the API server drops it
     spec["restartPolicy"] = "Never"
-    if profile.service_account:
-        spec["serviceAccountName"] = profile.service_account
+    if profile.runtime == "openpai":
+        service_account = profile.service_account
+    else:
+        from .framework_native import service_account
+        service_account = service_account(ctx.job, profile)
+    if service_account:
+        spec["serviceAccountName"] = service_account
     if profile.runtime == "openpai":
         spec["initContainers"] = [_init_container(ctx, role, entrypoint)]
         spec["containers"] = [_app_container(ctx, role)]
     else:
+        if ctx.job.gang_allocation:
+            from .framework_native import barrier_init_container
+            spec["initContainers"] = [barrier_init_container(profile)]
         spec["containers"] = [_native_container(ctx, role, entrypoint)]
     spec["volumes"] = _volumes(ctx, role)
     if profile.node_affinity:
@@ -170,20 +181,31 @@ def _app_container(ctx: PodContext, role: TaskRole) -> dict[str, Any]:
 
 
 def _native_container(ctx: PodContext, role: TaskRole, entrypoint: str) -> dict[str, Any]:
-    """Without the runtime the app container runs the entrypoint itself.
+    """Without the runtime the app container prepares the task itself (framework_native.py), then runs it.
 
-    Only what needs no runtime is available: the PAI_* variables rest-server sets, shared memory, storages and the
-    secrets file. Runtime features (plugins, port variables, `$secrets` substitution, the exit spec) are not.
+    Runtime plugins and the exit spec (failure classification into the termination message) are not provided.
     """
+    from . import framework_native as native
+
     shared = [*ctx.shared_env, *task_role_env(role)]
-    return {
+    commands, substitutions = native.runtime_commands(entrypoint, ctx.secrets_secret is not None)
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if ctx.job.gang_allocation:
+        mounts.append({"name": native.BARRIER_VOLUME, "mountPath": native.BARRIER_MOUNT})
+    container = {
         "name": "app",
         "image": _image(ctx.job, role),
-        "command": ["/bin/sh", "-c", entrypoint],
+        "command": [*native.SHELL, "-c", native.prelude(ctx.job, ctx.native_ports, substitutions, SECRETS_MOUNT),
+                    native.SCRIPT_NAME],
+        "args": [commands],
         "resources": {"limits": _limits(ctx, role)},
-        "env": app_env(role, ctx.profile, shared),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *_secret_mounts(ctx), *_storage_mounts(ctx)],
+        "env": [*app_env(role, ctx.profile, shared), *native.native_env(role, ctx.native_ports)],
+        "ports": native.container_ports(role, ctx.native_ports),
+        "volumeMounts": [*mounts, *_secret_mounts(ctx), *_storage_mounts(ctx)],
     }
+    if not container["ports"]:
+        del container["ports"]
+    return container
 
 
 def _volumes(ctx: PodContext, role: TaskRole) -> list[dict[str, Any]]:
@@ -196,6 +218,9 @@ def _volumes(ctx: PodContext, role: TaskRole) -> list[dict[str, Any]]:
             {"name": "host-log", "hostPath": {"path": profile.log_host_path}},
             {"name": "job-exit-spec", "configMap": {"name": profile.exit_spec_config_map}},
         ]
+    elif ctx.job.gang_allocation:
+        from .framework_native import BARRIER_VOLUME
+        volumes.append({"name": BARRIER_VOLUME, "emptyDir": {}})
     if ctx.secrets_secret:
         volumes.append({"name": "job-secrets", "secret": {"secretName": ctx.secrets_secret}})
     for mounted in ctx.storages:

@@ -80,8 +80,10 @@ def test_default_profile_compiles_the_examples(example):
     for role in framework["spec"]["taskRoles"]:
         assert re.fullmatch(r"[a-z0-9]{1,63}", role["name"])
         spec = role["task"]["pod"]["spec"]
-        assert "initContainers" not in spec and "priorityClassName" not in spec and "affinity" not in spec
-        assert spec["containers"][0]["command"][:2] == ["/bin/sh", "-c"]
+        assert "priorityClassName" not in spec and "affinity" not in spec
+        assert [c["name"] for c in spec.get("initContainers", [])] == (["frameworkbarrier"] if "gang" not in
+                                                                       example.stem else [])
+        assert spec["containers"][0]["command"][0] == "bash"
 
 
 def test_readable_names():

@@ -1,7 +1,8 @@
 """One error hierarchy for the whole tool; the CLI catches it once and exits with `exit_code`.
 
 Exit codes (the README documents them): 0 success, 1 an invalid job (or a failed job when following one),
-2 usage or I/O errors, 3 cluster errors, 4 a job that was stopped.
+2 usage or I/O errors, 3 cluster errors, 4 a job that was stopped, 70 (sysexits' EX_SOFTWARE) a bug in paictl caught by
+its own checks, kept apart from 1 so that scripts never mistake one for an invalid job.
 """
 
 from __future__ import annotations
@@ -43,3 +44,12 @@ class InputError(PaictlError):
 
 class ClusterError(PaictlError):
     exit_code = 3
+
+
+class InternalError(PaictlError):
+    """paictl produced something it must never produce (e.g. a compiled object that fails its schema).
+
+    Not the user's fault and not fixable by editing the job, so the message says so and asks for a report.
+    """
+
+    exit_code = 70

@@ -75,6 +75,7 @@ def compile_command(
     from paictl.protocol import job_from_data, read_source, validate_bytes
     from paictl.protocol.loading import decode_source, load_located
     from paictl.targets import TARGETS, get_target
+    from paictl.targets.output_check import check_objects
 
     from .app import _fail, _report_invalid
     from .report import text_report
@@ -101,6 +102,7 @@ def compile_command(
         document = load_located(decode_source(raw, name), name)
         objects = get_target(target).compile(job, chosen, parameters=overrides or None, secrets_from=secrets_from,
                                              document=document)
+        check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     except InvalidJobError as error:
         _report_invalid(error)
     except PaictlError as error:
