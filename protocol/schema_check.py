@@ -47,6 +47,10 @@ def _validator(schema_name: str = "job"):
 
 
 def check_schema(data: Any, schema_name: str = "job") -> list[Finding]:
+    from paictl.schemas import fast_validator
+
+    if fast_validator(schema_name).is_valid(data):
+        return []  # tests/test_schema.py holds jsonschema-rs and jsonschema to the same verdicts
     findings: list[Finding] = []
     for error in _validator(schema_name).iter_errors(data):
         findings.extend(_explain(error))

@@ -8,8 +8,9 @@ two paths can never disagree about what is reported.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
+
+from paictl.schemas import fast_validator
 
 from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
@@ -34,15 +35,6 @@ class ValidationResult:
         return not self.errors
 
 
-@functools.lru_cache(maxsize=None)
-def _fast_validator(schema_name: str):
-    import jsonschema_rs
-
-    from paictl.schemas import load_schema
-
-    return jsonschema_rs.validator_for(load_schema(schema_name))
-
-
 def _semantic_findings(data: dict[str, Any]) -> list[Finding]:
     from .semantics import check_semantics
 
@@ -59,7 +51,7 @@ def validate_bytes(raw: bytes, path: str) -> ValidationResult:
 
 def validate_text(text: str, path: str) -> ValidationResult:
     data = load_fast(text)
-    schema_valid = data is not None and _fast_validator("job").is_valid(data)
+    schema_valid = data is not None and fast_validator("job").is_valid(data)
     if schema_valid and not _semantic_findings(data):
         return ValidationResult(path=path, diagnostics=(), data=data)
     return validate_located(text, path, schema_valid_data=data if schema_valid else None)
