@@ -60,6 +60,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W409": (W, "a template tag OpenPAI drops or leaves literally (unknown name, section, partial...)"),
     # Compiling for a cluster (the job is valid, but not for this cluster profile)
     "E501": (E, "a cluster profile value contradicts another (port range, runtime image, SKU table, duplicate storage)"),
+    "E502": (E, "an exit-rules file contradicts itself (duplicate code or phrase, missing default, a regex that does not compile)"),
     "E601": (E, "the job names a storage the cluster profile does not have"),
     "E602": (E, "HiveD: a task role's skuType is not in the cluster's SKU table"),
     "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),

@@ -122,7 +122,7 @@ def validate(
 
 @app.command()
 def schema(
-    name: str = typer.Argument("job", help="Which schema: job (an OpenPAI job) or profile (a cluster profile)."),
+    name: str = typer.Argument("job", help="Which schema: job, profile (a cluster profile), exit-rules, framework."),
 ) -> None:
     """Print a JSON Schema paictl validates with (for editors: yaml-language-server, VS Code)."""
     import json
@@ -171,8 +171,10 @@ def _fail(error: PaictlError) -> None:
 
 
 from .compile_cmd import compile_command  # noqa: E402 - registered after the helpers it uses are defined
+from .diagnose_cmd import diagnose_command  # noqa: E402
 
 app.command("compile")(compile_command)
+app.command("diagnose")(diagnose_command)
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -1,0 +1,103 @@
+"""`paictl diagnose`: which failure rule a task's exit code and log fall under, and whether it is retried."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from paictl.errors import InputError, InvalidJobError
+
+
+class DiagnoseFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+#: How each reaction reads to someone deciding whether to resubmit.
+RETRIED = {
+    "ALWAYS_RETRY": "yes",
+    "ALWAYS_BACKOFF_RETRY": "yes, after a back-off",
+    "RETRY_TO_MAX": "up to taskRetryCount",
+    "NEVER_RETRY": "no",
+}
+
+
+def diagnose_command(
+    exit_code: int = typer.Option(..., "--exit-code", metavar="N", help="The exit status of the task's command."),
+    log: Optional[Path] = typer.Option(None, "--log", metavar="FILE",
+                                       help="The task's own log (stdout/stderr), or - for standard input."),
+    platform_log: Optional[Path] = typer.Option(None, "--platform-log", metavar="FILE",
+                                                help="The runtime's log (plugins, SSH barrier), if you have it."),
+    exit_spec: Optional[Path] = typer.Option(None, "--exit-spec", metavar="FILE",
+                                             help="Use these failure rules instead of the built-in ones."),
+    output_format: DiagnoseFormat = typer.Option(DiagnoseFormat.text, "--format", "-o", help="text or json."),
+) -> None:
+    """Explain a failed task: the matching rule's code, phrase, reason, solution, and whether it is retried.
+
+    Rules follow OpenPAI's exit spec: the first rule whose pattern matches the exit status and the end of the logs
+    wins; exit status 0 is success; anything unrecognised is 255 (PAIRuntimeUnknownFailed).
+    """
+    from paictl.compiler.exit_rules import analyse, load_rule_set
+
+    from .app import _fail, _report_invalid
+
+    try:
+        rules = load_rule_set(exit_spec)
+        user_text = _read_log(log, "--log")
+        platform_text = _read_log(platform_log, "--platform-log")
+    except InputError as exc:
+        _fail(exc)
+    except InvalidJobError as exc:
+        _report_invalid(exc)
+    verdict = analyse(exit_code, user_text, platform_text, rules)
+    report = _report(verdict)
+    if output_format is DiagnoseFormat.json:
+        import json
+
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        typer.echo(_text(report))
+
+
+def _read_log(path: Optional[Path], option: str) -> str:
+    """Logs are decoded leniently: a stray binary byte must not hide the error message next to it."""
+    if path is None:
+        return ""
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot read the log: {exc.strerror or exc}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def _report(verdict) -> dict[str, Any]:
+    rule = verdict.rule
+    return {
+        "code": rule.code,
+        "phrase": rule.phrase,
+        "type": rule.type,
+        "behavior": rule.behavior,
+        "reaction": rule.reaction,
+        "retried": RETRIED[rule.reaction],
+        "reason": rule.reason,
+        "solution": list(rule.solution),
+        "matched": [{"log": m.log, "line": m.line, "text": m.text} for m in verdict.matched],
+    }
+
+
+def _text(report: dict[str, Any]) -> str:
+    lines = [
+        f"{report['code']} {report['phrase']}",
+        f"  type:      {report['type']} ({report['behavior']})",
+        f"  reaction:  {report['reaction']} (retried: {report['retried']})",
+        f"  reason:    {report['reason']}",
+    ]
+    for index, step in enumerate(report["solution"]):
+        lines.append(f"  {'solution:' if index == 0 else '':<10} - {step}")
+    for match in report["matched"]:
+        lines.append(f"  matched:   {match['log']} log line {match['line']}: {match['text']}")
+    return "\n".join(lines)
