@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
-from paictl.errors import InputError, InvalidJobError
+from paictl.errors import InputError
 
 Reaction = Literal["ALWAYS_RETRY", "ALWAYS_BACKOFF_RETRY", "RETRY_TO_MAX", "NEVER_RETRY"]
 
@@ -104,20 +104,9 @@ def _builtin() -> RuleSet:
 
 def rules_from_text(text: str, path: str = "<exit rules>") -> RuleSet:
     """Parse and check a rules file, reporting problems located like a job's (`file:line:col`)."""
-    from paictl.protocol.loading import DocumentError, load_located
-    from paictl.protocol.schema_check import check_schema
-    from paictl.protocol.validate import locate
+    from paictl.protocol.validate import load_checked
 
-    try:
-        document = load_located(text, path)
-    except DocumentError as exc:
-        raise InvalidJobError(exc.diagnostics) from None
-    findings = check_schema(document.data, "exit-rules")
-    if not findings:
-        findings = _consistency(document.data)
-    errors = [locate(f, document) for f in findings]
-    if any(d.is_error for d in errors):
-        raise InvalidJobError(sorted(errors, key=lambda d: (d.line or 0, d.column or 0, d.code)))
+    document = load_checked(text, path, "exit-rules", _consistency)
     data = document.data
     return RuleSet(source=path, rules=tuple(_rule(r) for r in data["rules"]), default_code=data["default"])
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
-from paictl.errors import InputError, InvalidJobError, UsageError
+from paictl.errors import InputError, UsageError
 
 BUILTIN_PROFILES = ("default", "openpai")
 
@@ -103,20 +103,9 @@ def load_profile(name_or_path: str | os.PathLike[str]) -> Profile:
 
 
 def profile_from_text(text: str, path: str = "<profile>") -> Profile:
-    from paictl.protocol.loading import DocumentError, load_located
-    from paictl.protocol.schema_check import check_schema
-    from paictl.protocol.validate import locate
+    from paictl.protocol.validate import load_checked
 
-    try:
-        document = load_located(text, path)
-    except DocumentError as exc:
-        raise InvalidJobError(exc.diagnostics) from None
-    findings = check_schema(document.data, "profile")
-    if not findings:
-        findings = _consistency(document.data)
-    errors = [locate(f, document) for f in findings]
-    if any(d.is_error for d in errors):
-        raise InvalidJobError(sorted(errors, key=lambda d: (d.line or 0, d.column or 0, d.code)))
+    document = load_checked(text, path, "profile", _consistency)
     return _profile(document.data, path)
 
 

@@ -8,7 +8,7 @@ two paths can never disagree about what is reported.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from paictl.schemas import fast_validator
 
@@ -79,9 +79,33 @@ def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] 
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
     rejected = _rejected_spots(findings)
     findings += [f for f in _semantic_findings(document.data) if not _at_or_below(f.pointer, rejected)]
-    diagnostics = sorted((locate(f, document) for f in findings),
-                         key=lambda d: (d.line or 0, d.column or 0, d.code))
+    diagnostics = _in_text_order(locate(f, document) for f in findings)
     return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+
+
+def load_checked(text: str, path: str, schema_name: str,
+                 rules: Callable[[dict[str, Any]], list[Finding]] | None = None) -> Document:
+    """Any input besides a job (a cluster profile, an exit-rules file): one YAML mapping, its schema, then its own
+    consistency `rules` (run only once the schema passes); every problem located, else InvalidJobError."""
+    from paictl.errors import InvalidJobError
+
+    from .schema_check import check_schema
+
+    try:
+        document = load_located(text, path)
+    except DocumentError as exc:
+        raise InvalidJobError(exc.diagnostics) from None
+    findings = check_schema(document.data, schema_name)
+    if not findings and rules is not None:
+        findings = rules(document.data)
+    diagnostics = _in_text_order(locate(f, document) for f in findings)
+    if any(d.is_error for d in diagnostics):
+        raise InvalidJobError(diagnostics)
+    return document
+
+
+def _in_text_order(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.line or 0, d.column or 0, d.code))
 
 
 def _rejected_spots(schema_findings: list[Finding]) -> list[list[str]]:
