@@ -22,6 +22,8 @@ class Target(Protocol):
 
 TARGETS: dict[str, str] = {
     "framework": "paictl.targets.framework",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
+    "mars": "paictl.targets.mars",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
+    "local": "paictl.targets.local",          # a LocalPlan: the processes `paictl submit --target local` starts
 }
 
 

@@ -173,7 +173,13 @@ def _fail(error: PaictlError) -> None:
 from .compile_cmd import compile_command  # noqa: E402 - registered after the helpers it uses are defined
 from .diagnose_cmd import diagnose_command  # noqa: E402
 
+from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
+
 app.command("compile")(compile_command)
+app.command("submit")(submit_command)
+app.command("status")(status_command)
+app.command("stop")(stop_command)
+app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
 
 

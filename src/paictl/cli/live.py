@@ -1,0 +1,104 @@
+"""Showing a job while it runs: a live rich table on a terminal, one line per change otherwise, JSON lines on request.
+
+Backends yield `JobView` snapshots; this module only draws them, so the local runner and the Kubernetes follower
+look the same to the user.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Iterable, Optional
+
+import typer
+
+from paictl.targets.states import JobView, TaskView
+
+
+def view_to_json(view: JobView) -> dict:
+    data = dataclasses.asdict(view)
+    data["state"] = view.state.value
+    if view.triggered_by is not None:
+        data["triggered_by"] = {"role": view.triggered_by[0], "index": view.triggered_by[1]}
+    return data
+
+
+def _task_line(task: TaskView) -> str:
+    parts = [f"{task.role}-{task.index}", task.state, f"attempt {task.attempt}"]
+    if task.node:
+        parts.append(f"on {task.node}")
+    if task.exit_code is not None:
+        parts.append(f"exit {task.exit_code}")
+    if task.diagnosis:
+        parts.append(task.diagnosis)
+    return "  ".join(parts)
+
+
+def _job_line(view: JobView) -> str:
+    line = f"{view.name}: {view.state.value} (attempt {view.attempt})"
+    if view.completion_code is not None:
+        line += f", code {view.completion_code}"
+    if view.triggered_by is not None:
+        line += f", decided by {view.triggered_by[0]}-{view.triggered_by[1]}"
+    if view.message:
+        line += f": {view.message}"
+    return line
+
+
+def _table(view: JobView):
+    from rich.table import Table
+
+    table = Table(title=_job_line(view), title_justify="left", expand=False)
+    for column in ("role", "index", "state", "attempt", "node", "exit", "diagnosis"):
+        table.add_column(column)
+    for task in view.tasks:
+        table.add_row(task.role, str(task.index), task.state, str(task.attempt), task.node or "",
+                      "" if task.exit_code is None else str(task.exit_code), task.diagnosis or "")
+    return table
+
+
+def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optional[bool] = None) -> Optional[JobView]:
+    """Draw every snapshot; return the last one (None if the backend yielded nothing).
+
+    text on a terminal: a rich live table. text otherwise: the job line and each task line whenever they change,
+    so a log file or a pipe gets a readable history. json: one JSON object per changed snapshot.
+    """
+    last: Optional[JobView] = None
+    if output_format == "json":
+        for view in views:
+            if view != last:
+                typer.echo(json.dumps(view_to_json(view), ensure_ascii=False))
+                sys.stdout.flush()
+            last = view
+        return last
+    if live is None:
+        live = sys.stdout.isatty()
+    if live:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console()
+        with Live(console=console, auto_refresh=False, transient=False) as display:
+            for view in views:
+                if view != last:
+                    display.update(_table(view), refresh=True)
+                last = view
+        return last
+    shown_job = ""
+    shown_tasks: dict[tuple[str, int], str] = {}
+    for view in views:
+        if view.where and last is None:
+            typer.echo(f"{view.name}: {view.where}")
+        line = _job_line(view)
+        if line != shown_job:
+            typer.echo(line)
+            shown_job = line
+        for task in view.tasks:
+            task_line = _task_line(task)
+            if shown_tasks.get((task.role, task.index)) != task_line:
+                typer.echo(f"  {task_line}")
+                shown_tasks[(task.role, task.index)] = task_line
+        sys.stdout.flush()
+        last = view
+    return last

@@ -1,0 +1,58 @@
+"""What every runner (local, Framework, MarsJob) reports while a job runs, in one vocabulary.
+
+Each backend maps its own states onto these (the tables live in the backend's module, as TorchX keeps one per
+scheduler); the CLI renders `JobView`s and turns the final one into an exit status without knowing the backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Optional
+
+
+class JobState(str, enum.Enum):
+    PENDING = "pending"          # accepted, nothing running yet (queued, pulling images, waiting for a gang)
+    RUNNING = "running"
+    RESTARTING = "restarting"    # an attempt ended and another will start (job retry)
+    STOPPING = "stopping"        # a stop was asked for; processes/pods are being deleted
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    UNKNOWN = "unknown"          # the backend reports something this version of paictl does not know
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATES
+
+
+FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED})
+
+# Exit status of `submit --follow` / `status --follow` for a job that reached a final state (README "Exit codes").
+# A local run interrupted by Ctrl-C exits 130 instead of 4: the user stopped paictl itself, as any Unix tool.
+VERDICT_EXIT_CODES = {JobState.SUCCEEDED: 0, JobState.FAILED: 1, JobState.STOPPED: 4}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskView:
+    role: str
+    index: int
+    state: str                        # the backend's own word (e.g. Framework TaskState, "exited"), shown as is
+    attempt: int = 0                  # 0-based retry count of this task within the job attempt
+    node: Optional[str] = None        # node name, or "localhost"
+    exit_code: Optional[int] = None   # the process / container exit code once terminated
+    diagnosis: Optional[str] = None   # e.g. "231 ContainerSyntaxError: ..." from the exit rules
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobView:
+    """One snapshot of a job. The last one a follower yields is final, unless it timed out waiting."""
+
+    name: str
+    state: JobState
+    attempt: int = 0                  # 0-based job attempt (jobRetryCount)
+    tasks: tuple[TaskView, ...] = ()
+    completion_code: Optional[int] = None
+    message: str = ""                 # one line: why it finished, or what it is waiting for
+    triggered_by: Optional[tuple[str, int]] = None  # (role, index) of the task whose completion decided the job
+    where: str = ""                   # the run folder or the namespace/kind, printed once
