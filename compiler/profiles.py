@@ -87,6 +87,8 @@ class Profile:
     barrier_service_account: str | None = None
     #: Extended resources every app container asks for (OpenPAI's FUSE device plugin: github.com/fuse).
     extra_limits: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    #: KubeDL MarsJob apiVersion (`mars.apiVersion`); the older `kubedl.io/v1alpha1` is what Mars's client targets.
+    mars_api_version: str = "training.kubedl.io/v1alpha1"
 
     def with_user(self, user: str | None) -> Profile:
         """The profile for `--user`: the user is the one value people change per invocation."""
@@ -194,6 +196,8 @@ def _optional(data: Mapping[str, Any]) -> dict[str, Any]:
         values["barrier_image"] = barrier["image"]
     if "serviceAccount" in barrier:
         values["barrier_service_account"] = barrier["serviceAccount"]
+    if "apiVersion" in (data.get("mars") or {}):
+        values["mars_api_version"] = data["mars"]["apiVersion"]
     values["extra_limits"] = MappingProxyType(dict(data.get("extraLimits") or {}))
     values["node_affinity"] = tuple(MappingProxyType(dict(e)) for e in data.get("nodeAffinity") or ())
     return values

@@ -68,6 +68,15 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
     "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
+    # Compiling to a KubeDL MarsJob (--target mars)
+    "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),
+    "E702": (E, "Mars: the job has no scheduler or no worker task role"),
+    "E703": (E, "Mars: the scheduler task role has more than one instance"),
+    "E704": (E, "Mars: extras.marsJob.webHost is set but the job has no webservice task role"),
+    "E705": (E, "Mars: an extras.marsJob value is invalid (unknown key, wrong type, out of range)"),
+    "E706": (E, "Mars: a port the job asks for is Mars's own port 11111"),
+    "W701": (W, "Mars: extras.marsJob.memoryTuningPolicy (the tutorial's name) is read as workerMemoryTuningPolicy"),
+    "W702": (W, "Mars: taskRetryCount of the scheduler is not applied (a restarted scheduler has lost the cluster state)"),
 }
 
 

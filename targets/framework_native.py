@@ -193,6 +193,12 @@ def prelude(job: Job, ports: Ports, substitutions: list[tuple[str, str]], secret
             name, upper = convert_name(role.name), convert_name(role.name).upper()
             lines += [f"export PAI_TASK_ROLE_{name}_HOST_LIST=$FB_{upper}_ADDRESSES",
                       f'host_ips {name} "$FB_{upper}_IPS"']
+    return "\n".join(lines + run_commands(substitutions, secrets_mount)) + "\n"
+
+
+def run_commands(substitutions: list[tuple[str, str]], secrets_mount: str) -> list[str]:
+    """The prelude's end, shared with the Mars target: fill in `$secrets` from the mounted Secret, exec the commands."""
+    lines: list[str] = []
     command = '"$1"'
     if substitutions:
         lines += [
@@ -210,7 +216,7 @@ def prelude(job: Job, ports: Ports, substitutions: list[tuple[str, str]], secret
         lines += [f"secret {shlex.quote(tag)} {shlex.quote(key)}" for tag, key in substitutions]
         command = '"$cmd"'
     lines.append(f'exec {" ".join(SHELL)} -c {command} "$0"')
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def native_env(role: TaskRole, ports: Ports) -> list[dict[str, Any]]:

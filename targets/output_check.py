@@ -38,6 +38,8 @@ KIND_SCHEMAS: dict[tuple[str, str], str] = {
     ("scheduling.k8s.io/v1", "PriorityClass"): "priorityclass-scheduling-v1.json",
 }
 FRAMEWORK = ("frameworkcontroller.microsoft.com/v1", "Framework")
+#: The local target's plan (targets/local.py), checked against schemas/localplan.schema.json.
+LOCAL_PLAN = ("paictl.dev/v1alpha1", "LocalPlan")
 
 #: Pod spec fields that are not PodSpec fields but are emitted on purpose, with the one value allowed: upstream
 #: OpenPAI sends `privileged: false` and the API server drops it (targets/framework_pod.py).
@@ -63,6 +65,10 @@ _PAICTL_FRAMEWORK_RULES: dict[str, Any] = {
         "items": {"required": ["taskNumber"], "properties": {"taskNumber": {"minimum": 1}}},
     }}}},
 }
+
+#: KubeDL's MarsJob, in both API groups (targets/mars.py): `schemas/marsjob.schema.json`, and each replica type's
+#: pod template as a Kubernetes PodTemplateSpec (the CRD's copy of that schema is older and loose).
+MARSJOBS = (("training.kubedl.io/v1alpha1", "MarsJob"), ("kubedl.io/v1alpha1", "MarsJob"))
 
 _MAX_REPORTED = 10
 _ISSUES = "https://github.com/paictl/paictl/issues"
@@ -100,11 +106,37 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
                 errors += _errors(_kubernetes_validator("podtemplatespec-v1.json"), _without_tolerated(pod), where)
                 errors += _metadata_errors(pod, where)
         return errors
+    if key in MARSJOBS:
+        return _marsjob_errors(obj)
+    if key == LOCAL_PLAN:
+        return _errors(_paictl_validator("localplan"), obj, "")
     if key in KIND_SCHEMAS:
         return (_errors(_kubernetes_validator(KIND_SCHEMAS[key]), obj, "")
                 + _metadata_errors(obj, ""))
-    known = ", ".join(f"{api}/{kind}" for api, kind in [*KIND_SCHEMAS, FRAMEWORK])
+    known = ", ".join(f"{api}/{kind}" for api, kind in [*KIND_SCHEMAS, FRAMEWORK, *MARSJOBS, LOCAL_PLAN])
     return [("/kind", f"no schema for apiVersion {key[0]!r} kind {key[1]!r} (paictl checks {known})")]
+
+
+def _marsjob_errors(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    errors = _errors(_paictl_validator("marsjob"), obj, "") + _metadata_errors(obj, "")
+    spec = obj.get("spec")
+    replicas = spec.get("marsReplicaSpecs") if isinstance(spec, dict) else None
+    for replica_type, replica in (replicas.items() if isinstance(replicas, dict) else ()):
+        template = replica.get("template") if isinstance(replica, dict) else None
+        if isinstance(template, dict):
+            where = f"/spec/marsReplicaSpecs/{_escape(replica_type)}/template"
+            errors += _errors(_kubernetes_validator("podtemplatespec-v1.json"), template, where)
+            errors += _metadata_errors(template, where)
+    return errors
+
+
+@functools.lru_cache(maxsize=None)
+def _paictl_validator(name: str) -> Any:
+    import jsonschema_rs
+
+    from paictl.schemas import load_schema
+
+    return jsonschema_rs.validator_for(load_schema(name))
 
 
 def _errors(validator: Any, instance: Any, prefix: str) -> list[tuple[str, str]]:

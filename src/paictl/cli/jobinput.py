@@ -93,8 +93,13 @@ def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str]
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
     document = load_located(decode_source(raw, name), name)
-    objects = get_target(target).compile(job, chosen, parameters=overrides or None, secrets_from=secrets_from,
-                                         document=document)
+    module = get_target(target)
+    # A target may accept a job with reservations (e.g. the Mars target's W701): shown like validation warnings.
+    notes = module.compile_warnings(job, chosen, document) if hasattr(module, "compile_warnings") else []
+    if notes:
+        typer.echo(text_report([dataclasses.replace(result, diagnostics=notes)]), err=True)
+    objects = module.compile(job, chosen, parameters=overrides or None, secrets_from=secrets_from,
+                             document=document)
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=name, job=job, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects)
