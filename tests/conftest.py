@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 OPENPAI = CORPUS / "openpai"
-CASES = Path(__file__).resolve().parent / "cases"
+CASES = Path(__file__).resolve().parent / "cases"  # validation cases: every file gets a golden diagnostic snapshot
+JOBS = Path(__file__).resolve().parent / "jobs"    # valid jobs written for other tests (submit, follow)
 
 needs_corpus = pytest.mark.skipif(not OPENPAI.is_dir(), reason="../shared/corpus is not beside this checkout")
 
@@ -37,3 +38,14 @@ def run_cli():
         return result.exit_code, result.stdout, result.stderr
 
     return run
+
+
+@pytest.fixture
+def emulator(tmp_path):
+    """A Kubernetes API server emulator (tests/kube_emulator) on 127.0.0.1, one per test, with a kubeconfig for it
+    at `emulator.kubeconfig`. Speed 200: a simulated 10-minute phase lasts 3 real seconds."""
+    from kube_emulator import Emulator
+
+    with Emulator(speed=200, bookmark_interval=0.5) as emu:
+        emu.write_kubeconfig(tmp_path / "kubeconfig")
+        yield emu

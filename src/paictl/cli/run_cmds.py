@@ -115,6 +115,10 @@ def submit_command(
             typer.echo(f"paictl: target {target} (choose with --target {'|'.join(SUBMIT_TARGETS)})", err=True)
         if target not in SUBMIT_TARGETS:
             raise UsageError(f"unknown target {target!r}; available: {', '.join(SUBMIT_TARGETS)}")
+        if target != "local" and namespace is None:
+            from .kube_cmd import default_namespace
+
+            namespace = default_namespace(context=context, kubeconfig=kubeconfig)  # kubectl's: the context's
         compiled = compile_job(job_path=job_path, target=target, profile=profile, user=user,
                                namespace=namespace, parameter=parameter, parameter_files=parameter_files,
                                secrets_from=secrets_from, stdin_name=stdin_name)

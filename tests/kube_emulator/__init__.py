@@ -1,0 +1,38 @@
+"""A Kubernetes API server emulator for paictl's tests (test code only, never shipped).
+
+No real API server can run where the tests run, so this one answers on 127.0.0.1 with the REST dialect that the
+official python client and real `kubectl` speak (tests/test_kubectl_crosscheck.py proves the latter), and a
+scripted controller moves Frameworks and MarsJobs, their ConfigMaps, pods and services through the state sequences
+in /work/shared/reference (frameworkcontroller.md, marsjob.md).
+
+    with Emulator(speed=200) as emu:
+        emu.scenario("Framework", "demo", "failed", exit_code=137)
+        emu.write_kubeconfig(tmp_path / "kubeconfig")
+        ...
+        assert emu.count(watch=True) == 1
+
+Faithful: discovery (legacy documents: kubectl falls back from aggregated discovery; a minimal OpenAPI v3 that
+tells kubectl the server validates fields, so `kubectl apply` works with its default validation), Status errors
+(NotFound, AlreadyExists, Conflict, Forbidden, Gone/Expired, Invalid, BadRequest, UnsupportedMediaType), one
+global resourceVersion, generation, managedFields, server-side apply with conflicts and force, merge / JSON patch
+(strategic merge patch is refused with 415 for custom resources, as the real server does), dryRun=All, optimistic
+concurrency on PUT, finalizers, ownerReferences with Background / Foreground / Orphan deletion, list with selectors
+and limit/continue, chunked watch streams with bookmarks, 410 ERROR events and timeoutSeconds, pod logs with
+container / tailLines / limitBytes / follow, kubelet Events for pods stuck pulling their image.
+
+Known differences from a real API server:
+- field sets are leaf paths; all lists are atomic (real built-in kinds merge some lists by key, e.g. containers);
+- OpenAPI documents carry no schemas (`kubectl explain` fails; `fieldValidation=Strict` is accepted, unknown
+  fields are not reported); no Table responses (kubectl prints from the object itself); no protobuf;
+- a continue token pages through the current state, not a snapshot;
+- pods have no graceful termination, no kubelet: pods not created by the scripted controller stay Pending;
+- the scripted controllers write a few status updates per step where the real ones batch theirs differently;
+- only the validation a client can trip over is implemented (names, the CRDs' enums/ranges, required fields);
+- timestamps come from the emulator's clock, which runs `speed` times faster than real time;
+- authentication is absent; `forbid()` turns individual verbs on resources into 403s.
+"""
+
+from .emulator import Emulator
+from .server import RequestRecord
+
+__all__ = ["Emulator", "RequestRecord"]

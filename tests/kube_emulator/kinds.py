@@ -1,0 +1,163 @@
+"""Per-kind rules the API server applies on write: name formats, the CRD schema checks FrameworkController's and
+KubeDL's CRDs declare, built-in validation the emulated kinds need, and defaulting (Secret stringData, Pod phase,
+Service clusterIP). Only the checks a client can trip over are here; anything else is accepted."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+from .errors import invalid
+
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+FC_NAME = re.compile(r"^[a-z0-9]{1,63}$")  # FrameworkController's NamingConvention
+CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+Cause = tuple[str, str, str]
+
+
+def _name_causes(rt, name: str) -> list[Cause]:
+    if rt.kind == "Framework":
+        if not FC_NAME.match(name):
+            return [("metadata.name", "FieldValueInvalid",
+                     f'Invalid value: "{name}": metadata.name in body should match \'^[a-z0-9]{{1,63}}$\'')]
+        return []
+    if rt.kind in ("Namespace",):
+        ok, what = DNS1123_LABEL.match(name) and len(name) <= 63, "RFC 1123 label"
+    elif rt.kind == "Service":
+        ok, what = DNS1035_LABEL.match(name) and len(name) <= 63, "RFC 1035 label"
+    else:
+        ok, what = DNS1123_SUBDOMAIN.match(name) and len(name) <= 253, "RFC 1123 subdomain"
+    if ok:
+        return []
+    return [("metadata.name", "FieldValueInvalid",
+             f'Invalid value: "{name}": a lowercase {what} must consist of lower case alphanumeric characters, '
+             "'-' or '.', and must start and end with an alphanumeric character")]
+
+
+def _int_range(causes: list[Cause], value, field: str, low: int | None, high: int | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        causes.append((field, "FieldValueTypeInvalid", f'Invalid value: "{type(value).__name__}": {field} in body '
+                       "must be of type integer"))
+        return
+    if low is not None and value < low:
+        causes.append((field, "FieldValueInvalid", f"Invalid value: {value}: {field} in body should be greater than "
+                       f"or equal to {low}"))
+    if high is not None and value > high:
+        causes.append((field, "FieldValueInvalid", f"Invalid value: {value}: {field} in body should be less than or "
+                       f"equal to {high}"))
+
+
+def _framework(obj: dict) -> list[Cause]:
+    causes: list[Cause] = []
+    spec = obj.get("spec") or {}
+    if "executionType" in spec and spec["executionType"] not in ("Create", "Start", "Stop"):
+        causes.append(("spec.executionType", "FieldValueNotSupported",
+                       f'Unsupported value: "{spec["executionType"]}": supported values: "Create", "Start", "Stop"'))
+    _int_range(causes, (spec.get("retryPolicy") or {}).get("maxRetryCount"), "spec.retryPolicy.maxRetryCount", -2,
+               None)
+    for i, role in enumerate(spec.get("taskRoles") or []):
+        base = f"spec.taskRoles[{i}]"
+        name = role.get("name")
+        if not isinstance(name, str) or not FC_NAME.match(name):
+            causes.append((f"{base}.name", "FieldValueInvalid",
+                           f'Invalid value: "{name}": {base}.name in body should match \'^[a-z0-9]{{1,63}}$\''))
+        _int_range(causes, role.get("taskNumber"), f"{base}.taskNumber", 0, 10000)
+        policy = role.get("frameworkAttemptCompletionPolicy") or {}
+        for key in ("minFailedTaskCount", "minSucceededTaskCount"):
+            _int_range(causes, policy.get(key), f"{base}.frameworkAttemptCompletionPolicy.{key}", -1, None)
+        task = role.get("task") or {}
+        _int_range(causes, (task.get("retryPolicy") or {}).get("maxRetryCount"),
+                   f"{base}.task.retryPolicy.maxRetryCount", -2, None)
+    return causes
+
+
+def _marsjob(obj: dict) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    if "marsReplicaSpecs" not in spec:
+        return [("spec.marsReplicaSpecs", "FieldValueRequired", "Required value")]
+    causes: list[Cause] = []
+    for rtype, replica in (spec["marsReplicaSpecs"] or {}).items():
+        if not ((replica or {}).get("template") or {}).get("spec", {}).get("containers"):
+            causes.append((f"spec.marsReplicaSpecs.{rtype}.template.spec.containers", "FieldValueRequired",
+                           "Required value"))
+    return causes
+
+
+def _secret(obj: dict) -> list[Cause]:
+    causes: list[Cause] = []
+    for key, value in (obj.get("data") or {}).items():
+        if not CONFIG_KEY.match(key):
+            causes.append((f"data[{key}]", "FieldValueInvalid", f'Invalid value: "{key}": a valid config key must '
+                           "consist of alphanumeric characters, '-', '_' or '.'"))
+        try:
+            base64.b64decode(value or "", validate=True)
+        except (binascii.Error, TypeError):
+            causes.append((f"data[{key}]", "FieldValueInvalid", "Invalid value: illegal base64 data"))
+    return causes
+
+
+def _pod(obj: dict) -> list[Cause]:
+    containers = (obj.get("spec") or {}).get("containers")
+    if not containers:
+        return [("spec.containers", "FieldValueRequired", "Required value")]
+    causes: list[Cause] = []
+    for i, container in enumerate(containers):
+        if not container.get("name"):
+            causes.append((f"spec.containers[{i}].name", "FieldValueRequired", "Required value"))
+        if not container.get("image"):
+            causes.append((f"spec.containers[{i}].image", "FieldValueRequired", "Required value"))
+    return causes
+
+
+def _priority_class(obj: dict) -> list[Cause]:
+    if not isinstance(obj.get("value"), int):
+        return [("value", "FieldValueRequired", "Required value")]
+    return []
+
+
+_CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "Secret": _secret, "Pod": _pod,
+           "PriorityClass": _priority_class}
+
+
+def validate(rt, obj: dict) -> None:
+    name = obj["metadata"]["name"]
+    causes = _name_causes(rt, name)
+    check = _CHECKS.get(rt.kind)
+    if check:
+        causes += check(obj)
+    if causes:
+        raise invalid(rt, name, causes)
+
+
+def default(rt, obj: dict, cluster_ip: str) -> None:
+    """Defaulting and the conversions the API server does on every write."""
+    if rt.kind == "Secret":
+        string_data = obj.pop("stringData", None) or {}
+        data = obj.setdefault("data", {}) if string_data else obj.get("data")
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj.setdefault("type", "Opaque")
+    elif rt.kind == "Service":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("type") == "ClusterIP" and not spec.get("clusterIP"):
+            spec["clusterIP"] = cluster_ip
+        if spec.get("clusterIP"):
+            spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        spec.setdefault("sessionAffinity", "None")
+    elif rt.kind == "Pod":
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif rt.kind == "Namespace":
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])

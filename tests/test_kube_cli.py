@@ -1,0 +1,343 @@
+"""`paictl submit/status/stop/logs` end to end: the real CLI (a subprocess) against the Kubernetes API emulator.
+
+Every verdict a followed job can reach is driven by the emulator's scripted FrameworkController: succeeded (exit 0),
+failed with the exit rules' diagnosis (exit 1), stopped (exit 4), stuck pending past --pending-timeout (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import JOBS, ROOT
+
+pytest.importorskip("kubernetes")
+
+FC = "frameworkcontroller.microsoft.com/v1"
+HELLO = str(ROOT / "examples" / "hello-world.yaml")
+TWO_ROLES = str(JOBS / "kube" / "two-roles.yaml")
+CANARY_JOB = str(JOBS / "kube" / "secret-job.yaml")
+CANARIES = ("canary-token-5d2e81", "canary-user-9b7c40", "canary-password-e13f6a")
+
+
+def paictl(emu, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(emu.kubeconfig)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def start(emu, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(emu.kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def applied_name(stdout: str) -> str:
+    return re.search(r"framework\.frameworkcontroller\.microsoft\.com/(\w+)[ \"]", stdout).group(1)
+
+
+def last_job_line(out: str, name: str) -> str:
+    """The job's last state line (text output prints changed task lines after it)."""
+    return [line for line in out.splitlines() if line.startswith(f"{name}: ")][-1]
+
+
+def submit(emu, job: str = HELLO, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+    done = paictl(emu, "submit", job, "--target", "framework", *args)
+    assert "Traceback" not in done.stderr
+    return done, applied_name(done.stdout) if "framework." in done.stdout else ""
+
+
+def wait_for(predicate, seconds: float = 20.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_submit_follow_succeeded(emulator):
+    emulator.scenario("Framework", "*", "succeeded")
+    done, name = submit(emulator, TWO_ROLES, "--follow")
+    assert done.returncode == 0, done.stderr
+    assert f"framework.frameworkcontroller.microsoft.com/{name} created" in done.stdout
+    assert f"{name}: succeeded (attempt 0), code 0" in done.stdout
+    assert "worker-1  Completed  attempt 0  on node-0" in done.stdout
+    framework = emulator.get_object(FC, "Framework", "default", name)
+    assert {entry["manager"] for entry in framework["metadata"]["managedFields"]} >= {"paictl"}
+    assert framework["metadata"]["managedFields"][0]["operation"] == "Apply"
+
+
+def test_submit_follow_failed_says_why(emulator):
+    emulator.scenario("Framework", "*", "failed", exit_code=1, task_role="worker", task_index=1,
+                      log="loading data\ntensorflow.ResourceExhaustedError: OOM when allocating tensor\n")
+    done, name = submit(emulator, TWO_ROLES, "--follow")
+    assert done.returncode == 1, done.stderr
+    assert "worker-1  Completed  attempt 0  on node-0  exit 1  221 ContainerTensorflowOOMKilled" in done.stdout
+    assert f"{name}: failed (attempt 0), code 1, decided by worker-1" in done.stdout
+    # the other tasks were stopped because the attempt completed, which is not their failure
+    assert "server-0  Completed  attempt 0  on node-0  -220 FrameworkAttemptCompletion" in done.stdout
+
+
+def test_submit_follow_json_lines(emulator):
+    emulator.scenario("Framework", "*", "failed", exit_code=127, log="bash: trainer: command not found\n",
+                      preparing_seconds=200)
+    done, name = submit(emulator, HELLO, "--follow", "--format", "json")
+    assert done.returncode == 1, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0] == {"applied": f"framework.frameworkcontroller.microsoft.com/{name}", "kind": "Framework",
+                        "name": name, "namespace": "default", "result": "created", "dryRun": False}
+    views = lines[1:]
+    assert [v["state"] for v in views][0] == "pending" and views[-1]["state"] == "failed"
+    assert views[-1]["tasks"][0]["exit_code"] == 127
+    assert views[-1]["tasks"][0]["diagnosis"] == "220 UserCommandExitWithError"
+    assert views[-1]["triggered_by"] == {"role": "main", "index": 0}
+    assert len(views) == len({json.dumps(v, sort_keys=True) for v in views}), "only changes are printed"
+
+
+def test_stuck_pending_times_out_with_exit_3(emulator):
+    emulator.scenario("Framework", "*", "stuck-pending")
+    started = time.monotonic()
+    done, name = submit(emulator, HELLO, "--follow", "--pending-timeout", "1.5")
+    assert done.returncode == 3, done.stderr
+    assert time.monotonic() - started < 30
+    assert re.search(rf"paictl: error: {name}: still pending after 1.5s: main-0: ImagePullBackOff: "
+                     r"Back-off pulling image \"python:3.11-slim\"", done.stderr), done.stderr
+    assert "pending (attempt 0)" in done.stdout
+
+
+def test_stop_then_follow_reports_stopped(emulator):
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    done, name = submit(emulator)
+    assert done.returncode == 0 and f"paictl status {name} -n default --follow" in done.stderr
+    wait_for(lambda: (emulator.get_object(FC, "Framework", "default", name).get("status") or {})
+             .get("state") == "AttemptRunning")
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"framework.frameworkcontroller.microsoft.com/{name} stop requested\n"
+    framework = emulator.get_object(FC, "Framework", "default", name)
+    assert framework["spec"]["executionType"] == "Stop"
+    owners = {e["manager"]: e for e in framework["metadata"]["managedFields"]}
+    assert "f:executionType" in json.dumps(owners["paictl-stop"]["fieldsV1"])
+    followed = paictl(emulator, "status", name, "--follow")
+    assert followed.returncode == 4, followed.stderr
+    assert f"{name}: stopped (attempt 0), code -210" in followed.stdout
+    assert "-220 FrameworkAttemptCompletion" in followed.stdout
+    # stopping again is harmless; re-submitting is a conflict that says what to do
+    again = paictl(emulator, "stop", name, "--format", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["result"] == "already finished"
+    resubmitted, _ = submit(emulator)
+    assert resubmitted.returncode == 3
+    assert resubmitted.stderr.count("\n") == 1
+    assert ".spec.executionType managed by 'paictl-stop'" in resubmitted.stderr
+    assert "stopped by `paictl stop`" in resubmitted.stderr
+
+
+def test_stop_while_following(emulator):
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    follower = start(emulator, "submit", HELLO, "--target", "framework", "--follow")
+    name = wait_for(lambda: next((f["metadata"]["name"] for f in emulator.list_objects(FC, "Framework")
+                                  if (f.get("status") or {}).get("state") == "AttemptRunning"), None))
+    assert paictl(emulator, "stop", name).returncode == 0
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 4, err
+    assert last_job_line(out, name).startswith(f"{name}: stopped (attempt 0), code -210")
+
+
+def test_resubmit_is_a_no_op_and_says_so(emulator, tmp_path):
+    done, name = submit(emulator, CANARY_JOB)
+    assert done.returncode == 0, done.stderr
+    before = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+              for kind, version in (("Secret", "v1"), ("Framework", FC))
+              for o in emulator.list_objects(version, kind, "default")}
+    assert len(before) == 3
+    again, _ = submit(emulator, CANARY_JOB)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == [f"secret/{name}-configcred unchanged", f"secret/{name}-regcred unchanged",
+                                         f"framework.frameworkcontroller.microsoft.com/{name} unchanged",
+                                         f"{name}: nothing changed, the job is already submitted"]
+    after = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"]
+             for kind, version in (("Secret", "v1"), ("Framework", FC))
+             for o in emulator.list_objects(version, kind, "default")}
+    assert after == before
+    dry, _ = submit(emulator, CANARY_JOB, "--dry-run")
+    assert dry.stdout.splitlines()[2] == \
+        f"framework.frameworkcontroller.microsoft.com/{name} unchanged (server dry run)"
+    edited = tmp_path / "secret-job.yaml"  # the same job with another description: only the Framework changes
+    edited.write_text(open(CANARY_JOB).read().replace("type: job", "type: job\ndescription: edited"))
+    changed, _ = submit(emulator, str(edited))
+    assert changed.stdout.splitlines() == [f"secret/{name}-configcred unchanged", f"secret/{name}-regcred unchanged",
+                                           f"framework.frameworkcontroller.microsoft.com/{name} configured"]
+    dry_changed, _ = submit(emulator, CANARY_JOB, "--dry-run")
+    assert dry_changed.stdout.splitlines()[2].endswith(" configured (server dry run)")
+
+
+def test_dry_run_creates_nothing(emulator):
+    done, name = submit(emulator, CANARY_JOB, "--dry-run", "--follow")
+    assert done.returncode == 0, done.stderr
+    assert f"framework.frameworkcontroller.microsoft.com/{name} created (server dry run)" in done.stdout
+    assert "--follow ignored" in done.stderr
+    assert emulator.list_objects(FC, "Framework") == []
+    assert emulator.list_objects("v1", "Secret", "default") == []
+    assert emulator.count(method="PATCH") == 3
+    assert all(r.query.get("dryRun") == "All" for r in emulator.requests if r.method == "PATCH")
+
+
+def test_a_failed_workload_apply_removes_the_secrets_it_created(emulator):
+    emulator.forbid("patch", "frameworks")
+    done, name = submit(emulator, CANARY_JOB)
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert ("forbidden: you may not patch (server-side apply) frameworks.frameworkcontroller.microsoft.com in "
+            "namespace default (RBAC): ") in done.stderr
+    assert "removed what this submit had created: secret/" in done.stderr
+    assert emulator.list_objects("v1", "Secret", "default") == []
+
+
+def test_cleanup_keeps_secrets_that_existed_before(emulator):
+    first, name = submit(emulator, CANARY_JOB)
+    assert first.returncode == 0
+    emulator.delete_object(FC, "Framework", "default", name)
+    emulator.fail_next(1, status=500, method="PATCH", path_contains="/frameworks/")
+    done, _ = submit(emulator, CANARY_JOB)
+    assert done.returncode == 3 and "the cluster answered 500" in done.stderr
+    assert len(emulator.list_objects("v1", "Secret", "default")) == 2
+
+
+def test_missing_crd_is_named(emulator):
+    emulator.uninstall("frameworks")
+    done = paictl(emulator, "submit", CANARY_JOB, "--target", "framework")
+    assert done.returncode == 3
+    assert done.stderr == ("paictl: error: FrameworkController is not installed in this cluster: no "
+                           "frameworks.frameworkcontroller.microsoft.com resource (removed what this submit had "
+                           "created: secret/kubecanaryae986b08-configcred, secret/kubecanaryae986b08-regcred)\n")
+    assert emulator.list_objects("v1", "Secret", "default") == []
+    status = paictl(emulator, "status", "whatever", "--target", "framework")
+    assert status.returncode == 3 and "FrameworkController is not installed" in status.stderr
+
+
+def test_conflict_with_another_field_manager(emulator):
+    done, name = submit(emulator, HELLO, "--dry-run", "--format", "json")
+    compiled = json.loads(subprocess.run([sys.executable, "-m", "paictl", "compile", HELLO, "--format", "json"],
+                                         capture_output=True, text=True, cwd=ROOT, check=True).stdout)
+    framework = next(o for o in compiled["items"] if o["kind"] == "Framework")
+    framework["spec"]["retryPolicy"]["maxRetryCount"] = 5
+    emulator.create_object(framework, manager="kubectl-edit")
+    done = paictl(emulator, "submit", HELLO, "--target", "framework")
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1
+    assert ".spec.retryPolicy.maxRetryCount managed by 'kubectl-edit'" in done.stderr
+
+
+def test_status_by_job_name_and_not_found(emulator):
+    emulator.scenario("Framework", "*", "succeeded")
+    done, name = submit(emulator, HELLO, "--follow")
+    assert done.returncode == 0
+    shown = paictl(emulator, "status", "hello-paictl")  # the job's name, found by the jobName annotation
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == [f"{name}: Framework default/{name}",
+                                             f"{name}: succeeded (attempt 0), code 0, decided by main-0: Succeeded; "
+                                             "SucceededTaskCount 1 has reached MinSucceededTaskCount 1 in the "
+                                             "TaskRole"]
+    missing = paictl(emulator, "status", "nosuchjob")
+    assert missing.returncode == 3
+    assert missing.stderr == "paictl: error: no Framework or MarsJob named 'nosuchjob' in namespace default\n"
+
+
+def test_context_namespace_is_used(emulator, tmp_path):
+    emulator.create_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+    emulator.write_kubeconfig(emulator.kubeconfig, namespace="team")
+    done, name = submit(emulator, HELLO)
+    assert done.returncode == 0, done.stderr
+    assert emulator.get_object(FC, "Framework", "team", name) is not None
+    other = paictl(emulator, "submit", HELLO, "--target", "framework", "-n", "nowhere")
+    assert other.returncode == 3
+    assert "namespace 'nowhere' does not exist" in other.stderr
+
+
+def test_logs(emulator):
+    emulator.scenario("Framework", "*", "running", seconds=100000,
+                      logs={"kubetworoles648f6afc-worker-1": "epoch 1\nepoch 2\n"})
+    done, name = submit(emulator, TWO_ROLES)
+    assert name == "kubetworoles648f6afc"
+    wait_for(lambda: (emulator.get_object(FC, "Framework", "default", name).get("status") or {})
+             .get("state") == "AttemptRunning")
+    one = paictl(emulator, "logs", name, "worker", "1")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout == "epoch 1\n"  # a running task's log so far (half of the scripted text)
+    every = paictl(emulator, "logs", name)
+    assert every.returncode == 0, every.stderr
+    prefixes = [line.split(" ", 1)[0] for line in every.stdout.splitlines()]
+    assert sorted(set(prefixes)) == ["[server-0]", "[worker-0]", "[worker-1]"]
+    assert "[worker-1] epoch 1" in every.stdout.splitlines()
+    bad_role = paictl(emulator, "logs", name, "chief")
+    assert bad_role.returncode == 2 and "roles: server, worker" in bad_role.stderr
+    bad_index = paictl(emulator, "logs", name, "worker", "7")
+    assert bad_index.returncode == 2
+
+
+def test_logs_follow_streams_until_the_task_ends(emulator):
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    done, name = submit(emulator, HELLO)
+    wait_for(lambda: (emulator.get_object(FC, "Framework", "default", name).get("status") or {})
+             .get("state") == "AttemptRunning")
+    followed = paictl(emulator, "logs", name, "--follow")
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.splitlines()[-1] == f"[{name}-main-0] exiting with code 0"
+
+
+def test_no_secret_is_ever_printed(emulator):
+    emulator.scenario("Framework", "*", "failed", exit_code=1)
+    outputs = []
+    for args in (("--follow",), ("--follow", "--format", "json"), ("--dry-run",)):
+        emulator.delete_object(FC, "Framework", "default", "kubecanaryae986b08") \
+            if emulator.get_object(FC, "Framework", "default", "kubecanaryae986b08") else None
+        done, name = submit(emulator, CANARY_JOB, *args)
+        outputs += [done.stdout, done.stderr]
+    for args in (("status", name), ("status", name, "--format", "json"), ("status", name, "--follow"),
+                 ("stop", name)):
+        done = paictl(emulator, *args)
+        outputs += [done.stdout, done.stderr]
+    text = "\n".join(outputs)
+    assert "secret/kubecanaryae986b08-configcred" in text
+    for canary in CANARIES:
+        assert canary not in text
+    # and the values did reach the cluster, inside the Secrets
+    secret = emulator.get_object("v1", "Secret", "default", "kubecanaryae986b08-configcred")
+    assert secret is not None and secret["data"]
+
+
+def test_a_retried_job_shows_each_attempt_for_itself(emulator):
+    """137 is transient: the Framework runs a second attempt, whose task must not inherit the first one's death."""
+    emulator.scenario("Framework", "*", "failed", exit_code=137, failures=1)
+    done, name = submit(emulator, HELLO, "--follow", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    views = [json.loads(line) for line in done.stdout.splitlines()[1:]]
+    first = [v for v in views if v["attempt"] == 0 and v["tasks"] and v["tasks"][0]["exit_code"] == 137]
+    assert first and first[-1]["tasks"][0]["diagnosis"] == "137 ContainerSigKillReceived"
+    last = views[-1]
+    assert (last["state"], last["attempt"]) == ("succeeded", 1)
+    assert last["tasks"][0]["exit_code"] == 0 and last["tasks"][0]["diagnosis"] is None
+    assert all(v["tasks"][0]["exit_code"] in (None, 0) for v in views if v["attempt"] == 1 and v["tasks"])
+
+
+@pytest.mark.skipif(not Path("/usr/bin/kubectl").exists(), reason="kubectl is not installed")
+def test_kubectl_sees_what_paictl_applied_and_its_edits_conflict(emulator):
+    done, name = submit(emulator, HELLO)
+    kubectl = ["/usr/bin/kubectl", "--kubeconfig", str(emulator.kubeconfig)]
+    got = subprocess.run([*kubectl, "get", "framework", name, "-o", "json", "--show-managed-fields"],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["metadata"]["managedFields"][0]["manager"] == "paictl"
+    patched = subprocess.run([*kubectl, "patch", "framework", name, "--type", "merge", "-p",
+                              '{"spec": {"retryPolicy": {"maxRetryCount": 3}}}'], capture_output=True, text=True,
+                             timeout=60)
+    assert patched.returncode == 0, patched.stderr
+    again, _ = submit(emulator, HELLO)
+    assert again.returncode == 3
+    assert ".spec.retryPolicy.maxRetryCount managed by 'kubectl-patch'" in again.stderr
