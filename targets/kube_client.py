@@ -161,6 +161,9 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     from kubernetes.config.config_exception import ConfigException
 
     config_file = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
+        raise ClusterError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
+                           "or run the job on this machine with --target local")
     try:
         contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
         chosen = current if context is None else next((c for c in contexts if c.get("name") == context), None)

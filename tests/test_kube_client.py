@@ -105,3 +105,12 @@ def test_a_tls_failure_is_one_line(emulator, tmp_path):
     assert done.returncode == 3
     assert done.stderr.startswith("paictl: error: cannot reach the cluster at https://127.0.0.1:")
     assert done.stderr.count("\n") == 1 and "SSL" in done.stderr
+
+
+def test_a_missing_kubeconfig_is_one_line_pointing_at_the_local_target(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("status", "nope", "--kubeconfig", str(tmp_path / "absent"))
+    assert code == 3 and out == ""
+    assert err == (f"paictl: error: no local run 'nope' in .paictl/runs; on the cluster: no kubeconfig at "
+                   f"{tmp_path / 'absent'}: give --kubeconfig FILE (or set KUBECONFIG), or run the job on this "
+                   "machine with --target local\n")

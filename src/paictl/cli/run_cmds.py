@@ -74,6 +74,17 @@ def _resolve_target(name: str, target: Optional[str], run_dir: Path) -> str:
     return "local" if find_local_run(name, run_dir) else "kube"
 
 
+def _looked_everywhere(error: PaictlError, name: str, target: Optional[str], run_dir: Path) -> PaictlError:
+    """Without --target, a cluster error also says that no local run of that name exists (both were looked at)."""
+    from paictl.errors import ClusterError
+
+    from .local_cmd import find_local_run
+
+    if target is None and isinstance(error, ClusterError) and not find_local_run(name, run_dir):
+        return ClusterError(f"no local run {name!r} in {run_dir}; on the cluster: {error}")
+    return error
+
+
 def submit_command(
     job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
     target: Optional[str] = _target_option(
@@ -175,7 +186,7 @@ def status_command(
                         follow=follow, output_format=output_format, pending_timeout=pending_timeout,
                         exit_spec=exit_spec)
     except PaictlError as error:
-        _fail(error)
+        _fail(_looked_everywhere(error, name, target, run_dir))
 
 
 def stop_command(
@@ -207,7 +218,7 @@ def stop_command(
                       cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
                       output_format=output_format)
     except PaictlError as error:
-        _fail(error)
+        _fail(_looked_everywhere(error, name, target, run_dir))
 
 
 def logs_command(
@@ -240,4 +251,4 @@ def logs_command(
                       cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
                       follow=follow)
     except PaictlError as error:
-        _fail(error)
+        _fail(_looked_everywhere(error, name, target, run_dir))
