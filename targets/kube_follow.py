@@ -323,6 +323,11 @@ class PodDiagnoser:
                     container, exit_code, message = terminated
                     if exit_code != 0 and not self.verdicts.get(key, ("", False))[1]:
                         log = self._log_tail(pod, container) or message
+                else:
+                    # Alive again (KubeDL recreates a pod that failed with a retryable code under the same
+                    # name and restartCount 0): what was remembered of its predecessor no longer describes it.
+                    self.exit_codes.pop(key, None)
+                    self.verdicts.pop(key, None)
                 reason = _waiting_reason(pod)
                 if reason:
                     waiting.append(f"{task.role}-{task.index}: {reason}")

@@ -124,6 +124,21 @@ def test_mars_job_failed_names_the_scheduler(emulator):
         "kube-mars-51819241: failed (attempt 0), code 127, decided by Scheduler-0: MarsJobFailed")
 
 
+def test_a_recreated_mars_worker_loses_its_predecessors_exit_code(emulator):
+    emulator.scenario("MarsJob", "*", "succeeded", worker_restarts=1)
+    done = paictl(emulator, "submit", MARS_JOB, "--target", "mars", "--follow", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    views = [r for r in records if "tasks" in r]  # after the applied objects, the state changes
+    worker = [next((t for t in v["tasks"] if (t["role"], t["index"]) == ("Worker", 0)), None) for v in views]
+    seen = [(t["state"], t["exit_code"]) for t in worker if t is not None]
+    assert ("Error", 137) in seen  # KubeDL's ExitCode policy: 137 is retryable, the pod is made again
+    failed_at = seen.index(("Error", 137))
+    again = next(i for i in range(failed_at, len(seen)) if seen[i][0] != "Error")  # the new pod
+    assert all(code is None for _, code in seen[again:]), seen
+    assert "restarting" in [v["state"] for v in views] and views[-1]["state"] == "succeeded"
+
+
 def test_missing_kubedl_is_named(emulator):
     emulator.uninstall("marsjobs")
     done = paictl(emulator, "submit", MARS_JOB, "--target", "mars")
