@@ -15,7 +15,7 @@ import os
 from typing import Any, Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from paictl.errors import ClusterError
+from paictl.errors import ClusterError, NotFoundError
 
 FIELD_MANAGER = "paictl"
 #: `paictl stop` writes spec.executionType under its own manager: see `stop_framework` in kube_apply.
@@ -162,7 +162,7 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
 
     config_file = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
-        raise ClusterError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
+        raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
     try:
         contexts, current = kubernetes.config.list_kube_config_contexts(config_file)

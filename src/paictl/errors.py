@@ -46,6 +46,10 @@ class ClusterError(PaictlError):
     exit_code = 3
 
 
+class NotFoundError(ClusterError):
+    """No job of that name where paictl looked (or nowhere to look: no kubeconfig)."""
+
+
 class InternalError(PaictlError):
     """paictl produced something it must never produce (e.g. a compiled object that fails its schema).
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
-from paictl.errors import ClusterError, UsageError
+from paictl.errors import ClusterError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from paictl.targets.kube_client import Cluster
@@ -167,7 +167,7 @@ def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Wor
                              f"name one of them")
         missing.append(resource.kind)
     kinds_text = " or ".join(missing) if missing else "Framework or MarsJob (neither is installed)"
-    raise ClusterError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
+    raise NotFoundError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
 
 
 def status_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, follow: bool, output_format: str,

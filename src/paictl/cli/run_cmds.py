@@ -75,13 +75,14 @@ def _resolve_target(name: str, target: Optional[str], run_dir: Path) -> str:
 
 
 def _looked_everywhere(error: PaictlError, name: str, target: Optional[str], run_dir: Path) -> PaictlError:
-    """Without --target, a cluster error also says that no local run of that name exists (both were looked at)."""
-    from paictl.errors import ClusterError
+    """Without --target, "not found" on the cluster also says that no local run of that name exists (both were
+    looked at)."""
+    from paictl.errors import NotFoundError
 
     from .local_cmd import find_local_run
 
-    if target is None and isinstance(error, ClusterError) and not find_local_run(name, run_dir):
-        return ClusterError(f"no local run {name!r} in {run_dir}; on the cluster: {error}")
+    if target is None and isinstance(error, NotFoundError) and not find_local_run(name, run_dir):
+        return NotFoundError(f"no local run {name!r} in {run_dir}; on the cluster: {error}")
     return error
 
 
