@@ -1,7 +1,9 @@
 """Compile targets: each is a plain module with a `compile(job, profile, **options) -> list[dict]` function.
 
 Adding a target is one module plus its golden files, and one line in `TARGETS`. Modules are imported only when
-chosen, so a target's dependencies cost nothing to the others.
+chosen, so a target's dependencies cost nothing to the others. A target that accepts some jobs with reservations
+may also define `compile_warnings(job, profile, document) -> list[Diagnostic]`; the CLI shows them like validation
+warnings (targets never print).
 """
 
 from __future__ import annotations

@@ -113,6 +113,8 @@ def test_mars_job_follow_stop_and_logs(emulator):
     assert last_job_line(out, name) == f"{name}: stopped (attempt 0): the MarsJob was deleted"
     delete = next(r for r in emulator.requests if r.method == "DELETE")
     assert "/marsjobs/" in delete.path
+    # foreground: the MarsJob goes only after its pods, so nothing of the job outlives what `stop` reports
+    assert json.loads(delete.body)["propagationPolicy"] == "Foreground"
 
 
 def test_mars_job_failed_names_the_scheduler(emulator):
