@@ -1,0 +1,82 @@
+"""Cost of `paictl submit --target framework` against its peer, `paictl compile | kubectl apply --server-side -f -`.
+
+Both do the same work on the wire (server-side apply of the same objects); paictl adds validation, compilation and
+the Python client's start-up in one process, the pipeline pays for two processes and kubectl's discovery. The API
+server is the test emulator (`tests/kube_emulator`) on loopback, so the figures are client cost, not a cluster's.
+Also counts what following a job costs: requests made while a job runs for a simulated ten minutes.
+
+    python benchmarks/submit_vs_kubectl.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the emulator is test code; a benchmark may use it, the package never does
+EXAMPLE = ROOT / "examples" / "parameter-server.yaml"
+
+
+def timed(run) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def median_of(run, runs: int) -> float:
+    run()  # warm-up (and the first apply, which creates; later runs are "unchanged")
+    return statistics.median(timed(run) for _ in range(runs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        sys.exit("kubectl is not on PATH: it is the peer this benchmark compares against")
+    from kube_emulator import Emulator
+
+    paictl = [sys.executable, "-m", "paictl"]
+    with tempfile.TemporaryDirectory() as scratch, Emulator(speed=200) as emu:
+        config = str(emu.write_kubeconfig(Path(scratch) / "kubeconfig"))
+
+        def submit() -> None:
+            subprocess.run(paictl + ["submit", str(EXAMPLE), "--target", "framework", "--kubeconfig", config],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def pipeline() -> None:
+            compiled = subprocess.run(paictl + ["compile", str(EXAMPLE)], check=True, capture_output=True).stdout
+            subprocess.run([kubectl, "--kubeconfig", config, "apply", "--server-side", "--field-manager", "paictl",
+                            "-f", "-"], input=compiled, check=True, stdout=subprocess.DEVNULL)
+
+        ours = median_of(submit, args.runs)
+        peer = median_of(pipeline, args.runs)
+        print(f"submit (unchanged re-apply), median of {args.runs}:")
+        print(f"  paictl submit                          {ours:6.3f} s")
+        print(f"  paictl compile | kubectl apply --ss    {peer:6.3f} s")
+        print(f"  ratio paictl / pipeline                {ours / peer:6.2f}")
+
+        emu.scenario("Framework", "*", "running", seconds=600)
+        subprocess.run(paictl + ["submit", str(EXAMPLE.parent / "hello-world.yaml"), "--target", "framework",
+                                 "--kubeconfig", config], check=True, capture_output=True)
+        before = len(emu.requests)
+        started = time.perf_counter()
+        subprocess.run(paictl + ["status", "hello-paictl", "--follow", "--kubeconfig", config], check=True,
+                       capture_output=True)
+        real = time.perf_counter() - started
+        made = emu.requests[before:]
+        watches = sum(1 for r in made if r.watch)
+        print(f"follow a job running a simulated 600 s ({real:.1f} s real): {len(made)} requests, {watches} of "
+              f"them watches; a 1-second poller would make about 600")
+
+
+if __name__ == "__main__":
+    main()
