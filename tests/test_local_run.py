@@ -166,6 +166,12 @@ def test_job_retry_runs_a_new_attempt_with_new_logs_and_ports(tmp_path):
     assert "job attempt 1" in log(tmp_path, "jobretry", "work-0", 1)
     for attempt in (0, 1):
         assert (tmp_path / f".paictl/runs/jobretry/{attempt}/ports.json").is_file()
+    latest = paictl("logs", "jobretry", cwd=tmp_path, check_code=0).stdout
+    earlier = paictl("logs", "jobretry", "--attempt", "0", cwd=tmp_path, check_code=0).stdout
+    assert "job attempt 1" in latest and "job attempt 0" not in latest
+    assert "job attempt 0" in earlier and "job attempt 1" not in earlier
+    missing = paictl("logs", "jobretry", "--attempt", "5", cwd=tmp_path, check_code=2)
+    assert missing.stderr == "paictl: error: job 'jobretry' has no attempt 5; its attempts: 0, 1\n"
 
 
 def test_exit_spec_replaces_the_rules(tmp_path):

@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 
 import typer
 
-from paictl.errors import ClusterError, InternalError, UsageError
+from paictl.errors import InternalError, NotFoundError, UsageError
 from paictl.targets.states import VERDICT_EXIT_CODES, JobState, JobView
 
 from .jobinput import CompiledJob
@@ -123,7 +123,8 @@ def stop_local(name: str, *, run_dir: Path, output_format: str) -> None:
         typer.echo(f"{name}: stop requested; still {view.state.value}")
 
 
-def logs_local(name: str, role: Optional[str], index: Optional[int], *, run_dir: Path, follow: bool) -> None:
+def logs_local(name: str, role: Optional[str], index: Optional[int], *, run_dir: Path, follow: bool,
+               attempt: Optional[int] = None) -> None:
     from paictl.targets.local_store import PLAN, read_json, task_log
 
     folder = _folder(name, run_dir)
@@ -135,16 +136,23 @@ def logs_local(name: str, role: Optional[str], index: Optional[int], *, run_dir:
     selected = [(r, i) for r, count in roles.items() if role in (None, r) for i in range(count)
                 if index in (None, i)]
     prefix = len(selected) > 1
+    if attempt is not None:
+        kept = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+        if attempt not in kept:
+            raise UsageError(f"job {name!r} has no attempt {attempt}; its attempts: "
+                             f"{', '.join(map(str, kept)) or 'none yet'}")
     offsets: dict[str, int] = {}
-    attempt = None
+    shown = None
     while True:
         state = _state(folder)
         current = state.attempt if state is not None else 0
-        if current != attempt:
-            attempt, offsets = current, {}
-        done = not follow or state is None or state.view.state.is_final or state.abandoned
+        wanted = current if attempt is None else attempt
+        if wanted != shown:
+            shown, offsets = wanted, {}
+        done = (not follow or state is None or state.view.state.is_final or state.abandoned
+                or wanted != current)  # an earlier attempt is over: nothing more will be written to it
         for r, i in selected:
-            path = folder / task_log(attempt, r, i)
+            path = folder / task_log(shown, r, i)
             offsets[path.name] = _print_new(path, offsets.get(path.name, 0), f"[{r}-{i}] " if prefix else "",
                                             whole=done)
         if done:
@@ -163,7 +171,7 @@ def _folder(name: str, run_dir: Path) -> Path:
 
     folder = run_folder(run_dir, name)
     if folder is None:
-        raise ClusterError(f"no local run named {name!r} in {run_dir}")
+        raise NotFoundError(f"no local run named {name!r} in {run_dir}")
     return folder
 
 

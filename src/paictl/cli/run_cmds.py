@@ -228,6 +228,8 @@ def logs_command(
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
     target: Optional[str] = _target_option("local, framework or mars (default: as for status)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
+    attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
+                                          help="Local runs: the job attempt to show (default: the latest)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -244,8 +246,11 @@ def logs_command(
         if chosen == "local":
             from .local_cmd import logs_local
 
-            logs_local(name, role, index, run_dir=run_dir, follow=follow)
+            logs_local(name, role, index, run_dir=run_dir, follow=follow, attempt=attempt)
         else:
+            if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
+                raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
+                                 "are deleted")
             from .kube_cmd import logs_kube
 
             logs_kube(name, role, index, target=None if chosen == "kube" else chosen,
