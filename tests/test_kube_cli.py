@@ -345,3 +345,25 @@ def test_kubectl_sees_what_paictl_applied_and_its_edits_conflict(emulator):
     again, _ = submit(emulator, HELLO)
     assert again.returncode == 3
     assert ".spec.retryPolicy.maxRetryCount managed by 'kubectl-patch'" in again.stderr
+
+
+def test_status_without_a_name_lists_local_runs_and_cluster_jobs(emulator, tmp_path):
+    emulator.scenario("Framework", "*", "succeeded")
+    done, name = submit(emulator, HELLO, "--follow")
+    assert done.returncode == 0, done.stderr
+    mars = paictl(emulator, "submit", str(JOBS / "kube" / "mars-job.yaml"), "--target", "mars")
+    assert mars.returncode == 0, mars.stderr
+    local = subprocess.run([sys.executable, "-m", "paictl", "submit", str(ROOT / "examples" / "local-ping-pong.yaml"),
+                            "--target", "local", "--follow", "--run-dir", str(tmp_path / "runs")],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert local.returncode == 0, local.stderr
+    listed = paictl(emulator, "status", "--run-dir", str(tmp_path / "runs"))
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert rows[0] == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE"]
+    assert rows[1] == ["local-ping-pong", str(tmp_path / "runs" / "local-ping-pong"), "succeeded", "0", "0"]
+    assert rows[2] == [name, "Framework", f"default/{name}", "succeeded", "0", "0"]
+    assert rows[3][:4] == ["kube-mars-51819241", "MarsJob", "default/kube-mars-51819241", "pending"]
+    as_json = json.loads(paictl(emulator, "status", "--target", "mars", "--format", "json").stdout)
+    assert [(v["name"], v["state"]) for v in as_json] == [("kube-mars-51819241", "pending")]
+    assert paictl(emulator, "status", "--follow").returncode == 2

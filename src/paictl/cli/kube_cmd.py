@@ -21,6 +21,7 @@ from paictl.errors import ClusterError, NotFoundError, UsageError
 if TYPE_CHECKING:
     from paictl.targets.kube_client import Cluster
     from paictl.targets.kube_follow import Workload
+    from paictl.targets.states import JobView
 
     from .jobinput import CompiledJob
     from .run_cmds import ClusterOptions
@@ -168,6 +169,26 @@ def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Wor
         missing.append(resource.kind)
     kinds_text = " or ".join(missing) if missing else "Framework or MarsJob (neither is installed)"
     raise NotFoundError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
+
+
+def list_kube(*, target: Optional[str], cluster: ClusterOptions) -> list[JobView]:
+    """Every Framework and MarsJob (or the one kind asked for) in the namespace, as seen now (pods not read)."""
+    from paictl.targets.kube_client import ApiFailure, describe_failure, resource_installed
+
+    connection = _connect(cluster)
+    views: list[JobView] = []
+    for kind in [target] if target else ["framework", "mars"]:
+        chosen = workload(kind)
+        try:
+            if not target and not resource_installed(connection, chosen.resource):
+                continue
+            listed = connection.json("GET", chosen.resource.collection(connection.namespace))
+        except ApiFailure as failure:
+            raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="list", resource=chosen.resource) from None
+        views += [chosen.view(item, []) for item in listed.get("items") or []]
+    return sorted(views, key=lambda view: view.name)
 
 
 def status_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, follow: bool, output_format: str,

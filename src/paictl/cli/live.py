@@ -102,3 +102,19 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
         sys.stdout.flush()
         last = view
     return last
+
+
+def job_list(views: list[JobView], *, output_format: str = "text") -> None:
+    """`paictl status` without a name: one line per job, as `kubectl get`; JSON: one array of the snapshots."""
+    if output_format == "json":
+        typer.echo(json.dumps([view_to_json(view) for view in views], ensure_ascii=False))
+        return
+    if not views:
+        typer.echo("no jobs", err=True)
+        return
+    rows = [("NAME", "WHERE", "STATE", "ATTEMPT", "CODE")]
+    rows += [(view.name, view.where, view.state.value, str(view.attempt),
+              "" if view.completion_code is None else str(view.completion_code)) for view in views]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])

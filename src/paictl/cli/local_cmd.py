@@ -104,6 +104,16 @@ def status_local(name: str, *, run_dir: Path, follow: bool, output_format: str) 
     _finish(folder, last, output_format)
 
 
+def list_local(run_dir: Path) -> list[JobView]:
+    """Every run in the run folder, by name (a folder without a plan is not a run paictl made)."""
+    from paictl.targets.local_store import PLAN
+
+    if not run_dir.is_dir():
+        return []
+    return [_current(folder, folder.name) for folder in sorted(run_dir.iterdir())
+            if folder.is_dir() and (folder / PLAN).is_file()]
+
+
 def stop_local(name: str, *, run_dir: Path, output_format: str) -> None:
     from paictl.targets.local_store import read_json, request_stop, PLAN
 

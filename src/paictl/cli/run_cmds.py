@@ -153,7 +153,9 @@ def submit_command(
 
 
 def status_command(
-    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob)."),
+    name: Optional[str] = typer.Argument(None, metavar="[NAME]",
+                                         help="The job name (a local run or a Framework/MarsJob); omit it to "
+                                              "list every job."),
     target: Optional[str] = _target_option("local, framework or mars. Default: a local run of that name if one "
                                            "exists, else the cluster (Framework, then MarsJob)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Watch until the job finishes (exit 0/1/4)."),
@@ -165,13 +167,26 @@ def status_command(
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Path = _RUN_DIR,
 ) -> None:
-    """Show a job's state, its tasks, attempts and exit codes (and why a task failed).
+    """Show a job's state, its tasks, attempts and exit codes (and why a task failed); without NAME, list jobs.
 
+    Without NAME: the local runs, then (when a kubeconfig is found, or with --target framework|mars) the
+    Frameworks and MarsJobs of the namespace.
     Exit status: 0 shown (without --follow); with --follow 0 succeeded, 1 failed, 4 stopped; 3 cluster error or
     not found.
     """
     from .app import _fail
 
+    if name is None:
+        try:
+            _check_format(output_format)
+            if follow:
+                raise UsageError("--follow needs a job NAME")
+            _list_jobs(target=target, cluster=ClusterOptions(context=context, namespace=namespace,
+                                                             kubeconfig=kubeconfig),
+                       run_dir=run_dir, output_format=output_format)
+        except PaictlError as error:
+            _fail(error)
+        return
     try:
         _check_format(output_format)
         chosen = _resolve_target(name, target, run_dir)
@@ -188,6 +203,20 @@ def status_command(
                         exit_spec=exit_spec)
     except PaictlError as error:
         _fail(_looked_everywhere(error, name, target, run_dir))
+
+
+def _list_jobs(*, target: Optional[str], cluster: ClusterOptions, run_dir: Path, output_format: str) -> None:
+    from .live import job_list
+    from .local_cmd import list_local
+
+    if target is not None and target not in SUBMIT_TARGETS:
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(SUBMIT_TARGETS)}")
+    views = list_local(run_dir) if target in (None, "local") else []
+    if target in KUBE_TARGETS or (target is None and _has_kubeconfig(cluster.context, cluster.kubeconfig)):
+        from .kube_cmd import list_kube
+
+        views += list_kube(target=target, cluster=cluster)
+    job_list(views, output_format=output_format)
 
 
 def stop_command(
