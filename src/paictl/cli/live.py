@@ -47,15 +47,18 @@ def _job_line(view: JobView) -> str:
 
 
 def _table(view: JobView):
+    """The job line above the task table (as a title it would wrap to the table's width)."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=_job_line(view), title_justify="left", expand=False)
+    table = Table(expand=False)
     for column in ("role", "index", "state", "attempt", "node", "exit", "diagnosis"):
         table.add_column(column)
     for task in view.tasks:
         table.add_row(task.role, str(task.index), task.state, str(task.attempt), task.node or "",
                       "" if task.exit_code is None else str(task.exit_code), task.diagnosis or "")
-    return table
+    return Group(Text(_job_line(view)), table)
 
 
 def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optional[bool] = None) -> Optional[JobView]:
