@@ -10,6 +10,9 @@ import typer
 
 from paictl.errors import InvalidJobError, PaictlError
 
+from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
+                       STDIN_NAME_OPTION, USER_OPTION)
+
 
 class CompileFormat(str, enum.Enum):
     yaml = "yaml"
@@ -17,24 +20,19 @@ class CompileFormat(str, enum.Enum):
 
 
 def compile_command(
-    job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
+    job_path: str = JOB_ARGUMENT,
     target: str = typer.Option("framework", "--target", "-t", help="What to compile to: framework, mars, local."),
-    profile: str = typer.Option("default", "--profile", metavar="FILE_OR_NAME",
-                                help="Cluster profile: a built-in name (default, openpai) or a YAML file."),
-    user: Optional[str] = typer.Option(None, "--user", help="OpenPAI user name (overrides the profile's)."),
+    profile: str = PROFILE_OPTION,
+    user: Optional[str] = USER_OPTION,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (overrides the profile's)."),
-    parameter: List[str] = typer.Option([], "--parameter", "-p", metavar="KEY=VALUE",
-                                        help="Override a job parameter (repeatable)."),
-    parameter_files: List[Path] = typer.Option([], "--parameters", metavar="FILE",
-                                               help="A YAML mapping of parameters to override (repeatable)."),
-    secrets_from: Optional[str] = typer.Option(None, "--secrets-from", metavar="NAME",
-                                               help="Use this existing Secret for the job's secrets."),
+    parameter: List[str] = PARAMETER_OPTION,
+    parameter_files: List[Path] = PARAMETERS_OPTION,
+    secrets_from: Optional[str] = SECRETS_FROM_OPTION,
     output_format: CompileFormat = typer.Option(CompileFormat.yaml, "--format",
                                                 help="yaml: multi-document YAML; json: one v1 List."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", metavar="DIR",
                                               help="Write one file per object into DIR instead of printing."),
-    stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
-                                   help="File name to report for a job read from '-'."),
+    stdin_name: str = STDIN_NAME_OPTION,
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 

@@ -20,6 +20,21 @@ if TYPE_CHECKING:
     from paictl.protocol.model import Job
 
 
+# The options every command that compiles a job shares (`compile`, `submit`), declared once.
+JOB_ARGUMENT = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input.")
+PROFILE_OPTION = typer.Option("default", "--profile", metavar="FILE_OR_NAME",
+                              help="Cluster profile: a built-in name (default, openpai) or a YAML file.")
+USER_OPTION = typer.Option(None, "--user", help="OpenPAI user name (overrides the profile's).")
+PARAMETER_OPTION = typer.Option([], "--parameter", "-p", metavar="KEY=VALUE",
+                                help="Override a job parameter (repeatable).")
+PARAMETERS_OPTION = typer.Option([], "--parameters", metavar="FILE",
+                                 help="A YAML mapping of parameters to override (repeatable).")
+SECRETS_FROM_OPTION = typer.Option(None, "--secrets-from", metavar="NAME",
+                                   help="Use this existing Secret for the job's secrets (Kubernetes targets).")
+STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
+                                 help="File name to report for a job read from '-'.")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CompiledJob:
     """A valid job and what a target made of it; `objects` may hold Secrets, so it is never printed as is."""

@@ -16,6 +16,9 @@ import typer
 
 from paictl.errors import InvalidJobError, PaictlError, UsageError
 
+from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
+                       STDIN_NAME_OPTION, USER_OPTION)
+
 DEFAULT_RUN_DIR = Path(".paictl") / "runs"
 KUBE_TARGETS = ("framework", "mars")
 SUBMIT_TARGETS = ("local",) + KUBE_TARGETS
@@ -87,19 +90,15 @@ def _looked_everywhere(error: PaictlError, name: str, target: Optional[str], run
 
 
 def submit_command(
-    job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
+    job_path: str = JOB_ARGUMENT,
     target: Optional[str] = _target_option(
         "local (this machine), framework or mars (Kubernetes). Default: framework when a kubeconfig is found, "
         "else local."),
-    profile: str = typer.Option("default", "--profile", metavar="FILE_OR_NAME",
-                                help="Cluster profile: a built-in name (default, openpai) or a YAML file."),
-    user: Optional[str] = typer.Option(None, "--user", help="OpenPAI user name (overrides the profile's)."),
-    parameter: List[str] = typer.Option([], "--parameter", "-p", metavar="KEY=VALUE",
-                                        help="Override a job parameter (repeatable)."),
-    parameter_files: List[Path] = typer.Option([], "--parameters", metavar="FILE",
-                                               help="A YAML mapping of parameters to override (repeatable)."),
-    secrets_from: Optional[str] = typer.Option(None, "--secrets-from", metavar="NAME",
-                                               help="Use this existing Secret for the job's secrets (Kubernetes)."),
+    profile: str = PROFILE_OPTION,
+    user: Optional[str] = USER_OPTION,
+    parameter: List[str] = PARAMETER_OPTION,
+    parameter_files: List[Path] = PARAMETERS_OPTION,
+    secrets_from: Optional[str] = SECRETS_FROM_OPTION,
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -109,8 +108,7 @@ def submit_command(
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Path = _RUN_DIR,
-    stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
-                                   help="File name to report for a job read from '-'."),
+    stdin_name: str = STDIN_NAME_OPTION,
 ) -> None:
     """Compile a job and run it: on this machine (local) or on Kubernetes (server-side apply).
 
