@@ -153,6 +153,11 @@ def _kubernetes():
     return kubernetes
 
 
+def kubeconfig_path(kubeconfig: Optional[str] = None) -> str:
+    """kubectl's choice: --kubeconfig, else $KUBECONFIG (a list of files), else ~/.kube/config."""
+    return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+
+
 def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
             kubeconfig: Optional[str] = None) -> Cluster:
     """kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config; --context, else the
@@ -160,7 +165,7 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     kubernetes = _kubernetes()
     from kubernetes.config.config_exception import ConfigException
 
-    config_file = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    config_file = kubeconfig_path(kubeconfig)
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
         raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
@@ -184,7 +189,7 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
 def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
     """The namespace the kubeconfig context names, or None (then the profile's namespace applies)."""
     kubernetes = _kubernetes()
-    config_file = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    config_file = kubeconfig_path(kubeconfig)
     try:
         contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
     except Exception:  # noqa: BLE001 - connect() reports a broken kubeconfig with its reason

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from paictl.errors import ClusterError
 
-from .states import JobState, JobView, TaskView
+from .states import JobState, JobView, view_from_data, view_to_data
 
 PLAN, STATE, STOP, SUPERVISOR_LOG, PORTS = "plan.json", "state.json", "stop", "supervisor.log", "ports.json"
 #: Job names are ^[a-zA-Z0-9_-]+$ (job.schema.json); anything else cannot name a run (and cannot escape the folder).
@@ -83,21 +83,6 @@ def owner_alive(owner: Optional[dict[str, Any]]) -> bool:
         return False
     start = process_start(owner["pid"])
     return start is not None and start == owner["start"]
-
-
-def view_to_data(view: JobView) -> dict[str, Any]:
-    data = dataclasses.asdict(view)
-    data["state"] = view.state.value
-    data["triggered_by"] = list(view.triggered_by) if view.triggered_by else None
-    return data
-
-
-def view_from_data(data: dict[str, Any]) -> JobView:
-    fields = dict(data)
-    fields["state"] = JobState(fields["state"])
-    fields["tasks"] = tuple(TaskView(**task) for task in fields["tasks"])
-    fields["triggered_by"] = tuple(fields["triggered_by"]) if fields.get("triggered_by") else None
-    return JobView(**fields)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Optional
+from typing import Any, Optional
 
 
 class JobState(str, enum.Enum):
@@ -56,3 +56,21 @@ class JobView:
     message: str = ""                 # one line: why it finished, or what it is waiting for
     triggered_by: Optional[tuple[str, int]] = None  # (role, index) of the task whose completion decided the job
     where: str = ""                   # the run folder or the namespace/kind, printed once
+
+
+def view_to_data(view: JobView) -> dict[str, Any]:
+    """Plain JSON data: what `--format json` prints and what a local run's state file keeps."""
+    data = dataclasses.asdict(view)
+    data["state"] = view.state.value
+    if view.triggered_by is not None:
+        data["triggered_by"] = {"role": view.triggered_by[0], "index": view.triggered_by[1]}
+    return data
+
+
+def view_from_data(data: dict[str, Any]) -> JobView:
+    fields = dict(data)
+    fields["state"] = JobState(fields["state"])
+    fields["tasks"] = tuple(TaskView(**task) for task in fields["tasks"])
+    trigger = fields.get("triggered_by")
+    fields["triggered_by"] = (trigger["role"], trigger["index"]) if trigger else None
+    return JobView(**fields)

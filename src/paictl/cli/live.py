@@ -6,22 +6,13 @@ look the same to the user.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from typing import Iterable, Optional
 
 import typer
 
-from paictl.targets.states import JobView, TaskView
-
-
-def view_to_json(view: JobView) -> dict:
-    data = dataclasses.asdict(view)
-    data["state"] = view.state.value
-    if view.triggered_by is not None:
-        data["triggered_by"] = {"role": view.triggered_by[0], "index": view.triggered_by[1]}
-    return data
+from paictl.targets.states import JobView, TaskView, view_to_data
 
 
 def _task_line(task: TaskView) -> str:
@@ -71,7 +62,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     if output_format == "json":
         for view in views:
             if view != last:
-                typer.echo(json.dumps(view_to_json(view), ensure_ascii=False))
+                typer.echo(json.dumps(view_to_data(view), ensure_ascii=False))
                 sys.stdout.flush()
             last = view
         return last
@@ -110,7 +101,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
 def job_list(views: list[JobView], *, output_format: str = "text") -> None:
     """`paictl status` without a name: one line per job, as `kubectl get`; JSON: one array of the snapshots."""
     if output_format == "json":
-        typer.echo(json.dumps([view_to_json(view) for view in views], ensure_ascii=False))
+        typer.echo(json.dumps([view_to_data(view) for view in views], ensure_ascii=False))
         return
     if not views:
         typer.echo("no jobs", err=True)

@@ -278,6 +278,6 @@ def _print_new(path: Path, offset: int, prefix: str, *, whole: bool) -> int:
 
 
 def _echo_json(view: JobView) -> None:
-    from .live import view_to_json
+    from paictl.targets.states import view_to_data
 
-    typer.echo(json.dumps(view_to_json(view), ensure_ascii=False))
+    typer.echo(json.dumps(view_to_data(view), ensure_ascii=False))

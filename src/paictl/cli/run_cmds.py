@@ -34,9 +34,10 @@ class ClusterOptions:
 
 
 def _has_kubeconfig(context: Optional[str], kubeconfig: Optional[str]) -> bool:
-    if context or kubeconfig or os.environ.get("KUBECONFIG"):
-        return True
-    return (Path.home() / ".kube" / "config").is_file()
+    """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
+    from paictl.targets.kube_client import kubeconfig_path  # stdlib only until it connects
+
+    return bool(context or kubeconfig or os.environ.get("KUBECONFIG")) or os.path.isfile(kubeconfig_path())
 
 
 def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> str:
