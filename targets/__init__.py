@@ -23,9 +23,9 @@ class Target(Protocol):
 
 
 TARGETS: dict[str, str] = {
-    "framework": "paictl.targets.framework",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
-    "mars": "paictl.targets.mars",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
-    "local": "paictl.targets.local",          # a LocalPlan: the processes `paictl submit --target local` starts
+    "framework": "paictl.targets.framework.target",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
+    "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
+    "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
 }
 
 

@@ -19,8 +19,8 @@ import typer
 from paictl.errors import ClusterError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
-    from paictl.targets.kube_client import Cluster
-    from paictl.targets.kube_follow import Workload
+    from paictl.targets.kube.client import Cluster
+    from paictl.targets.kube.follow import Workload
     from paictl.targets.states import JobView
 
     from .jobinput import CompiledJob
@@ -31,13 +31,13 @@ PENDING_TIMEOUT_EXIT = 3
 
 def default_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
     """The kubeconfig context's namespace, which a kubectl user expects to win over the profile's."""
-    from paictl.targets.kube_client import context_namespace
+    from paictl.targets.kube.client import context_namespace
 
     return context_namespace(context=context, kubeconfig=kubeconfig)
 
 
 def _connect(cluster: ClusterOptions) -> Cluster:
-    from paictl.targets.kube_client import connect
+    from paictl.targets.kube.client import connect
 
     return connect(context=cluster.context, namespace=cluster.namespace, kubeconfig=cluster.kubeconfig)
 
@@ -56,9 +56,10 @@ def _diagnoser(exit_spec: Optional[Path]):
 
 
 def workload(kind: str) -> Workload:
-    from paictl.targets import framework_status, mars_status
-    from paictl.targets.kube_client import FRAMEWORK, MARSJOB
-    from paictl.targets.kube_follow import Workload
+    from paictl.targets.framework import status as framework_status
+    from paictl.targets.mars import status as mars_status
+    from paictl.targets.kube.client import FRAMEWORK, MARSJOB
+    from paictl.targets.kube.follow import Workload
 
     if kind == "framework":
         return Workload(resource=FRAMEWORK, pod_selector=lambda name: f"FC_FRAMEWORK_NAME={name}",
@@ -75,7 +76,7 @@ def _framework_pod_task(pod: dict) -> Optional[tuple[str, int]]:
 
 
 def _mars_pod_task(pod: dict) -> Optional[tuple[str, int]]:
-    from paictl.targets.mars_status import REPLICA_TYPES
+    from paictl.targets.mars.status import REPLICA_TYPES
 
     labels = (pod.get("metadata") or {}).get("labels") or {}
     role = {t.lower(): t for t in REPLICA_TYPES}.get(str(labels.get("replica-type", "")).lower())
@@ -85,7 +86,7 @@ def _mars_pod_task(pod: dict) -> Optional[tuple[str, int]]:
 
 def submit_kube(compiled: CompiledJob, *, cluster: ClusterOptions, dry_run: bool, follow: bool, output_format: str,
                 pending_timeout: Optional[float], exit_spec: Optional[Path]) -> None:
-    from paictl.targets.kube_apply import WORKLOAD_KINDS, apply_objects
+    from paictl.targets.kube.apply import WORKLOAD_KINDS, apply_objects
 
     diagnose = _diagnoser(exit_spec) if follow else None  # a bad --exit-spec fails before anything is applied
     job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
@@ -117,7 +118,7 @@ def submit_kube(compiled: CompiledJob, *, cluster: ClusterOptions, dry_run: bool
 
 def _follow(connection: Cluster, chosen: Workload, name: str, namespace: str, *, output_format: str,
             pending_timeout: Optional[float], diagnose) -> None:
-    from paictl.targets.kube_follow import follow_job
+    from paictl.targets.kube.follow import follow_job
     from paictl.targets.states import VERDICT_EXIT_CODES
 
     from .live import follow
@@ -135,7 +136,7 @@ def _follow(connection: Cluster, chosen: Workload, name: str, namespace: str, *,
 
 def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Workload, str]:
     """The workload named NAME (or whose annotation `jobName` is NAME): a Framework first, then a MarsJob."""
-    from paictl.targets.kube_client import ApiFailure, describe_failure, resource_installed
+    from paictl.targets.kube.client import ApiFailure, describe_failure, resource_installed
 
     kinds = [target] if target else ["framework", "mars"]
     missing = []
@@ -173,7 +174,7 @@ def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Wor
 
 def list_kube(*, target: Optional[str], cluster: ClusterOptions) -> list[JobView]:
     """Every Framework and MarsJob (or the one kind asked for) in the namespace, as seen now (pods not read)."""
-    from paictl.targets.kube_client import ApiFailure, describe_failure, resource_installed
+    from paictl.targets.kube.client import ApiFailure, describe_failure, resource_installed
 
     connection = _connect(cluster)
     views: list[JobView] = []
@@ -193,7 +194,7 @@ def list_kube(*, target: Optional[str], cluster: ClusterOptions) -> list[JobView
 
 def status_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, follow: bool, output_format: str,
                 pending_timeout: Optional[float], exit_spec: Optional[Path]) -> None:
-    from paictl.targets.kube_follow import snapshot
+    from paictl.targets.kube.follow import snapshot
 
     from .live import follow as draw
 
@@ -212,8 +213,8 @@ def status_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, fo
 
 
 def stop_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, output_format: str) -> None:
-    from paictl.targets.framework_status import job_state
-    from paictl.targets.kube_apply import delete_marsjob, stop_framework
+    from paictl.targets.framework.status import job_state
+    from paictl.targets.kube.apply import delete_marsjob, stop_framework
 
     connection = _connect(cluster)
     try:
@@ -240,7 +241,7 @@ def stop_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, outp
 
 def logs_kube(name: str, role: Optional[str], index: Optional[int], *, target: Optional[str],
               cluster: ClusterOptions, follow: bool) -> None:
-    from paictl.targets.kube_follow import list_pods
+    from paictl.targets.kube.follow import list_pods
 
     connection = _connect(cluster)
     try:
@@ -273,7 +274,7 @@ def logs_kube(name: str, role: Optional[str], index: Optional[int], *, target: O
 
 
 def _log_lines(connection: Cluster, pod: dict, *, follow: bool) -> Iterator[str]:
-    from paictl.targets.kube_client import POD, ApiFailure, close_stream, describe_failure, iter_lines
+    from paictl.targets.kube.client import POD, ApiFailure, close_stream, describe_failure, iter_lines
 
     name = pod["metadata"]["name"]
     containers = (pod.get("spec") or {}).get("containers") or [{}]

@@ -34,7 +34,7 @@ _STOP_MARGIN = 10.0
 
 
 def find_local_run(name: str, run_dir: Path) -> bool:
-    from paictl.targets.local_store import run_folder
+    from paictl.targets.local.store import run_folder
 
     return run_folder(run_dir, name) is not None
 
@@ -42,8 +42,8 @@ def find_local_run(name: str, run_dir: Path) -> bool:
 def submit_local(compiled: CompiledJob, *, follow: bool, output_format: str, run_dir: Path,
                  exit_spec: Optional[Path], dry_run: bool) -> None:
     from paictl.compiler.exit_rules import load_rule_set
-    from paictl.targets.framework_native import secret_files
-    from paictl.targets.local_store import prepare_run
+    from paictl.targets.framework.native import secret_files
+    from paictl.targets.local.store import prepare_run
 
     plan = compiled.objects[0]
     rules = load_rule_set(exit_spec)
@@ -67,7 +67,7 @@ def submit_local(compiled: CompiledJob, *, follow: bool, output_format: str, run
                        f"`paictl status {compiled.job.name} --follow` follows it, "
                        f"`paictl logs {compiled.job.name}` shows its output")
         return
-    from paictl.targets.local_runner import LocalRunner
+    from paictl.targets.local.runner import LocalRunner
 
     runner = LocalRunner(folder, plan, secrets=secrets, rules=rules, work_dir=os.getcwd())
     previous = signal.signal(signal.SIGTERM, _interrupted)
@@ -106,7 +106,7 @@ def status_local(name: str, *, run_dir: Path, follow: bool, output_format: str) 
 
 def list_local(run_dir: Path) -> list[JobView]:
     """Every run in the run folder, by name (a folder without a plan is not a run paictl made)."""
-    from paictl.targets.local_store import PLAN
+    from paictl.targets.local.store import PLAN
 
     if not run_dir.is_dir():
         return []
@@ -115,7 +115,7 @@ def list_local(run_dir: Path) -> list[JobView]:
 
 
 def stop_local(name: str, *, run_dir: Path, output_format: str) -> None:
-    from paictl.targets.local_store import read_json, request_stop, PLAN
+    from paictl.targets.local.store import read_json, request_stop, PLAN
 
     folder = _folder(name, run_dir)
     view = _current(folder, name)
@@ -135,7 +135,7 @@ def stop_local(name: str, *, run_dir: Path, output_format: str) -> None:
 
 def logs_local(name: str, role: Optional[str], index: Optional[int], *, run_dir: Path, follow: bool,
                attempt: Optional[int] = None) -> None:
-    from paictl.targets.local_store import PLAN, read_json, task_log
+    from paictl.targets.local.store import PLAN, read_json, task_log
 
     folder = _folder(name, run_dir)
     roles = {r["name"]: r["instances"] for r in read_json(folder / PLAN)["spec"]["taskRoles"]}
@@ -177,7 +177,7 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def _folder(name: str, run_dir: Path) -> Path:
-    from paictl.targets.local_store import run_folder
+    from paictl.targets.local.store import run_folder
 
     folder = run_folder(run_dir, name)
     if folder is None:
@@ -186,13 +186,13 @@ def _folder(name: str, run_dir: Path) -> Path:
 
 
 def _state(folder: Path):
-    from paictl.targets.local_store import read_state
+    from paictl.targets.local.store import read_state
 
     return read_state(folder)
 
 
 def _current(folder: Path, name: str) -> JobView:
-    from paictl.targets.local_store import shown_view
+    from paictl.targets.local.store import shown_view
 
     state = _state(folder)
     if state is None:
@@ -218,10 +218,10 @@ def _start_supervisor(folder: Path, secrets: dict[str, str], exit_spec: Optional
     """The detached supervisor, its settings (secrets included) through a pipe; returns its first view."""
     settings = {"work_dir": os.getcwd(), "exit_spec": str(exit_spec.resolve()) if exit_spec else None,
                 "secrets": secrets}
-    from paictl.targets.local_store import SUPERVISOR_LOG
+    from paictl.targets.local.store import SUPERVISOR_LOG
 
     with open(folder / SUPERVISOR_LOG, "ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "paictl.targets.local_supervisor", str(folder)],
+        process = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.supervisor", str(folder)],
                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     assert process.stdin is not None
@@ -248,7 +248,7 @@ def _finish(folder: Path, last: Optional[JobView], output_format: str) -> None:
 
 def _show_failed_tail(folder: Path, view: JobView, output_format: str) -> None:
     """The last lines of the task that failed the job (the user's own output), and where the whole log is."""
-    from paictl.targets.local_store import task_log
+    from paictl.targets.local.store import task_log
 
     if output_format != "text" or view.state is not JobState.FAILED or view.triggered_by is None:
         return

@@ -35,7 +35,7 @@ class ClusterOptions:
 
 def _has_kubeconfig(context: Optional[str], kubeconfig: Optional[str]) -> bool:
     """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
-    from paictl.targets.kube_client import kubeconfig_path  # stdlib only until it connects
+    from paictl.targets.kube.client import kubeconfig_path  # stdlib only until it connects
 
     return bool(context or kubeconfig or os.environ.get("KUBECONFIG")) or os.path.isfile(kubeconfig_path())
 

@@ -1,0 +1,245 @@
+"""Compile a job into a FrameworkController Framework and its companion objects, as OpenPAI's rest-server does.
+
+A pure translation, modelled on TorchX's schedulers: typed job + cluster profile in, plain Kubernetes objects out.
+No Kubernetes client, no clock, no network: the same inputs always give the same objects, in apply order
+(Secrets, then the PriorityClass, then the Framework that references them). Upstream's semantics are followed
+exactly (openpai.md c.1-c.6, checked field by field against the golden outputs in tests/test_framework_golden.py);
+the few deliberate differences are listed in that test's DELIBERATE_DIFFERENCES.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import TYPE_CHECKING, Any, Mapping
+
+from paictl.protocol.names import convert_name
+
+from paictl.targets.findings import raise_if_any
+from paictl.targets.framework.env import framework_env, min_failed, min_succeeded
+from paictl.targets.framework.pod import MountedStorage, PodContext, pod_template
+from paictl.targets.framework.secrets import config_annotation, config_secret, docker_secret, priority_class
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile
+    from paictl.protocol.diagnostics import Finding
+    from paictl.protocol.loading import Document
+    from paictl.protocol.model import Job
+
+API_VERSION = "frameworkcontroller.microsoft.com/v1"
+#: FrameworkController's name rule (`NamingConvention`): no dash, no dot, no upper case.
+MAX_NAME = 63
+_READABLE_HASH = 8
+
+
+def framework_name(job: Job, profile: Profile) -> str:
+    """The Framework's name, which also names its Secrets, PriorityClass and log directory.
+
+    `openpai`: md5 hex of `<user>~<job>` (upstream `encodeName`), so a job keeps the name OpenPAI would give it.
+    `readable`: the job name reduced to [a-z0-9], then a short hash of `<user>~<job>`, which keeps two users' (or two
+    differently spelled) jobs apart; always within FrameworkController's ^[a-z0-9]{1,63}$.
+    """
+    digest = hashlib.md5(f"{profile.user}~{job.name}".encode("utf-8")).hexdigest()
+    if profile.naming == "openpai":
+        return digest
+    stem = convert_name(job.name)[: MAX_NAME - _READABLE_HASH] or "job"
+    return stem + digest[:_READABLE_HASH]
+
+
+def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
+                      secrets_from: str | None = None, document: Document | None = None) -> list[dict[str, Any]]:
+    """The objects to apply for `job` on the cluster `profile` describes: Secrets, PriorityClass, Framework.
+
+    `parameters` overrides the job's parameters (as a submission-time override would). `secrets_from` names an
+    existing Secret holding the job's secrets (key `secrets.yaml`): it is mounted instead of emitting
+    `<name>-configcred`, so the secrets need not be in the job file (with the native runtime it also needs the
+    `secret.<path>` keys described in framework_native). `document` is the job's loaded source
+    (`paictl.protocol.loading.Document`): with it the `config` annotation is the submitted text, masked, exactly as
+    upstream stores it, and errors the cluster finds (unknown storage, HiveD misfits) are located at file:line:col;
+    without it the annotation is serialised from the model and errors carry a JSON pointer only.
+    Raises InvalidJobError listing every such error.
+    """
+    from paictl.compiler.render import render_entrypoint
+
+    name = framework_name(job, profile)
+    virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
+    findings: list[Finding] = list(task_role_name_findings(job))
+    storages = _storages(job, profile, findings)
+    hived_specs: dict[str, Any] = {}
+    if profile.hived.enabled:
+        from paictl.targets.framework.hived import hived_specs as compute
+
+        hived_specs, problems = compute(job, profile, virtual_cluster)
+        findings += problems
+    native_ports: dict[str, Any] = {}
+    if profile.runtime == "native":
+        from paictl.targets.framework.native import allocate_ports
+
+        native_ports, problems = allocate_ports(job, profile)
+        findings += problems
+    raise_if_any(findings, document, _path(document))
+    entrypoints = {role.name: render_entrypoint(job, role.name, parameters) for role in job.task_roles}
+
+    objects: list[dict[str, Any]] = []
+    secrets_secret = secrets_from
+    if secrets_from is None and job.secrets:
+        secret = config_secret(name, job, profile)
+        if profile.runtime == "native":
+            from paictl.targets.framework.native import secret_files
+
+            files = secret_files(job, entrypoints.values())
+            secret["data"].update((key, _b64(value)) for key, value in sorted(files.items()))
+        objects.append(secret)
+        secrets_secret = f"{name}-configcred"
+    regcred = docker_secret(name, job, profile)
+    if regcred is not None:
+        objects.append(regcred)
+    priority_name = profile.fallback_priority_class
+    if profile.priority_classes:
+        from paictl.targets.framework.hived import priority_of
+
+        pc = priority_class(name, priority_of(hived_specs) if profile.hived.enabled else 0)
+        objects.append(pc)
+        priority_name = pc["metadata"]["name"]
+
+    ctx = PodContext(job=job, profile=profile, name=name, virtual_cluster=virtual_cluster,
+                     shared_env=framework_env(job, profile, virtual_cluster), hived_specs=hived_specs,
+                     secrets_secret=secrets_secret, regcred=regcred["metadata"]["name"] if regcred else None,
+                     storages=storages, priority_class=priority_name, native_ports=native_ports)
+    task_roles = []
+    for role in job.task_roles:
+        entrypoint = entrypoints[role.name]
+        task_roles.append({
+            "name": convert_name(role.name),
+            "taskNumber": role.instances,
+            "task": {
+                # Upstream retries a task only without gang allocation: a gang is all-or-nothing (pai#5004).
+                "retryPolicy": {"fancyRetryPolicy": False, "maxRetryCount": 0} if job.gang_allocation else
+                {"fancyRetryPolicy": True, "maxRetryCount": role.task_retry_count},
+                "podGracefulDeletionTimeoutSec": profile.pod_graceful_deletion_timeout_sec,
+                "pod": pod_template(ctx, role, entrypoint),
+            },
+            "frameworkAttemptCompletionPolicy": {"minFailedTaskCount": min_failed(role),
+                                                 "minSucceededTaskCount": min_succeeded(role)},
+        })
+    objects.append({
+        "apiVersion": API_VERSION,
+        "kind": "Framework",
+        "metadata": {
+            "name": name,
+            "namespace": profile.namespace,
+            "labels": {"userName": profile.user, "virtualCluster": virtual_cluster},
+            "annotations": {
+                "jobName": job.name,
+                "logPathInfix": name,
+                "config": config_annotation(job, document.text if document is not None else None),
+                "totalGpuNumber": str(sum(r.resources.gpu * r.instances for r in job.task_roles)),
+            },
+        },
+        "spec": {
+            "executionType": "Start",
+            "retryPolicy": {"fancyRetryPolicy": True, "maxRetryCount": job.job_retry_count},
+            "taskRoles": task_roles,
+        },
+    })
+    return objects
+
+
+def task_role_name_findings(job: Job) -> list[Finding]:
+    """E606 for task roles FrameworkController would reject or confuse, whatever the runtime.
+
+    Task roles are named `convert_name(name)` (openpai.md c.1): the result must match ^[a-z0-9]{1,63}$ and be unique,
+    or the API server refuses the Framework (empty, too long) or two roles share pods and variables (a clash, which
+    FrameworkController does not check).
+    """
+    from paictl.protocol.codes import finding
+    from paictl.protocol.diagnostics import Anchor
+
+    findings: list[Finding] = []
+    seen: dict[str, str] = {}
+    for role in job.task_roles:
+        converted = convert_name(role.name)
+        pointer = "/taskRoles/" + role.name.replace("~", "~0").replace("/", "~1")
+        problem = None
+        if not converted:
+            problem = f"task role '{role.name}' has no letter or digit, so its Framework name would be empty"
+        elif len(converted) > MAX_NAME:
+            problem = f"task role '{role.name}' becomes a {len(converted)}-character name; at most {MAX_NAME} fit"
+        elif converted in seen:
+            problem = f"task roles '{seen[converted]}' and '{role.name}' both become '{converted}'"
+        seen.setdefault(converted, role.name)
+        if problem:
+            findings.append(finding("E606", pointer, problem + " (FrameworkController names are ^[a-z0-9]{1,63}$)",
+                                    hint="rename the task role: lowercase letters and digits are what is kept",
+                                    anchor=Anchor.KEY))
+    return findings
+
+
+def _b64(value: str) -> str:
+    import base64
+
+    return base64.b64encode(value.encode("utf-8")).decode("ascii")
+
+
+def compile_framework_file(path: str | os.PathLike[str], profile: Profile, **options: Any) -> list[dict[str, Any]]:
+    """`compile_framework` for a job file: validated (InvalidJobError if not valid), compiled, errors located."""
+    from paictl.protocol import load_job_text, read_source
+    from paictl.protocol.loading import decode_source, load_located
+
+    from paictl.errors import InvalidJobError
+    from paictl.protocol.loading import DocumentError
+
+    try:
+        text = decode_source(read_source(path), str(path))
+    except DocumentError as exc:
+        raise InvalidJobError(exc.diagnostics) from None
+    job = load_job_text(text, str(path))
+    return compile_framework(job, profile, document=load_located(text, str(path)), **options)
+
+
+def _storages(job: Job, profile: Profile, findings: list[Finding]) -> tuple[MountedStorage, ...]:
+    """The storages to mount: `extras.storages`, else the deprecated teamwise_storage plugin's names.
+
+    An empty list means the profile's default storages, as upstream gives a user all of theirs.
+    """
+    from paictl.protocol.codes import finding
+
+    requested, base = _requested_storages(job)
+    if requested is None:
+        return ()
+    if not requested:
+        return tuple(MountedStorage(storage=s, mount_path=f"/mnt/{s.name}") for s in profile.storages if s.default)
+    mounted = []
+    for index, item in enumerate(requested):
+        storage_name = item.get("name") if isinstance(item, Mapping) else item
+        storage = profile.storage(storage_name) if isinstance(storage_name, str) else None
+        if storage is None:
+            known = ", ".join(s.name for s in profile.storages) or "none"
+            findings.append(finding("E601", f"{base}/{index}", f"Storage {storage_name} is not found.",
+                                    hint=f"storages of the cluster profile: {known}"))
+            continue
+        mount_path = item.get("mountPath") if isinstance(item, Mapping) else None
+        mounted.append(MountedStorage(storage=storage, mount_path=mount_path or f"/mnt/{storage.name}"))
+    return tuple(mounted)
+
+
+def _requested_storages(job: Job) -> tuple[list[Any] | None, str]:
+    storages = job.extras.get("storages")
+    if isinstance(storages, (list, tuple)):
+        return list(storages), "/extras/storages"
+    plugins = job.extras.get("com.microsoft.pai.runtimeplugin")
+    for index, plugin in enumerate(plugins if isinstance(plugins, (list, tuple)) else ()):
+        if isinstance(plugin, Mapping) and plugin.get("plugin") == "teamwise_storage":
+            names = (plugin.get("parameters") or {}).get("storageConfigNames")
+            if isinstance(names, (list, tuple)):
+                return [{"name": n} for n in names], \
+                    f"/extras/com.microsoft.pai.runtimeplugin/{index}/parameters/storageConfigNames"
+    return None, ""
+
+
+def _path(document: Document | None) -> str:
+    return document.path if document is not None else "<job>"
+
+
+#: The `Target` protocol's entry point (paictl.targets.get_target("framework").compile).
+compile = compile_framework  # noqa: A001 - the name every target module exports

@@ -1,0 +1,162 @@
+"""Putting compiled objects on a cluster with server-side apply, and taking a job down again.
+
+Server-side apply (field manager `paictl`) makes submit idempotent: applying the same job twice changes nothing,
+and a field that someone else manages is a conflict the server reports instead of a silent overwrite. Companions
+(Secrets, ConfigMaps, a PriorityClass) go first, because the workload's pods refer to them the moment they exist.
+If the workload then fails, the companions this submit created are deleted again: a half-submitted job must not
+leave the job's secrets behind in the namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Mapping, Optional, Sequence
+
+from paictl.errors import ClusterError
+from paictl.targets.kube.client import (
+    FIELD_MANAGER,
+    FRAMEWORK,
+    MARSJOB,
+    STOP_FIELD_MANAGER,
+    ApiFailure,
+    Cluster,
+    Resource,
+    describe_failure,
+    resource_for,
+)
+
+WORKLOAD_KINDS = frozenset({"Framework", "MarsJob"})
+#: Fields that change on every write (or are the server's): compared away to tell "configured" from "unchanged"
+#: in a dry run, where the resourceVersion does not move.
+_VOLATILE = ("resourceVersion", "managedFields", "generation")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Applied:
+    """One object's outcome, as kubectl prints it: created, configured or unchanged. Never holds the object."""
+
+    kind: str
+    name: str
+    namespace: Optional[str]
+    label: str                  # kubectl's `kind.group/name`
+    result: str
+
+
+def apply_order(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Companions before the workload (a stable sort: the compiler's order otherwise)."""
+    return sorted(objects, key=lambda obj: obj.get("kind") in WORKLOAD_KINDS)
+
+
+def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry_run: bool) -> list[Applied]:
+    """Apply every object; on a workload failure remove what this call created, then raise ClusterError."""
+    done: list[Applied] = []
+    for obj in apply_order(objects):
+        resource = resource_for(obj)
+        try:
+            done.append(_apply_one(cluster, resource, obj, dry_run=dry_run))
+        except ClusterError as error:
+            if not dry_run:
+                leftovers = _remove_created(cluster, done)
+                if leftovers:
+                    raise ClusterError(f"{error}; could not remove {', '.join(leftovers)} created by this submit: "
+                                       f"delete them by hand") from None
+                if done and any(a.result == "created" for a in done):
+                    raise ClusterError(f"{error} (removed what this submit had created: "
+                                       f"{', '.join(a.label for a in done if a.result == 'created')})") from None
+            raise
+    return done
+
+
+def _apply_one(cluster: Cluster, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool) -> Applied:
+    metadata = obj.get("metadata") or {}
+    name = str(metadata.get("name"))
+    namespace = metadata.get("namespace") if resource.namespaced else None
+    path = resource.item(name, namespace)
+    before = _get(cluster, resource, path, name, namespace)
+    query = [("fieldManager", FIELD_MANAGER), ("force", "false")]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    try:
+        after = cluster.json("PATCH", path, query=query, body=json.dumps(obj),
+                             content_type="application/apply-patch+yaml")
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line
+        raise describe_failure(cluster, exc, verb="apply", resource=resource, name=name,
+                               namespace=namespace) from None
+    if before is None:
+        result = "created"
+    elif dry_run:
+        result = "unchanged" if _stable(before) == _stable(after) else "configured"
+    else:
+        same = (before.get("metadata") or {}).get("resourceVersion") == (after.get("metadata") or {}).get(
+            "resourceVersion")
+        result = "unchanged" if same else "configured"
+    return Applied(kind=resource.kind, name=name, namespace=namespace, label=resource.label(name), result=result)
+
+
+def _get(cluster: Cluster, resource: Resource, path: str, name: str,
+         namespace: Optional[str]) -> Optional[dict[str, Any]]:
+    try:
+        return cluster.json("GET", path)
+    except Exception as exc:  # noqa: BLE001
+        # 404 naming the object: it does not exist yet. A 404 without it (no such resource type) is explained.
+        if isinstance(exc, ApiFailure) and exc.status == 404 and (
+                (exc.body.get("details") or {}).get("name") == name or resource.plural not in ("frameworks",
+                                                                                               "marsjobs")):
+            return None
+        raise describe_failure(cluster, exc, verb="get", resource=resource, name=name,
+                               namespace=namespace) from None
+
+
+def _stable(obj: Mapping[str, Any]) -> Any:
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE}
+    return {**obj, "metadata": metadata}
+
+
+def _remove_created(cluster: Cluster, done: list[Applied]) -> list[str]:
+    """Delete what `done` created; return the labels that could not be deleted."""
+    leftovers = []
+    for applied in reversed(done):
+        if applied.result != "created":
+            continue
+        resource = resource_for({"kind": applied.kind, "apiVersion": _api_version(applied.kind)})
+        try:
+            cluster.json("DELETE", resource.item(applied.name, applied.namespace))
+        except ApiFailure as failure:
+            if failure.status != 404:
+                leftovers.append(applied.label)
+        except Exception:  # noqa: BLE001
+            leftovers.append(applied.label)
+    return leftovers
+
+
+def _api_version(kind: str) -> str:
+    from paictl.targets.kube.client import KNOWN_RESOURCES
+
+    return next(r.api_version for r in KNOWN_RESOURCES if r.kind == kind)
+
+
+def stop_framework(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
+    """`spec.executionType: Stop`, as OpenPAI stops a job: a merge patch under its own field manager.
+
+    Not an apply under `paictl`: an apply holding only this field would drop paictl's ownership of the rest of
+    the spec. Not a forced apply either. The separate manager owns executionType afterwards, so re-submitting the
+    stopped job is a conflict naming `paictl-stop` (FrameworkController cannot restart a stopped Framework anyway).
+    """
+    try:
+        return cluster.json("PATCH", FRAMEWORK.item(name, namespace), query=[("fieldManager", STOP_FIELD_MANAGER)],
+                            body={"spec": {"executionType": "Stop"}}, content_type="application/merge-patch+json")
+    except Exception as exc:  # noqa: BLE001
+        raise describe_failure(cluster, exc, verb="patch", resource=FRAMEWORK, name=name,
+                               namespace=namespace) from None
+
+
+def delete_marsjob(cluster: Cluster, name: str, namespace: str, resource: Resource = MARSJOB) -> None:
+    """A MarsJob stops by being deleted; Foreground keeps it visible until its pods are gone."""
+    try:
+        cluster.json("DELETE", resource.item(name, namespace),
+                     body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
+                     content_type="application/json")
+    except Exception as exc:  # noqa: BLE001
+        raise describe_failure(cluster, exc, verb="delete", resource=resource, name=name,
+                               namespace=namespace) from None

@@ -1,0 +1,301 @@
+"""Running a LocalPlan: task processes, their retries, the job's attempts and verdict, and a clean stop.
+
+One runner owns a run: the `submit --follow` process itself, or the detached supervisor (local_supervisor.py). It
+polls its task processes, applies FrameworkController's rules (local_policy.py) with the exit rules' failure
+analysis, and publishes a JobView to the run folder's state.json at every change (local_store.py), so `paictl
+status/stop/logs` work from any terminal.
+
+Processes. Each task attempt is `bash -o errexit -o nounset -o pipefail -c <commands>` in a new session, so its
+process group holds everything it starts. When the shell exits, what is left of its group is killed, as a container
+ends with its main process. A watchdog process (local_watchdog.py) learns every group; if the runner dies, even by
+SIGKILL, it kills them all. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to
+every group, waits the plan's grace period, then sends SIGKILL; a second interrupt skips the wait.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional
+
+from paictl.compiler.exit_rules import LOG_TAIL, RuleSet, analyse
+
+from paictl.targets.local.target import NODE
+from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, Outcome, RetryPolicy, \
+    attempt_completion, decide_retry
+from paictl.targets.local.runtime import Ports, allocate_ports, peer_env, task_argv, task_env
+from paictl.targets.local.store import PORTS, owner_record, stop_requested, task_log, write_json, write_state
+from paictl.targets.states import JobState, JobView, TaskView
+
+POLL_SECONDS = 0.05
+
+
+@dataclasses.dataclass(kw_only=True)
+class _Task:
+    role: dict[str, Any]
+    index: int
+    process: Optional[subprocess.Popen[bytes]] = None
+    log: Optional[Path] = None
+    offset: int = 0
+    state: str = "pending"
+    attempt: int = 0
+    accountable: int = 0
+    exit_code: Optional[int] = None
+    diagnosis: Optional[str] = None
+    outcome: Optional[Outcome] = None
+    rule: Any = None
+    #: The shell has been reaped and its group killed: the pgid may belong to someone else from now on.
+    group_gone: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.role['name']}-{self.index}"
+
+    def view(self) -> TaskView:
+        return TaskView(role=self.role["name"], index=self.index, state=self.state, attempt=self.attempt,
+                        node=NODE, exit_code=self.exit_code, diagnosis=self.diagnosis)
+
+
+class LocalRunner:
+    """Runs the plan in `folder` to a verdict; `views()` drives it, `interrupt()` stops it from outside."""
+
+    def __init__(self, folder: Path, plan: dict[str, Any], *, secrets: Mapping[str, str], rules: RuleSet,
+                 work_dir: str, grace_seconds: Optional[float] = None):
+        self.folder = folder
+        self.plan = plan
+        self.secrets = dict(secrets)
+        self.rules = rules
+        self.work_dir = work_dir
+        self.grace = plan["spec"]["gracePeriodSec"] if grace_seconds is None else grace_seconds
+        self.run_id = uuid.uuid4().hex
+        self.attempt = 0
+        self.job_accountable = 0
+        self.tasks: list[_Task] = []
+        self.last: Optional[JobView] = None
+        self._ports: Ports = {}
+        self._peers: dict[str, str] = {}
+        self._watchdog: Optional[subprocess.Popen[bytes]] = None
+        self._owner = owner_record(os.getpid())
+
+    # -- the run ------------------------------------------------------------------------------------------------
+
+    def views(self) -> Iterator[JobView]:
+        """Start the job and yield a view at every poll until the verdict (the last view is final)."""
+        self._start_watchdog()
+        job_policy = RetryPolicy.from_plan(self.plan["spec"]["jobRetry"])
+        yield self._publish(JobState.PENDING, message="starting")
+        while True:
+            self._start_attempt()
+            completion = None
+            while completion is None:
+                if stop_requested(self.folder):
+                    yield self._publish(JobState.STOPPING, message="stop requested")
+                    yield self._stop(STOP_REQUESTED, "stopped by `paictl stop`")
+                    return
+                completion = self._poll()
+                yield self._publish(JobState.RUNNING)
+                if completion is None:
+                    time.sleep(POLL_SECONDS)
+            trigger = self._task(*completion.trigger) if completion.trigger else None
+            code = trigger.rule.code if completion.outcome == "failed" and trigger else 0
+            if any(t.state == "running" for t in self.tasks):  # the others are stopped with -220 first
+                yield self._publish(JobState.RUNNING, message=f"completing: {completion.message}")
+            self._terminate(ATTEMPT_COMPLETION)
+            decision = decide_retry(job_policy, succeeded=completion.outcome == "succeeded",
+                                    rule=trigger.rule if completion.outcome == "failed" and trigger else None,
+                                    accountable_retries=self.job_accountable)
+            message = completion.message + (f"; {decision.reason}" if decision.reason else "")
+            if not decision.retry:
+                state = JobState.SUCCEEDED if completion.outcome == "succeeded" else JobState.FAILED
+                final = self._publish(state, code=code, message=message, trigger=completion.trigger)
+                self.close()
+                yield final
+                return
+            yield self._publish(JobState.RESTARTING, code=code, message=message, trigger=completion.trigger)
+            self.job_accountable += decision.accountable
+            self.attempt += 1
+
+    def interrupt(self, message: str) -> JobView:
+        """Stop every task now (SIGTERM, grace, SIGKILL) and publish the stopped verdict; safe to call twice."""
+        if self.last is not None and self.last.state.is_final:
+            return self.last
+        self._publish(JobState.STOPPING, message=message)
+        try:
+            return self._stop(STOP_REQUESTED, message)
+        except (SystemExit, KeyboardInterrupt):  # a second interrupt: _terminate already killed everything
+            return self._publish(JobState.STOPPED, code=STOP_REQUESTED, message=message)
+
+    def close(self) -> None:
+        """Kill whatever may be left (nothing, normally) and let the watchdog go."""
+        for task in self.tasks:
+            self._kill_group(task)
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            try:
+                self._watchdog.stdin.close()
+            except OSError:
+                pass
+            self._watchdog.wait()
+            self._watchdog = None
+
+    # -- attempts and tasks -------------------------------------------------------------------------------------
+
+    def _start_attempt(self) -> None:
+        attempt_dir = self.folder / str(self.attempt)
+        attempt_dir.mkdir(exist_ok=True)
+        ports = allocate_ports(self.plan)
+        write_json(attempt_dir / PORTS, ports)
+        peers = peer_env(self.plan, ports)
+        self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
+                      for index in range(role["instances"])]
+        self._ports, self._peers = ports, peers
+        for task in self.tasks:  # gang allocation or not, every local task can start at once
+            task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
+            self._start_task(task)
+
+    def _start_task(self, task: _Task) -> None:
+        argv, extra = task_argv(task.role, self.secrets)
+        env = task_env(self.plan, task.role, task.index, peers=self._peers,
+                       own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
+                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id)
+        env.update(extra)
+        assert task.log is not None
+        with open(task.log, "ab") as log:
+            log.write(f"[paictl] {task.label}: task attempt {task.attempt} of job attempt {self.attempt} "
+                      f"starts\n".encode())
+            log.flush()
+            task.offset = log.tell()
+            task.process = subprocess.Popen(argv, cwd=self.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        task.group_gone = False
+        self._tell_watchdog(str(task.process.pid))
+        task.state, task.exit_code, task.diagnosis = "running", None, None
+
+    def _poll(self) -> Optional[Completion]:
+        """Handle every task that exited since the last poll; the attempt's Completion once one is decided."""
+        for task in self.tasks:
+            if task.state != "running" or task.process is None or task.process.poll() is None:
+                continue
+            completion = self._exited(task)
+            if completion is not None:
+                return completion
+        return None
+
+    def _exited(self, task: _Task) -> Optional[Completion]:
+        assert task.process is not None and task.log is not None
+        code = task.process.returncode
+        code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
+        self._kill_group(task)
+        rule = analyse(code, self._log_text(task), "", self.rules).rule
+        task.exit_code, task.rule = code, rule
+        succeeded = code == 0
+        task.diagnosis = None if succeeded else f"{rule.code} {rule.phrase}"
+        decision = decide_retry(RetryPolicy.from_plan(task.role["taskRetry"]), succeeded=succeeded,
+                                rule=None if succeeded else rule, accountable_retries=task.accountable)
+        self._note(task, f"exited {code}" + ("" if succeeded else f" ({rule.code} {rule.phrase})")
+                   + (f"; retried: {decision.reason}" if decision.retry else
+                      f"; not retried: {decision.reason}" if decision.reason else ""))
+        if decision.retry:
+            task.attempt += 1
+            task.accountable += decision.accountable
+            self._start_task(task)
+            return None
+        task.outcome = "succeeded" if succeeded else "failed"
+        task.state = task.outcome
+        outcomes = {role["name"]: [t.outcome for t in self.tasks if t.role is role]
+                    for role in self.plan["spec"]["taskRoles"]}
+        policies = {role["name"]: (role["completion"]["minFailedTaskCount"],
+                                   role["completion"]["minSucceededTaskCount"])
+                    for role in self.plan["spec"]["taskRoles"]}
+        return attempt_completion(task.role["name"], task.index, outcomes, policies)
+
+    def _log_text(self, task: _Task) -> str:
+        assert task.log is not None
+        with open(task.log, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(task.offset, size - LOG_TAIL))
+            return log.read().decode("utf-8", errors="replace")
+
+    def _note(self, task: _Task, text: str) -> None:
+        assert task.log is not None
+        with open(task.log, "a+b") as log:
+            ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0 and log.read(1) == b"\n")
+            log.write(f"{'' if ends_line else chr(10)}[paictl] {task.label}: {text}\n".encode())
+
+    def _task(self, role: str, index: int) -> _Task:
+        return next(t for t in self.tasks if t.role["name"] == role and t.index == index)
+
+    # -- stopping -----------------------------------------------------------------------------------------------
+
+    def _stop(self, code: int, message: str) -> JobView:
+        self._terminate(code)
+        view = self._publish(JobState.STOPPED, code=code, message=message)
+        self.close()
+        return view
+
+    def _terminate(self, code: int) -> None:
+        """SIGTERM to every running task's group, SIGKILL after the grace period; they complete with `code`."""
+        running = [t for t in self.tasks if t.state == "running" and t.process is not None]
+        for task in running:
+            self._signal(task, signal.SIGTERM)
+        interrupted: Optional[BaseException] = None
+        deadline = time.monotonic() + self.grace
+        try:
+            while time.monotonic() < deadline and any(t.process.poll() is None for t in running):  # type: ignore
+                time.sleep(POLL_SECONDS)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            interrupted = exc
+        for task in running:
+            self._kill_group(task)
+            returned = task.process.returncode  # type: ignore[union-attr]
+            task.exit_code = 128 - returned if returned is not None and returned < 0 else returned
+            task.state, task.diagnosis = "stopped", f"{code} {PHRASES[code]}"
+            self._note(task, f"stopped ({code} {PHRASES[code]})")
+        if interrupted is not None:
+            raise interrupted
+
+    def _signal(self, task: _Task, signum: int) -> None:
+        try:
+            os.killpg(task.process.pid, signum)  # type: ignore[union-attr]
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _kill_group(self, task: _Task) -> None:
+        """SIGKILL whatever is left of the task's group, reap its shell, and tell the watchdog it is gone."""
+        if task.process is None or task.group_gone:
+            return
+        self._signal(task, signal.SIGKILL)
+        task.process.wait()
+        task.group_gone = True
+        self._tell_watchdog(f"-{task.process.pid}")
+
+    def _start_watchdog(self) -> None:
+        self._watchdog = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.watchdog"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _tell_watchdog(self, line: str) -> None:
+        if self._watchdog is not None and self._watchdog.stdin is not None:
+            try:
+                self._watchdog.stdin.write(f"{line}\n".encode())
+                self._watchdog.stdin.flush()
+            except (OSError, ValueError):
+                pass
+
+    # -- publishing ---------------------------------------------------------------------------------------------
+
+    def _publish(self, state: JobState, *, code: Optional[int] = None, message: str = "",
+                 trigger: Optional[tuple[str, int]] = None) -> JobView:
+        view = JobView(name=self.plan["metadata"]["name"], state=state, attempt=self.attempt,
+                       tasks=tuple(t.view() for t in self.tasks), completion_code=code, message=message,
+                       triggered_by=trigger, where=str(self.folder))
+        if view != self.last:
+            write_state(self.folder, view, owner=self._owner, attempt=self.attempt, work_dir=self.work_dir,
+                        run_id=self.run_id)
+            self.last = view
+        return view

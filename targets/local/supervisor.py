@@ -1,0 +1,51 @@
+"""The detached supervisor of a local run: `python -m paictl.targets.local.supervisor RUN_FOLDER`.
+
+`paictl submit --target local` without `--follow` returns at once; this process, started in a session of its own
+(closing the terminal or Ctrl-C there does not touch it), owns the tasks until the verdict. Its settings arrive as
+one JSON object on standard input, `{"work_dir", "exit_spec", "secrets"}`, so secret values are never written to
+disk or put on a command line; the plan is read from the run folder. SIGTERM and SIGINT stop the job as
+`paictl stop` does. Its own messages (there should be none) go to `supervisor.log` in the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+
+class _Signalled(KeyboardInterrupt):
+    """A KeyboardInterrupt, so that a second signal during the grace period skips it, as a second Ctrl-C does."""
+
+
+def _raise(signum: int, frame: object) -> None:
+    raise _Signalled(signal.Signals(signum).name)
+
+
+def main(argv: list[str]) -> int:
+    from paictl.compiler.exit_rules import load_rule_set
+
+    from paictl.targets.local.runner import LocalRunner
+    from paictl.targets.local.store import PLAN, read_json
+
+    folder = Path(argv[0])
+    settings = json.loads(sys.stdin.read())
+    sys.stdin.close()
+    runner = LocalRunner(folder, read_json(folder / PLAN), secrets=settings["secrets"],
+                         rules=load_rule_set(settings["exit_spec"]), work_dir=settings["work_dir"])
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _raise)
+    signal.signal(signal.SIGINT, _raise)
+    try:
+        for _ in runner.views():
+            pass
+    except _Signalled as exc:
+        runner.interrupt(f"stopped: the supervisor received {exc}")
+    finally:
+        runner.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,184 @@
+"""Following survives a flaky API server and costs a handful of requests: counted in the emulator.
+
+The emulator runs 200 times faster than real time, so a job whose running phase lasts a simulated ten minutes is
+followed for three real seconds; a poller would have sent hundreds of GETs in that time, a watcher sends one watch
+per watched collection, plus one per connection the server drops.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+
+from test_kube_cli import FC, HELLO, last_job_line, paictl, start, submit, wait_for
+
+from conftest import JOBS
+
+pytest.importorskip("kubernetes")
+
+MARS = "training.kubedl.io/v1alpha1"
+MARS_JOB = str(JOBS / "kube" / "mars-job.yaml")
+
+
+def running(emu, name: str) -> bool:
+    framework = emu.get_object(FC, "Framework", "default", name) or {}
+    return (framework.get("status") or {}).get("state") == "AttemptRunning"
+
+
+def open_watches(emu, count: int) -> None:
+    """Wait until `count` watch requests have been answered with a stream (status 200, still open or not)."""
+    wait_for(lambda: sum(1 for r in list(emu.requests) if r.watch and r.status == 200) >= count)
+
+
+@pytest.mark.parametrize("disconnects", [0, 3])
+def test_ten_simulated_minutes_cost_one_watch_per_collection_plus_one_per_disconnect(emulator, disconnects):
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    done, name = submit(emulator, HELLO)
+    wait_for(lambda: running(emulator, name))
+    follower = start(emulator, "status", name, "--follow", "--format", "json")
+    open_watches(emulator, 2)
+    for dropped in range(1, disconnects + 1):
+        time.sleep(0.4)
+        emulator.drop_watches()
+        open_watches(emulator, 2 + 2 * dropped)
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, err
+    assert json.loads(out.splitlines()[-1])["state"] == "succeeded"
+    assert emulator.count(watch=True, path_contains="/frameworks") == 1 + disconnects
+    assert emulator.count(watch=True, path_contains="/pods") == 1 + disconnects
+    # status: one GET to find the job, one for its state; follow: one list of each collection, one final pod list
+    # (and submit's GET + PATCH before that). Nothing grows with the time followed.
+    gets = [r for r in emulator.requests if r.method == "GET" and not r.watch]
+    assert len(gets) <= 7, [(r.path, r.query) for r in gets]
+    # every resumed watch starts from a version it was given, never from scratch
+    watches = [r for r in emulator.requests if r.watch]
+    assert all(r.query.get("resourceVersion") not in (None, "", "0") for r in watches)
+    assert all(r.query.get("allowWatchBookmarks") == "true" for r in watches)
+
+
+@pytest.mark.parametrize("history_expires", [False, True])
+def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, history_expires):
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    done, name = submit(emulator, HELLO)
+    wait_for(lambda: running(emulator, name))
+    follower = start(emulator, "status", name, "--follow")
+    open_watches(emulator, 2)
+    # Three 503s keep the Framework watch away (backing off). Meanwhile the cluster may move on and compact its
+    # history: the version the watch resumes from is then gone (410), and it must list again.
+    emulator.fail_next(3, status=503, path_contains="/frameworks")
+    emulator.drop_watches()
+    if history_expires:
+        emulator.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "bump", "namespace": "default"}})
+        emulator.expire_history()
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, err
+    assert last_job_line(out, name).startswith(f"{name}: succeeded")
+    framework_lists = [r for r in emulator.requests if not r.watch and "fieldSelector" in r.query]
+    assert len(framework_lists) == (2 if history_expires else 1)
+    framework_watches = [r.status for r in emulator.requests if r.watch and "/frameworks" in r.path]
+    # after the 503s, a watch that streamed one ERROR event (410 Expired), then the one after the new list
+    assert framework_watches == [200, 503, 503, 503, 200] + ([200] if history_expires else [])
+
+
+def test_forbidden_watch_is_one_line_exit_3(emulator):
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    done, name = submit(emulator, HELLO)
+    emulator.forbid("watch", "pods")
+    followed = paictl(emulator, "status", name, "--follow")
+    assert followed.returncode == 3
+    assert followed.stderr.startswith("paictl: error: forbidden: you may not watch pods in namespace default (RBAC)")
+    assert followed.stderr.count("\n") == 1
+
+
+def test_mars_job_follow_stop_and_logs(emulator):
+    emulator.scenario("MarsJob", "*", "running", seconds=100000, logs={"kube-mars-51819241-worker-1": "ready\n"})
+    done = paictl(emulator, "submit", MARS_JOB, "--target", "mars")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "marsjob.training.kubedl.io/kube-mars-51819241 created\n"
+    name = "kube-mars-51819241"
+    wait_for(lambda: len(emulator.list_objects("v1", "Pod", "default")) == 4)
+    logs = paictl(emulator, "logs", name, "worker", "1")
+    assert logs.returncode == 0 and logs.stdout == "ready\n", logs.stderr
+    follower = start(emulator, "status", name, "--follow")  # no --target: a Framework is looked for first
+    open_watches(emulator, 2)
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"marsjob.training.kubedl.io/{name} deleted (foreground)\n"
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 4, err
+    assert last_job_line(out, name) == f"{name}: stopped (attempt 0): the MarsJob was deleted"
+    delete = next(r for r in emulator.requests if r.method == "DELETE")
+    assert "/marsjobs/" in delete.path
+    # foreground: the MarsJob goes only after its pods, so nothing of the job outlives what `stop` reports
+    assert json.loads(delete.body)["propagationPolicy"] == "Foreground"
+
+
+def test_mars_job_failed_names_the_scheduler(emulator):
+    emulator.scenario("MarsJob", "*", "failed", exit_code=127, log="bash: mars-scheduler: command not found\n")
+    done = paictl(emulator, "submit", MARS_JOB, "--target", "mars", "--follow")
+    assert done.returncode == 1, done.stderr
+    assert "Scheduler-0  Error  attempt 0  on node-0  exit 127  220 UserCommandExitWithError" in done.stdout
+    assert last_job_line(done.stdout, "kube-mars-51819241").startswith(
+        "kube-mars-51819241: failed (attempt 0), code 127, decided by Scheduler-0: MarsJobFailed")
+
+
+def test_a_recreated_mars_worker_loses_its_predecessors_exit_code(emulator):
+    emulator.scenario("MarsJob", "*", "succeeded", worker_restarts=1)
+    done = paictl(emulator, "submit", MARS_JOB, "--target", "mars", "--follow", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    views = [r for r in records if "tasks" in r]  # after the applied objects, the state changes
+    worker = [next((t for t in v["tasks"] if (t["role"], t["index"]) == ("Worker", 0)), None) for v in views]
+    seen = [(t["state"], t["exit_code"]) for t in worker if t is not None]
+    assert ("Error", 137) in seen  # KubeDL's ExitCode policy: 137 is retryable, the pod is made again
+    failed_at = seen.index(("Error", 137))
+    again = next(i for i in range(failed_at, len(seen)) if seen[i][0] != "Error")  # the new pod
+    assert all(code is None for _, code in seen[again:]), seen
+    assert "restarting" in [v["state"] for v in views] and views[-1]["state"] == "succeeded"
+
+
+def test_missing_kubedl_is_named(emulator):
+    emulator.uninstall("marsjobs")
+    done = paictl(emulator, "submit", MARS_JOB, "--target", "mars")
+    assert done.returncode == 3
+    assert done.stderr == ("paictl: error: KubeDL is not installed in this cluster: no marsjobs.training.kubedl.io "
+                           "resource\n")
+
+
+def test_paictl_compile_does_not_import_the_kubernetes_client():
+    import subprocess
+
+    from conftest import ROOT
+
+    code = ("import sys; from paictl.cli.app import main; sys.argv=['paictl','compile','examples/hello-world.yaml'];\n"
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try: main()\n"
+            "    except SystemExit: pass\n"
+            "print('kubernetes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
+
+
+def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
+    """In-process, with a short backoff: the give-up path a real outage takes after about a minute."""
+    from paictl.cli.kube_cmd import workload
+    from paictl.errors import ClusterError
+    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.follow import Backoff, follow_job
+
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    done, name = submit(emulator, HELLO)
+    emulator.fail_next(100, status=500, path_contains="/frameworks")
+    cluster = connect(kubeconfig=str(emulator.kubeconfig))
+    views = follow_job(cluster, workload("framework"), name, "default", backoff=Backoff(initial=0.01, attempts=4))
+    with pytest.raises(ClusterError) as raised:
+        list(views)
+    assert str(raised.value).startswith("watch frameworks.frameworkcontroller.microsoft.com in namespace default: "
+                                        "the cluster answered 500")
+    framework_gets = [r for r in emulator.requests if r.method == "GET" and "/frameworks" in r.path]
+    assert len(framework_gets) == 1 + 4  # submit's GET, then four failed lists

@@ -1,0 +1,300 @@
+"""Local runs through the real CLI in a subprocess: real bash, real process groups, real signals, real sockets.
+
+Every run gets its own run folder (`--run-dir`) and working directory under tmp_path. "No process survives" is
+checked by scanning /proc for the run's marker variable (PAICTL_RUN_ID, in every task's environment).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from paictl.targets.local.runtime import RUN_MARKER
+
+EXAMPLES = ROOT / "examples"
+TIMEOUT = 60
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+
+
+def paictl(*args: str, cwd: Path, check_code: int | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "paictl", *args], cwd=cwd, capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    if check_code is not None:
+        assert result.returncode == check_code, (result.stdout, result.stderr)
+    return result
+
+
+STARTED: list[subprocess.Popen] = []
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "paictl", *args], cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    STARTED.append(process)
+    return process
+
+
+@pytest.fixture(autouse=True)
+def no_run_outlives_its_test(tmp_path):
+    """Whatever a failing test left running is killed: its CLI, or the detached supervisor (the watchdog then
+    kills the tasks). A passing test has nothing left to kill."""
+    yield
+    import os
+
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    for path in tmp_path.glob(".paictl/runs/*/state.json"):
+        owner = json.loads(path.read_text()).get("owner") or {}
+        from paictl.targets.local.store import owner_alive
+
+        if owner_alive(owner):
+            os.kill(owner["pid"], signal.SIGKILL)
+
+
+def state(cwd: Path, name: str) -> dict:
+    return json.loads((cwd / ".paictl" / "runs" / name / "state.json").read_text())
+
+
+def wait_for(condition, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except (OSError, ValueError, KeyError):
+            value = None
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_running(cwd: Path, name: str, tasks: int) -> dict:
+    return wait_for(lambda: (s := state(cwd, name))["view"]["state"] == "running"
+                    and sum(t["state"] == "running" for t in s["view"]["tasks"]) == tasks and s, f"{name} running")
+
+
+def run_processes(run_id: str) -> list[int]:
+    """Processes (not zombies) whose environment carries this run's marker."""
+    marker = f"{RUN_MARKER}={run_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def job_file(folder: Path, name: str, commands: list[str], *, instances: int = 1, extra: str = "") -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(f"protocolVersion: 2\nname: {name}\ntype: job\n{extra}"
+                    "prerequisites: [{name: img, type: dockerimage, uri: 'ubuntu:22.04'}]\n"
+                    f"taskRoles:\n  work:\n    instances: {instances}\n    dockerImage: img\n"
+                    "    resourcePerInstance: {cpu: 1, memoryMB: 64, gpu: 0}\n    commands:\n"
+                    + "".join(f"      - {json.dumps(c)}\n" for c in commands))
+    return path
+
+
+def last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def log(cwd: Path, name: str, task: str, attempt: int = 0) -> str:
+    return (cwd / ".paictl" / "runs" / name / str(attempt) / f"{task}.log").read_text()
+
+
+# -- the examples ---------------------------------------------------------------------------------------------------
+
+def test_two_roles_find_each_other_over_loopback(tmp_path):
+    result = paictl("submit", str(EXAMPLES / "local-ping-pong.yaml"), "--target", "local", "--follow",
+                    "--format", "json", cwd=tmp_path, check_code=0)
+    view = last_json(result.stdout)
+    assert view["state"] == "succeeded" and view["completion_code"] == 0
+    assert view["triggered_by"] == {"role": "client", "index": 0}
+    assert "client got: pong for ping from client-0" in log(tmp_path, "local-ping-pong", "client-0")
+    assert "server got: ping from client-0" in log(tmp_path, "local-ping-pong", "server-0")
+    assert "python:3.11-slim (task role server, client) is recorded, not pulled" in result.stderr
+
+
+def test_syntax_error_is_231_and_never_retried(tmp_path):
+    result = paictl("submit", str(EXAMPLES / "local-syntax-error-without-gang.yaml"), "--target", "local", "--follow",
+                    cwd=tmp_path, check_code=1)
+    assert "local-syntax-error: failed (attempt 0), code 231, decided by train-0" in result.stdout
+    assert "train-0  failed  attempt 0  on localhost  exit 1  231 ContainerSyntaxError" in result.stdout
+    # The last lines of the failed task, and where its log is.
+    assert "last lines of train-0 (.paictl/runs/local-syntax-error/0/train-0.log):" in result.stdout
+    assert "  SyntaxError: invalid syntax" in result.stdout
+    # taskRetryCount 3 and jobRetryCount 2 were both left unused: one attempt of each.
+    view = state(tmp_path, "local-syntax-error")["view"]
+    assert (view["attempt"], view["tasks"][0]["attempt"], view["completion_code"]) == (0, 0, 231)
+    assert sorted(p.name for p in (tmp_path / ".paictl/runs/local-syntax-error").iterdir() if p.is_dir()) == ["0"]
+
+
+def test_flaky_task_succeeds_on_retry(tmp_path):
+    result = paictl("submit", str(EXAMPLES / "local-retry-without-gang.yaml"), "--target", "local", "--follow",
+                    "--format", "json", cwd=tmp_path, check_code=0)
+    view = last_json(result.stdout)
+    assert (view["state"], view["attempt"], view["tasks"][0]["attempt"]) == ("succeeded", 0, 2)
+    text = log(tmp_path, "local-retry", "worker-0")
+    assert text.count("simulated flaky failure") == 2 and "worker done" in text
+    assert "exited 1 (255 PAIRuntimeUnknownFailed); retried: retry 2 of 2" in text
+
+
+def test_job_retry_runs_a_new_attempt_with_new_logs_and_ports(tmp_path):
+    job = job_file(tmp_path, "jobretry", ['echo "job attempt $FC_FRAMEWORK_ATTEMPT_ID"',
+                                          '[ "$FC_FRAMEWORK_ATTEMPT_ID" = 1 ]'], extra="jobRetryCount: 1\n")
+    result = paictl("submit", str(job), "--target", "local", "--follow", "--format", "json", cwd=tmp_path,
+                    check_code=0)
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    restarting = [r for r in records if r["state"] == "restarting"]
+    assert restarting and restarting[0]["completion_code"] == 255 and restarting[0]["attempt"] == 0
+    assert (records[-1]["state"], records[-1]["attempt"]) == ("succeeded", 1)
+    assert "job attempt 0" in log(tmp_path, "jobretry", "work-0", 0)
+    assert "job attempt 1" in log(tmp_path, "jobretry", "work-0", 1)
+    for attempt in (0, 1):
+        assert (tmp_path / f".paictl/runs/jobretry/{attempt}/ports.json").is_file()
+    latest = paictl("logs", "jobretry", cwd=tmp_path, check_code=0).stdout
+    earlier = paictl("logs", "jobretry", "--attempt", "0", cwd=tmp_path, check_code=0).stdout
+    assert "job attempt 1" in latest and "job attempt 0" not in latest
+    assert "job attempt 0" in earlier and "job attempt 1" not in earlier
+    missing = paictl("logs", "jobretry", "--attempt", "5", cwd=tmp_path, check_code=2)
+    assert missing.stderr == "paictl: error: job 'jobretry' has no attempt 5; its attempts: 0, 1\n"
+
+
+def test_exit_spec_replaces_the_rules(tmp_path):
+    rules = (ROOT / "compiler" / "exit_rules.yaml").read_text()
+    assert "'(?i)syntaxerror: invalid syntax'" in rules
+    spec = tmp_path / "rules.yaml"
+    spec.write_text(rules.replace("'(?i)syntaxerror: invalid syntax'", "'never matches this'"))
+    result = paictl("submit", str(EXAMPLES / "local-syntax-error-without-gang.yaml"), "-t", "local", "-f", "--format", "json",
+                    "--exit-spec", str(spec), cwd=tmp_path, check_code=1)
+    view = last_json(result.stdout)
+    # Unrecognised now: 255, RETRY_TO_MAX, so taskRetryCount 3 is used up; then jobRetryCount 2.
+    assert view["completion_code"] == 255 and view["tasks"][0]["attempt"] == 3 and view["attempt"] == 2
+
+
+# -- signals and stop -----------------------------------------------------------------------------------------------
+
+SLEEPER = ["trap 'echo got TERM; exit 143' TERM", "sleep 300 & sleep 300 & wait"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_stops_every_task_and_exits_130(tmp_path, signum):
+    job = job_file(tmp_path, "sleeper", SLEEPER, instances=2)
+    cli = start("submit", str(job), "--target", "local", "--follow", cwd=tmp_path)
+    run = wait_running(tmp_path, "sleeper", 2)
+    wait_for(lambda: len(run_processes(run["run_id"])) == 6, "two shells, each with two sleeps")
+    cli.send_signal(signum)
+    assert cli.wait(TIMEOUT) == 130
+    assert run_processes(run["run_id"]) == []
+    view = state(tmp_path, "sleeper")["view"]
+    assert view["state"] == "stopped" and {t["exit_code"] for t in view["tasks"]} == {143}
+    assert "got TERM" in log(tmp_path, "sleeper", "work-1")
+
+
+def test_killing_the_cli_leaves_no_task(tmp_path):
+    job = job_file(tmp_path, "orphans", SLEEPER, instances=2)
+    cli = start("submit", str(job), "--target", "local", "--follow", cwd=tmp_path)
+    run = wait_running(tmp_path, "orphans", 2)
+    assert run_processes(run["run_id"])
+    cli.kill()  # SIGKILL: no handler runs; the watchdog sees its pipe close
+    cli.wait(TIMEOUT)
+    wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
+    status = paictl("status", "orphans", cwd=tmp_path, check_code=0)
+    assert "orphans: stopped (attempt 0): abandoned" in status.stdout
+    assert "work-0  killed" in status.stdout
+
+
+def test_detached_run_status_logs_and_stop_from_other_commands(tmp_path):
+    job = job_file(tmp_path, "detached", ["echo ready $PAI_TASK_INDEX", *SLEEPER], instances=2)
+    submitted = paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=0)
+    assert "detached: started (supervisor pid" in submitted.stdout
+    run = wait_running(tmp_path, "detached", 2)
+    status = paictl("status", "detached", "--format", "json", cwd=tmp_path, check_code=0)
+    assert json.loads(status.stdout)["state"] == "running"
+    wait_for(lambda: "ready 1" in log(tmp_path, "detached", "work-1"), "the task's output")
+    logs = paictl("logs", "detached", cwd=tmp_path, check_code=0).stdout
+    assert "[work-0] ready 0" in logs and "[work-1] ready 1" in logs
+    one = paictl("logs", "detached", "work", "1", cwd=tmp_path, check_code=0).stdout
+    assert "ready 1" in one and "[work-1]" not in one and "ready 0" not in one
+    assert "no task role 'nope'" in paictl("logs", "detached", "nope", cwd=tmp_path, check_code=2).stderr
+    assert "instances 0 to 1, not 5" in paictl("logs", "detached", "work", "5", cwd=tmp_path, check_code=2).stderr
+    # A running name cannot be submitted twice.
+    again = paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=3)
+    assert "already running locally" in again.stderr
+    stopped = paictl("stop", "detached", cwd=tmp_path, check_code=0)
+    assert "detached: stopped: stopped by `paictl stop`" in stopped.stdout
+    assert run_processes(run["run_id"]) == []
+    assert paictl("status", "detached", "--follow", cwd=tmp_path).returncode == 4
+    # Once finished, the name can be used again: the old run folder is replaced.
+    quick = job_file(tmp_path, "detached", ["echo second run"])
+    paictl("submit", str(quick), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
+    assert "second run" in log(tmp_path, "detached", "work-0")
+
+
+def test_stop_from_another_terminal_ends_follow_with_4(tmp_path):
+    job = job_file(tmp_path, "followed", SLEEPER)
+    cli = start("submit", str(job), "--target", "local", "--follow", cwd=tmp_path)
+    run = wait_running(tmp_path, "followed", 1)
+    paictl("stop", "followed", "--format", "json", cwd=tmp_path, check_code=0)
+    assert cli.wait(TIMEOUT) == 4
+    assert "followed: stopped (attempt 0), code -210: stopped by `paictl stop`" in cli.stdout.read()
+    assert run_processes(run["run_id"]) == []
+
+
+def test_unknown_run_is_not_found(tmp_path):
+    result = paictl("status", "nothing", "--target", "local", cwd=tmp_path, check_code=3)
+    assert "no local run named 'nothing'" in result.stderr
+    paictl("logs", "../etc", "--target", "local", cwd=tmp_path, check_code=3)
+
+
+# -- secrets --------------------------------------------------------------------------------------------------------
+
+SECRET = "canary-Secret-9d1e"
+
+
+def test_no_secret_in_plan_status_or_paictl_log_lines(tmp_path):
+    import hashlib
+
+    digest = hashlib.sha256(SECRET.encode()).hexdigest()
+    commands = [f"""[ "$(printf %s '<% $secrets.token %>' | sha256sum | cut -c1-64)" = {digest} ]""",
+                "echo secret matches", "sleep 300"]
+    job = job_file(tmp_path, "secretive", commands, extra=f"secrets: {{token: {SECRET}}}\n")
+    outputs = [paictl("compile", str(job), "--target", "local", "--format", "json", cwd=tmp_path, check_code=0)]
+    outputs.append(paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=0))
+    run = wait_running(tmp_path, "secretive", 1)
+    wait_for(lambda: "secret matches" in log(tmp_path, "secretive", "work-0"), "the secret to be resolved")
+    for pid in run_processes(run["run_id"]):  # not on any command line (ps shows those to every user)
+        assert SECRET.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    for args in (["status", "secretive"], ["status", "secretive", "--format", "json"], ["logs", "secretive"],
+                 ["stop", "secretive"], ["status", "secretive", "--follow"]):
+        outputs.append(paictl(*args, cwd=tmp_path))
+    for result in outputs:
+        assert SECRET not in result.stdout + result.stderr
+    for path in (tmp_path / ".paictl").rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_killing_the_detached_supervisor_leaves_no_task(tmp_path):
+    import os
+
+    job = job_file(tmp_path, "headless", SLEEPER, instances=2)
+    paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=0)
+    run = wait_running(tmp_path, "headless", 2)
+    os.kill(run["owner"]["pid"], signal.SIGKILL)
+    wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
+    assert "abandoned" in paictl("status", "headless", cwd=tmp_path, check_code=0).stdout
