@@ -1,0 +1,121 @@
+"""The heart of the product as one library call: read a job, validate it, build the model, compile it for a target
+and check the output. `paictl compile`, `paictl submit` and the Python API (`paictl.compile_job`) all go through
+`compile_job`, so they accept and refuse exactly the same jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
+
+from paictl.errors import InvalidJobError, UsageError
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile
+    from paictl.protocol.diagnostics import Diagnostic
+    from paictl.protocol.loading import Document
+    from paictl.protocol.model import Job
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CompiledJob:
+    """A valid job and what a target made of it; `objects` may hold Secrets, so it is never printed as is."""
+
+    path: str
+    job: Job
+    profile: Profile
+    document: Document
+    target: str
+    parameters: dict[str, Any]
+    objects: list[dict[str, Any]]
+    #: Validation warnings, then the target's own reservations (e.g. the Mars target's W701).
+    warnings: tuple[Diagnostic, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+
+def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> dict[str, Any]:
+    """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    yaml = YAML(typ="safe", pure=True)
+    merged: dict[str, Any] = {}
+    for path in files:
+        try:
+            data = yaml.load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, YAMLError) as exc:
+            raise UsageError(f"--parameters {path}: {' '.join(str(exc).split())}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"--parameters {path}: the file must hold a YAML mapping of parameter names to values")
+        merged.update(data)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"-p {pair!r}: expected key=value")
+        try:
+            merged[key] = yaml.load(value) if value else ""
+        except YAMLError:
+            merged[key] = value
+    return merged
+
+
+def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", profile: str = "default",
+                user: Optional[str] = None, namespace: Optional[str] = None,
+                parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
+                name: Optional[str] = None,
+                on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None) -> CompiledJob:
+    """Validate, build the model, compile for `target` and check the output.
+
+    `job` is a file path, "-" for standard input, or the job's bytes (`name` is then the file name reported).
+    Warnings are returned in `CompiledJob.warnings`; `on_warnings`, when given, also receives each batch as soon as
+    it is known (the CLI prints them before a later error). Raises InvalidJobError (exit 1) for an invalid job,
+    UsageError/InputError (exit 2), InternalError (exit 70) for an object that fails its own schema.
+    """
+    from paictl.compiler.profiles import load_profile
+    from paictl.protocol import job_from_data, read_source, validate_bytes
+    from paictl.protocol.loading import decode_source, load_located
+
+    from . import TARGETS, get_target
+    from .output_check import check_objects
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    overrides = dict(parameters or {})
+    chosen = load_profile(profile)
+    if user is not None:
+        chosen = chosen.with_user(user)
+    if namespace is not None:
+        chosen = dataclasses.replace(chosen, namespace=namespace)
+    if isinstance(job, bytes):
+        raw, path = job, name or "<bytes>"
+    elif str(job) == "-":
+        raw, path = sys.stdin.buffer.read(), name or "<stdin>"
+    else:
+        raw, path = read_source(str(job)), str(job)
+    result = validate_bytes(raw, path)
+    warnings: list[Diagnostic] = list(result.warnings)
+    if warnings and on_warnings is not None:
+        on_warnings(list(result.warnings))
+    if not result.ok:
+        raise InvalidJobError(list(result.diagnostics))
+    model = job_from_data(result.data)
+    # The located document lets compile-time errors point at file:line:col and keeps the stored config
+    # annotation the user's own text (masked), as OpenPAI stores it.
+    document = load_located(decode_source(raw, path), path)
+    module = get_target(target)
+    # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
+    notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []
+    if notes:
+        warnings += notes
+        if on_warnings is not None:
+            on_warnings(list(notes))
+    objects = module.compile(model, chosen, parameters=overrides or None, secrets_from=secrets_from,
+                             document=document)
+    check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
+    return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
+                       parameters=overrides, objects=objects, warnings=tuple(warnings))
