@@ -77,6 +77,12 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E706": (E, "Mars: a port the job asks for is Mars's own port 11111"),
     "W701": (W, "Mars: extras.marsJob.memoryTuningPolicy (the tutorial's name) is read as workerMemoryTuningPolicy"),
     "W702": (W, "Mars: taskRetryCount of the scheduler is not applied (a restarted scheduler has lost the cluster state)"),
+    # Marketplace items (paictl marketplace; the embedded job gets the codes above)
+    "E880": (E, "marketplace item: a file it names (description or protocol) is missing or unreadable"),
+    "E881": (E, "marketplace item: a file path leaves the item's folder (absolute, `..`, or a symlink pointing out)"),
+    "E882": (E, "marketplace item: isPublic and isPrivate are both true"),
+    "W880": (W, "marketplace item: groupList is dropped by the server because the item is public or private"),
+    "W881": (W, "marketplace item: shared with groups only; the server never lists such items for non-admins"),
 }
 
 

@@ -41,23 +41,36 @@ def _semantic_findings(data: dict[str, Any]) -> list[Finding]:
     return check_semantics(data)
 
 
-def validate_bytes(raw: bytes, path: str) -> ValidationResult:
+#: Validates a document that is not a job but another kind paictl knows (a marketplace item): given the plain data,
+#: the text and the path, it returns that kind's result, or None for "not mine, validate it as a job". The CLI
+#: passes one in; the protocol core itself knows no other kind (imports point one way: protocol <- the rest).
+OtherKinds = Callable[[dict[str, Any], str, str], "ValidationResult | None"]
+
+
+def validate_bytes(raw: bytes, path: str, *, other_kinds: OtherKinds | None = None) -> ValidationResult:
     try:
         text = decode_source(raw, path)
     except DocumentError as exc:
         return ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None)
-    return validate_text(text, path)
+    return validate_text(text, path, other_kinds=other_kinds)
 
 
-def validate_text(text: str, path: str) -> ValidationResult:
+def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None) -> ValidationResult:
     data = load_fast(text)
     schema_valid = data is not None and fast_validator("job").is_valid(data)
     if schema_valid and not _semantic_findings(data):
         return ValidationResult(path=path, diagnostics=(), data=data)
-    return validate_located(text, path, schema_valid_data=data if schema_valid else None)
+    # Only a document that is not a clean job is offered to the other kinds: ordinary jobs pay nothing for them.
+    if other_kinds is not None and data is not None:
+        other = other_kinds(data, text, path)
+        if other is not None:
+            return other
+    return validate_located(text, path, schema_valid_data=data if schema_valid else None,
+                            other_kinds=other_kinds if data is None else None)
 
 
-def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] | None = None) -> ValidationResult:
+def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] | None = None,
+                     other_kinds: OtherKinds | None = None) -> ValidationResult:
     """The authoritative path: every diagnostic, each with its line and column.
 
     `schema_valid_data` is what the fast path already found schema-valid; when the located loader reads exactly the
@@ -68,6 +81,20 @@ def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] 
         document = load_located(text, path)
     except DocumentError as exc:
         return ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None)
+    if other_kinds is not None:  # the fast loader gave up on this text (tags, merge keys...): ask once loaded here
+        other = other_kinds(document.data, text, path)
+        if other is not None:
+            return other
+    diagnostics = check_document(document, schema_valid_data=schema_valid_data)
+    return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+
+
+def check_document(document: Document, *, schema_valid_data: dict[str, Any] | None = None) -> list[Diagnostic]:
+    """Schema and semantic phases of an already loaded job, every finding located through `document.positions`.
+
+    Also used for a job embedded in another document (a marketplace item's inline protocol): that caller builds a
+    Document whose data is the job and whose positions are the job's entries in the outer file.
+    """
     if schema_valid_data is not None and document.data == schema_valid_data:
         findings: list[Finding] = []
     else:
@@ -79,8 +106,7 @@ def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] 
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
     rejected = _rejected_spots(findings)
     findings += [f for f in _semantic_findings(document.data) if not _at_or_below(f.pointer, rejected)]
-    diagnostics = _in_text_order(locate(f, document) for f in findings)
-    return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+    return _in_text_order(locate(f, document) for f in findings)
 
 
 def load_checked(text: str, path: str, schema_name: str,

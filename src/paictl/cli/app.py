@@ -88,6 +88,7 @@ def validate(
     from paictl.protocol import read_source
     from paictl.protocol.validate import validate_bytes
 
+    from .marketplace_cmd import validate_if_item
     from .report import json_report, summary_line, text_report
 
     results = []
@@ -102,7 +103,7 @@ def validate(
         except InputError as exc:
             io_errors.append(str(exc))
             continue
-        results.append(validate_bytes(raw, stdin_name if file == "-" else file))
+        results.append(validate_bytes(raw, stdin_name if file == "-" else file, other_kinds=validate_if_item))
 
     if output_format is OutputFormat.json:
         typer.echo(json_report(results, strict))
@@ -172,6 +173,7 @@ def _fail(error: PaictlError) -> None:
 
 from .compile_cmd import compile_command  # noqa: E402 - registered after the helpers it uses are defined
 from .diagnose_cmd import diagnose_command  # noqa: E402
+from .marketplace_cmd import marketplace_app  # noqa: E402
 
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
 
@@ -181,6 +183,7 @@ app.command("status")(status_command)
 app.command("stop")(stop_command)
 app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
+app.add_typer(marketplace_app)
 
 
 def _interrupted(signum: int, frame: object) -> None:

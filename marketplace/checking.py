@@ -1,0 +1,268 @@
+"""An item file to diagnostics located where the problem is, and to a packed `Item` when there is none.
+
+Three places a problem can sit, each reported with the protocol core's codes and positions:
+- the item's own keys (the item schema, `schemas/marketplace-item.schema.json`, plus the visibility rules);
+- a job given inline, as a mapping or as YAML text: located in the item file (lines of a literal block are shifted
+  to where they sit in the item file);
+- a file the item names (`{file: job.yaml}`): located in that file, which must stay inside the item's folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from paictl.errors import InvalidJobError
+from paictl.protocol.codes import finding
+from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
+from paictl.protocol.loading import Document, DocumentError, decode_source, load_located
+from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
+
+from .item import Item, visibility
+from .shape import looks_like_item
+
+SCHEMA = "marketplace-item"
+
+_ITEM_REQUIRED_HINTS = {
+    "name": "add `name: <item name>`",
+    "author": "add `author: <your OpenPAI user name>` (the server checks it against the token's user)",
+    "type": "add `type: template` (or `data`, `old`)",
+    "protocol": "add `protocol: {file: job.yaml}`, or the job itself",
+    "dataType": "a data item says where its data lives: `dataType: blob` (or `github`)",
+    "dataUrl": "a data item needs `dataUrl: <URL of the data>`",
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ItemCheck:
+    """The diagnostics of one item file (as `paictl validate` reports them) and the packed item when it has no error."""
+
+    result: ValidationResult
+    item: Item | None
+
+
+def validate_if_item(data: dict[str, Any], text: str, path: str) -> ValidationResult | None:
+    """The `paictl validate` hook (protocol.validate.OtherKinds): an item's result, or None for anything else."""
+    if not looks_like_item(data):
+        return None
+    return check_item_text(text, path).result
+
+
+def check_item_file(path: str | os.PathLike[str]) -> ItemCheck:
+    from paictl.protocol import read_source
+
+    return check_item_bytes(read_source(path), str(path))
+
+
+def check_item_bytes(raw: bytes, path: str) -> ItemCheck:
+    try:
+        text = decode_source(raw, path)
+    except DocumentError as exc:
+        return ItemCheck(result=ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None), item=None)
+    return check_item_text(text, path)
+
+
+def load_item(path: str | os.PathLike[str]) -> Item:
+    """The packed item of an item file, or InvalidJobError with every diagnostic (InputError if unreadable)."""
+    check = check_item_file(path)
+    if check.item is None:
+        raise InvalidJobError(list(check.result.diagnostics))
+    return check.item
+
+
+def check_item_text(text: str, path: str) -> ItemCheck:
+    """Files an item names are looked up beside `path` (the current folder for standard input)."""
+    try:
+        document = load_located(text, path)
+    except DocumentError as exc:
+        return ItemCheck(result=ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None), item=None)
+    data = document.data
+    from paictl.protocol.schema_check import check_schema
+
+    findings = [_said_of_the_item(f) for f in check_schema(data, SCHEMA)] + _visibility_findings(data)
+    diagnostics = [locate(f, document) for f in findings]
+    base = Path(path).parent
+    description, found = _description(data.get("description"), base, document)
+    diagnostics += found
+    protocol, found = _protocol(data.get("protocol"), base, document)
+    diagnostics += found
+    diagnostics.sort(key=lambda d: (d.file != path, d.file, d.line or 0, d.column or 0, d.code))
+    result = ValidationResult(path=path, diagnostics=tuple(diagnostics), data=data)
+    if not result.ok or protocol is None:
+        return ItemCheck(result=result, item=None)
+    return ItemCheck(result=result, item=_packed(data, description or "", protocol))
+
+
+def _packed(data: dict[str, Any], description: str, protocol: str) -> Item:
+    is_public, is_private, groups = visibility(data)
+    optional = {"data_type": data.get("dataType"), "data_url": data.get("dataUrl"), "use_blob": data.get("useBlob")}
+    return Item(name=data["name"], author=data["author"], type=data["type"], protocol=protocol,
+                source=data.get("source", "marketplace"), is_public=is_public, is_private=is_private,
+                group_list=groups, categories=tuple(data.get("categories", ())), tags=tuple(data.get("tags", ())),
+                summary=data.get("summary", ""), description=description,
+                **{k: v for k, v in optional.items() if v is not None})
+
+
+_JOB_WORDS = re.compile(r"\bthe job\b")
+
+
+def _said_of_the_item(f: Finding) -> Finding:
+    """The schema phase speaks of "the job" at the root; here the root is an item."""
+    hint = f.hint
+    if f.code == "E201":
+        missing = re.search(r"required key '([^']+)'", f.message)
+        hint = _ITEM_REQUIRED_HINTS.get(missing.group(1)) if missing else None
+    return dataclasses.replace(f, message=_JOB_WORDS.sub("the item", f.message), hint=hint)
+
+
+def _visibility_findings(data: dict[str, Any]) -> list[Finding]:
+    public, private, groups = data.get("isPublic"), data.get("isPrivate"), data.get("groupList")
+    findings = []
+    if public is True and private is True:
+        findings.append(finding("E882", "/isPrivate", "the item is both public and private",
+                                "keep one: `isPublic: true` for everyone, `isPrivate: true` for you alone"))
+    if isinstance(groups, list) and groups and (private is True or public is not False):
+        why = "private" if private is True else ("public" if public is True else "public (isPublic defaults to true)")
+        findings.append(finding("W880", "/groupList", f"groupList is dropped: the item is {why}",
+                                "to share with these groups only, set `isPublic: false` and `isPrivate: false`",
+                                Anchor.KEY))
+    elif isinstance(groups, list) and groups and public is False and private is not True:
+        findings.append(finding("W881", "/groupList", "an item shared with groups only is never listed by the "
+                                "server for non-admins (it reads `groupList` where its IDP answers `grouplist`)",
+                                "group members can still open it by id; make it public to have it found",
+                                Anchor.KEY))
+    return findings
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Files the item names
+
+
+def _reference(value: Any) -> str | None:
+    """The path of a `{file: PATH}` reference, else None (the value is given inline)."""
+    if isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
+        return value["file"]
+    return None
+
+
+def _read_beside(base: Path, relative: str, pointer: str, document: Document) -> tuple[bytes | None, list[Diagnostic]]:
+    """The bytes of `relative`, resolved inside `base` (symlinks followed), or a located E881/E880."""
+    def refused(code: str, message: str, hint: str | None = None) -> tuple[None, list[Diagnostic]]:
+        return None, [locate(finding(code, pointer, message, hint), document)]
+
+    if os.path.isabs(relative) or relative.startswith("~"):
+        return refused("E881", f"{relative!r} is not a relative path", "name a file inside the item's folder")
+    folder = os.path.realpath(base)
+    target = os.path.realpath(os.path.join(folder, relative))
+    if os.path.commonpath([folder, target]) != folder:
+        return refused("E881", f"{relative!r} leads out of the item's folder (to {target})",
+                       "keep every file the item names inside its folder (symlinks included)")
+    try:
+        return Path(target).read_bytes(), []
+    except FileNotFoundError:
+        return refused("E880", f"{relative!r}: no such file beside the item")
+    except IsADirectoryError:
+        return refused("E880", f"{relative!r} is a directory, not a file")
+    except OSError as exc:
+        return refused("E880", f"{relative!r}: cannot read: {exc.strerror or exc}")
+
+
+def _description(value: Any, base: Path, document: Document) -> tuple[str | None, list[Diagnostic]]:
+    relative = _reference(value)
+    if relative is None:
+        return (value if isinstance(value, str) else None), []
+    raw, found = _read_beside(base, relative, "/description/file", document)
+    if raw is None:
+        return None, found
+    try:
+        return raw.decode("utf-8-sig"), []
+    except UnicodeDecodeError:
+        return None, [locate(finding("E880", "/description/file", f"{relative!r} is not UTF-8 text"), document)]
+
+
+def _protocol(value: Any, base: Path, document: Document) -> tuple[str | None, list[Diagnostic]]:
+    """The job as YAML text, and its diagnostics. None when the job cannot be read at all."""
+    relative = _reference(value)
+    if relative is not None:
+        raw, found = _read_beside(base, relative, "/protocol/file", document)
+        if raw is None:
+            return None, found
+        shown = os.path.normpath(os.path.join(os.path.dirname(document.path), relative))
+        result = validate_bytes(raw, shown)
+        text = raw.decode("utf-8-sig") if result.data is not None else None
+        return text, list(result.diagnostics)
+    if isinstance(value, dict):
+        return _inline_mapping(value, document)
+    if isinstance(value, str):
+        result = validate_text(value, document.path)
+        shift = _shift_into_item(value, document)
+        return (value if result.data is not None else None), [shift(d) for d in result.diagnostics]
+    return None, []  # the schema phase has said what is wrong with it
+
+
+def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[str, list[Diagnostic]]:
+    from .yamltext import dump_yaml
+
+    prefix = "/protocol"
+    positions = {pointer[len(prefix):]: position for pointer, position in (document.positions or {}).items()
+                 if pointer == prefix or pointer.startswith(prefix + "/")}
+    job = Document(path=document.path, text=document.text, data=value, positions=positions)
+    diagnostics = [dataclasses.replace(d, pointer=prefix + d.pointer) for d in check_document(job)]
+    return dump_yaml(value), diagnostics
+
+
+def _shift_into_item(protocol: str, document: Document) -> Callable[[Diagnostic], Diagnostic]:
+    """Move a diagnostic of the embedded YAML text to where that text sits in the item file.
+
+    Exact for a literal block (`protocol: |`) whose lines appear verbatim in the item; any other way of writing the
+    string (quoted, folded, with escapes) gets the position of the value and the embedded line in the message.
+    """
+    _, _, value_line, value_column = (document.positions or {}).get("/protocol", (1, 1, 1, 1))
+    lines = document.lines
+    first, indent = _literal_block_start(protocol, lines, value_line, value_column)
+
+    def shift(d: Diagnostic) -> Diagnostic:
+        pointer = "/protocol" + d.pointer
+        if first is not None and d.line is not None and d.column is not None:
+            line = first + d.line - 1
+            if 0 < line <= len(lines):
+                return dataclasses.replace(
+                    d, file=document.path, line=line, column=d.column + indent, pointer=pointer,
+                    end_column=None if d.end_column is None else d.end_column + indent, source_line=lines[line - 1])
+        where = f" (line {d.line} of the embedded protocol)" if d.line is not None else " (in the embedded protocol)"
+        source = lines[value_line - 1] if 0 < value_line <= len(lines) else None
+        return dataclasses.replace(d, file=document.path, line=value_line, column=value_column, end_column=None,
+                                   pointer=pointer, message=d.message + where, source_line=source)
+
+    return shift
+
+
+def _literal_block_start(protocol: str, lines: list[str], value_line: int, value_column: int) -> tuple[int | None, int]:
+    """(first item line of the block's content, its indentation), or (None, 0) if the text is not written verbatim."""
+    header = lines[value_line - 1][value_column - 1:] if 0 < value_line <= len(lines) else ""
+    if not header.startswith("|"):
+        return None, 0
+    first = value_line + 1
+    body = protocol.split("\n")
+    if body and body[-1] == "":
+        body.pop()
+    indent = None
+    for offset, text in enumerate(body):
+        number = first + offset
+        if number > len(lines):
+            return None, 0
+        actual = lines[number - 1]
+        if text == "":
+            if actual.strip():
+                return None, 0
+            continue
+        if indent is None:
+            indent = len(actual) - len(actual.lstrip(" "))
+        if actual != " " * indent + text:
+            return None, 0
+    return first, indent or 0
+
+

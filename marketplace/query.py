@@ -1,0 +1,72 @@
+"""List and search filters, meaning what the marketplace server's `GET /items` query means.
+
+`type`, `name` and `author` are exact and case-sensitive (`type=all` is no filter); `keyword` is a
+case-insensitive substring of the name, the author or the summary; a tag or a category must be one of the item's.
+The local index applies these in Python; the server client sends them, working around the server's multi-tag bug
+(see `server.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ItemQuery:
+    name: str | None = None
+    author: str | None = None
+    type: str | None = None
+    keyword: str | None = None
+    tags: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    def matches(self, document: dict[str, Any]) -> bool:
+        if self.name and document.get("name") != self.name:
+            return False
+        if self.author and document.get("author") != self.author:
+            return False
+        if self.type and self.type != "all" and document.get("type") != self.type:
+            return False
+        if self.keyword:
+            needle = self.keyword.lower()
+            if not any(needle in str(document.get(key) or "").lower() for key in ("name", "author", "summary")):
+                return False
+        tags, categories = set(tag_names(document)), set(category_names(document))
+        return all(tag in tags for tag in self.tags) and all(c in categories for c in self.categories)
+
+    def plain_params(self) -> dict[str, str]:
+        """The query parameters other than tag and category, as the server reads them."""
+        values = {"name": self.name, "author": self.author, "type": self.type, "keyword": self.keyword}
+        return {key: value for key, value in values.items() if value}
+
+
+def tag_names(document: dict[str, Any]) -> list[str]:
+    """An item's tags: the links the server filters on (`ItemTags`) when present, else the stored `tags`."""
+    linked = document.get("ItemTags")
+    if isinstance(linked, list) and linked:
+        return sorted({t.get("name") for t in linked if isinstance(t, dict)} | set(document.get("tags") or ()))
+    return list(document.get("tags") or ())
+
+
+def category_names(document: dict[str, Any]) -> list[str]:
+    linked = document.get("ItemCategories")
+    if isinstance(linked, list) and linked:
+        return sorted({c.get("name") for c in linked if isinstance(c, dict)} | set(document.get("categories") or ()))
+    return list(document.get("categories") or ())
+
+
+#: What a listing shows of an item (the full document, protocol included, is what `pull` is for).
+SUMMARY_KEYS = ("id", "name", "author", "type", "source", "isPublic", "isPrivate", "summary", "tags", "categories")
+
+
+def summary_of(document: dict[str, Any]) -> dict[str, Any]:
+    record = {key: document.get(key) for key in SUMMARY_KEYS}
+    record["tags"] = tag_names(document)
+    record["categories"] = category_names(document)
+    return record
+
+
+def in_listing_order(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The server answers in no particular order; listings are sorted so that they can be diffed."""
+    return sorted(documents, key=lambda d: (str(d.get("name")), str(d.get("author")), str(d.get("id"))))

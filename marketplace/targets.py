@@ -1,0 +1,67 @@
+"""Where items are published to and read from: TARGET is a local index folder or a marketplace server URL.
+
+Both kinds answer the same three calls (`publish(document)`, `query(ItemQuery)`, `fetch(name, author)`), so the
+commands never ask which one they hold. Publishing always goes through `publish` here, which validates the packed
+document once more right before writing it: the server itself validates on create only, never on update.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from paictl.errors import InvalidJobError, UsageError
+
+from .item import Item
+
+#: The environment variable holding the marketplace server's bearer token (the `--token` option wins).
+TOKEN_VARIABLE = "PAICTL_MARKETPLACE_TOKEN"
+
+
+class ItemStore(Protocol):
+    def publish(self, document: dict[str, Any]) -> tuple[str, str]: ...
+
+    def query(self, query: Any) -> list[dict[str, Any]]: ...
+
+    def fetch(self, name: str, author: str | None = None) -> dict[str, Any]: ...
+
+
+def is_server(target: str) -> bool:
+    return target.startswith(("http://", "https://"))
+
+
+def open_target(target: str, token: str | None = None) -> ItemStore:
+    """A LocalIndex for a folder path, a MarketplaceServer for an http(s) URL (which needs a token)."""
+    if not target:
+        raise UsageError("no target: give a local index folder or a marketplace server URL")
+    if is_server(target):
+        token = token or os.environ.get(TOKEN_VARIABLE) or None
+        if not token:
+            raise UsageError(f"{target}: a marketplace server needs a token: --token, or the environment variable "
+                             f"{TOKEN_VARIABLE}")
+        from .server import MarketplaceServer
+
+        return MarketplaceServer(target, token)
+    if "://" in target:
+        raise UsageError(f"{target}: a target is a folder or an http(s):// URL")
+    from .local_index import LocalIndex
+
+    return LocalIndex(target)
+
+
+def publish(store: ItemStore, item: Item) -> tuple[str, str]:
+    """Validate the packed item (schema and job), then create or update it: ("created" | "updated", id)."""
+    document = item.to_document()
+    check_packed(document)
+    return store.publish(document)
+
+
+def check_packed(document: dict[str, Any]) -> None:
+    """InvalidJobError unless the packed document is a valid item whose job is valid: checked before every write."""
+    from .checking import check_item_text
+    from .yamltext import dump_yaml
+
+    origin = f"{document.get('name')} (packed item)"
+    result = check_item_text(dump_yaml(document), origin).result
+    if not result.ok:
+        raise InvalidJobError(list(result.diagnostics))
