@@ -17,7 +17,7 @@ BROKEN = "protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n"
 def test_examples_are_valid_and_warning_free(run_cli):
     code, out, _ = run_cli("validate", "--strict", str(EXAMPLES))
     assert code == 0, out
-    assert out.strip() == f"{len(list(EXAMPLES.glob('*.yaml')))} files valid"
+    assert out.strip() == f"{len(list(EXAMPLES.rglob('*.yaml')))} files valid"
 
 
 def test_stdin_and_stdin_name(run_cli):
@@ -135,7 +135,7 @@ def test_installed_console_script_runs_the_quick_start():
     if not script.exists():
         pytest.skip("paictl is not installed as a console script in this environment")
     done = subprocess.run([str(script), "validate", str(EXAMPLES)], capture_output=True, text=True, timeout=60)
-    count = len(list(EXAMPLES.glob("*.yaml")))
+    count = len(list(EXAMPLES.rglob("*.yaml")))
     assert count >= 7  # every example is a valid job, whatever target it is written for
     assert done.returncode == 0 and done.stdout.strip() == f"{count} files valid", done.stdout + done.stderr
 
