@@ -42,22 +42,33 @@ class LocalIndex:
     # -- writing --------------------------------------------------------------------------------------------
 
     def publish(self, document: dict[str, Any]) -> tuple[str, str]:
-        """Create or replace the item with this document's name and author: ("created" | "updated", id)."""
+        """Create or replace the item with this document's name and author: ("created" | "updated", id).
+
+        The item's file is written and flushed before the lock is taken (its name depends only on name and author);
+        under the lock it is renamed into place and the index rewritten, so publishers wait for each other only
+        for the index.
+        """
         try:
             (self.folder / ITEMS_FOLDER).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"{self.folder}: cannot create the index folder: {exc.strerror or exc}") from None
-        with self._locked():
-            entries = self._entries()
-            key = (document["author"], document["name"])
-            existing = next((e for e in entries if (e.get("author"), e.get("name")) == key), None)
-            item_id = existing["id"] if existing else str(uuid.uuid4())
-            file = f"{ITEMS_FOLDER}/{_file_name(*key)}"
-            self._write(self.folder / file, {"id": item_id, **document})
-            entries = [e for e in entries if e is not existing]
-            entries.append({**summary_of({"id": item_id, **document}), "file": file})
-            entries.sort(key=lambda e: (str(e.get("author")), str(e.get("name"))))
-            self._write(self.folder / INDEX_FILE, {"format": FORMAT, "items": entries})
+        key = (document["author"], document["name"])
+        file = f"{ITEMS_FOLDER}/{_file_name(*key)}"
+        staged = _staged(self.folder / file, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        try:
+            with self._locked():
+                entries = self._entries()
+                existing = next((e for e in entries if (e.get("author"), e.get("name")) == key), None)
+                item_id = existing["id"] if existing else str(uuid.uuid4())
+                os.replace(staged, self.folder / file)
+                entries = [e for e in entries if e is not existing]
+                entries.append({**summary_of({"id": item_id, **document}), "file": file})
+                entries.sort(key=lambda e: (str(e.get("author")), str(e.get("name"))))
+                write_atomically(self.folder / INDEX_FILE,
+                                 json.dumps({"format": FORMAT, "items": entries}, indent=2, ensure_ascii=False) + "\n")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)  # only left when something failed before the rename
         return ("updated" if existing else "created"), item_id
 
     @contextlib.contextmanager
@@ -68,9 +79,6 @@ class LocalIndex:
             yield
         finally:
             os.close(descriptor)  # closing releases the lock
-
-    def _write(self, path: Path, value: Any) -> None:
-        write_atomically(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
     # -- reading --------------------------------------------------------------------------------------------
 
@@ -108,7 +116,7 @@ class LocalIndex:
             raise UsageError(f"{self.folder}: several items are named {name!r} (authors: {authors}); give --author")
         path = self.folder / entries[0]["file"]
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            return {"id": entries[0]["id"], **json.loads(path.read_text(encoding="utf-8"))}
         except (OSError, ValueError) as exc:
             raise InputError(f"{path}: cannot read the item: {exc}") from None
 
@@ -126,7 +134,17 @@ def _file_name(author: str, name: str) -> str:
 def write_atomically(path: str | os.PathLike[str], text: str) -> None:
     """Write `text` to a temporary file beside `path`, flush it to disk, then rename it over `path`: readers see the
     old file or the new one, never a part; nothing is left behind on failure."""
-    path = Path(path)
+    staged = _staged(Path(path), text)
+    try:
+        os.replace(staged, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _staged(path: Path, text: str) -> str:
+    """A temporary file beside `path` holding `text`, flushed to disk: ready to be renamed over `path`."""
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -136,10 +154,10 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temporary, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         if isinstance(exc, OSError):
             raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
+    return temporary
