@@ -32,7 +32,7 @@ class Item:
     group_list: tuple[str, ...] = ()
     data_type: str | None = None
     data_url: str | None = None
-    use_blob: bool | None = None
+    use_blob: bool = False
     categories: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     summary: str = ""
@@ -47,10 +47,11 @@ class Item:
         values = {
             "name": self.name, "author": self.author, "type": self.type, "source": self.source,
             "isPublic": self.is_public, "isPrivate": self.is_private, "groupList": list(self.group_list),
-            "dataType": self.data_type, "dataUrl": self.data_url, "useBlob": self.use_blob,
+            "dataType": self.data_type, "dataUrl": self.data_url, "useBlob": self.use_blob or None,
             "categories": list(self.categories), "tags": list(self.tags), "summary": self.summary,
             "description": self.description, "protocol": self.protocol,
         }
+        # Unset optional columns (and useBlob's default, false) are left out: the server fills in its defaults.
         return {key: values[key] for key in DOCUMENT_KEYS if values[key] is not None}
 
 

@@ -42,18 +42,18 @@ class ItemQuery:
 
 
 def tag_names(document: dict[str, Any]) -> list[str]:
-    """An item's tags: the links the server filters on (`ItemTags`) when present, else the stored `tags`."""
-    linked = document.get("ItemTags")
-    if isinstance(linked, list) and linked:
-        return sorted({t.get("name") for t in linked if isinstance(t, dict)} | set(document.get("tags") or ()))
-    return list(document.get("tags") or ())
+    """An item's tags: those it stores, in its order, then any other the server has linked to it (`ItemTags`)."""
+    return _names(document.get("tags"), document.get("ItemTags"))
 
 
 def category_names(document: dict[str, Any]) -> list[str]:
-    linked = document.get("ItemCategories")
-    if isinstance(linked, list) and linked:
-        return sorted({c.get("name") for c in linked if isinstance(c, dict)} | set(document.get("categories") or ()))
-    return list(document.get("categories") or ())
+    return _names(document.get("categories"), document.get("ItemCategories"))
+
+
+def _names(stored: Any, linked: Any) -> list[str]:
+    names = [n for n in stored or () if isinstance(n, str)]
+    extra = {entry.get("name") for entry in linked or () if isinstance(entry, dict)} - set(names)
+    return names + sorted(n for n in extra if isinstance(n, str))
 
 
 #: What a listing shows of an item (the full document, protocol included, is what `pull` is for).

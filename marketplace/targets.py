@@ -39,6 +39,10 @@ def open_target(target: str, token: str | None = None) -> ItemStore:
         if not token:
             raise UsageError(f"{target}: a marketplace server needs a token: --token, or the environment variable "
                              f"{TOKEN_VARIABLE}")
+        if not all(33 <= ord(ch) < 127 for ch in token):
+            # Said without the token: httpx would put the header value, token and all, into its own error.
+            raise UsageError("the marketplace token has spaces, line breaks or non-ASCII characters; an HTTP "
+                             "header cannot carry it (was a second line pasted in?)")
         from .server import MarketplaceServer
 
         return MarketplaceServer(target, token)
