@@ -213,3 +213,13 @@ def test_validating_a_job_imports_no_marketplace_code():
     broken = subprocess.run([sys.executable, "-c", probe, "-"], input="protocolVersion: 2\nname: x\n",
                             capture_output=True, text=True, timeout=60)
     assert broken.stdout.splitlines()[-1] == "1 paictl.marketplace,paictl.marketplace.shape", broken.stdout
+
+
+def test_the_item_schema_is_a_valid_draft_2020_12_schema(run_cli):
+    import jsonschema
+
+    from paictl.schemas import load_schema
+
+    jsonschema.Draft202012Validator.check_schema(load_schema("marketplace-item"))
+    code, out, _ = run_cli("schema", "marketplace-item")
+    assert code == 0 and json.loads(out)["required"] == ["name", "author", "type", "protocol"]

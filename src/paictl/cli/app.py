@@ -83,6 +83,8 @@ def validate(
 ) -> None:
     """Check OpenPAI job files: YAML, the OpenPAI schema, OpenPAI's semantic rules and known pitfalls.
 
+    Marketplace items are recognised by their shape and checked with their embedded job.
+
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
     from paictl.protocol import read_source
