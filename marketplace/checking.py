@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Callable
 
 from paictl.errors import InvalidJobError
 from paictl.protocol.codes import finding
 from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
-from paictl.protocol.loading import Document, DocumentError, decode_source, load_located
+from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, decode_source, load_located
 from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
 
 from .item import Item, visibility
@@ -161,11 +162,16 @@ def _read_beside(base: Path, relative: str, pointer: str, document: Document) ->
         return refused("E881", f"{relative!r} leads out of the item's folder (to {target})",
                        "keep every file the item names inside its folder (symlinks included)")
     try:
+        status = os.stat(target)
+        if stat.S_ISDIR(status.st_mode):
+            return refused("E880", f"{relative!r} is a directory, not a file")
+        if not stat.S_ISREG(status.st_mode):  # a FIFO or a device would block or never end
+            return refused("E880", f"{relative!r} is not a regular file")
+        if status.st_size > MAX_FILE_BYTES:
+            return refused("E880", f"{relative!r} is {status.st_size} bytes; the limit is {MAX_FILE_BYTES} bytes")
         return Path(target).read_bytes(), []
     except FileNotFoundError:
         return refused("E880", f"{relative!r}: no such file beside the item")
-    except IsADirectoryError:
-        return refused("E880", f"{relative!r} is a directory, not a file")
     except OSError as exc:
         return refused("E880", f"{relative!r}: cannot read: {exc.strerror or exc}")
 

@@ -56,6 +56,10 @@ class MarketplaceServer:
             raise ClusterError(f"marketplace {self.base_url}: cannot reach the server: {reason}") from None
         if response.status_code >= 400:
             raise self._error(method, route, response)
+        if response.status_code >= 300:  # not followed: a redirected POST or PUT would lose its body
+            where = self._redacted(response.headers.get("location", "elsewhere"))
+            raise ClusterError(f"marketplace {self.base_url}: {method} {route} answered {response.status_code}, "
+                               f"a redirect to {where}; give that URL as the target")
         if "json" not in response.headers.get("content-type", ""):
             return response.text
         try:

@@ -165,6 +165,17 @@ def test_files_outside_the_item_folder_or_missing_are_refused(tmp_path, referenc
     assert code_ == 1 and out == ""
 
 
+def test_a_fifo_or_an_oversized_file_is_refused_without_reading_it(tmp_path):
+    os.mkfifo(tmp_path / "pipe.yaml")  # reading it would block forever
+    with open(tmp_path / "huge.md", "wb") as huge:
+        huge.truncate(3 * 1024 * 1024)
+    item = write_item(tmp_path, extra="description: {file: huge.md}\n", protocol=None)
+    item.write_text(item.read_text().split("protocol: |")[0] + "protocol: {file: pipe.yaml}\n")
+    found = check_item_file(item).result.diagnostics
+    assert [(d.code, d.pointer) for d in found] == [("E880", "/description/file"), ("E880", "/protocol/file")]
+    assert "the limit is 2097152 bytes" in found[0].message and "not a regular file" in found[1].message
+
+
 def test_a_symlink_that_stays_inside_is_fine(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "readme.md").write_text("# Hello\n")

@@ -201,3 +201,24 @@ def test_the_test_server_keeps_the_upstream_quirks(server, alice):
     assert httpx.put(f"{server.url}/items/nope", headers={"Authorization": f"Bearer {admin}"},
                      json={}).status_code == 404
     assert httpx.get(f"{server.url}/items", headers={"Authorization": "Bearer x"}).status_code == 401
+
+
+def test_the_library_validates_right_before_each_create_and_update(server, alice):
+    """`targets.publish` is the one way to write; it checks the packed item even when no item file was read."""
+    import dataclasses
+
+    from paictl.errors import InvalidJobError
+    from paictl.marketplace.item import Item
+    from paictl.marketplace.targets import open_target, publish
+
+    store = open_target(server.url, alice)
+    good = Item(name="library-made", author="alice", type="template", protocol=VALID_JOB)
+    assert publish(store, good)[0] == "created"
+    before = list(server.requests)
+    broken = dataclasses.replace(good, protocol=VALID_JOB.replace("instances: 1", "instances: 0"))
+    with pytest.raises(InvalidJobError) as refused:
+        publish(store, broken)
+    assert server.requests == before and any(d.code == "E206" for d in refused.value.diagnostics)
+    with pytest.raises(InvalidJobError):
+        publish(store, dataclasses.replace(good, name="", protocol=VALID_JOB))
+    assert server.requests == before
