@@ -133,7 +133,8 @@ def _visibility_findings(data: dict[str, Any]) -> list[Finding]:
     elif isinstance(groups, list) and groups and public is False and private is not True:
         findings.append(finding("W881", "/groupList", "an item shared with groups only is never listed by the "
                                 "server for non-admins (it reads `groupList` where its IDP answers `grouplist`)",
-                                "group members can still open it by id; make it public to have it found",
+                                "group members can still open it by id, but nobody finds it by name, paictl "
+                                "included: publishing it again creates a second item; make it public to have it found",
                                 Anchor.KEY))
     return findings
 
