@@ -15,6 +15,8 @@ import typer
 
 from paictl.errors import InvalidJobError, PaictlError
 
+from .errors import fail, report_invalid
+
 marketplace_app = typer.Typer(
     name="marketplace",
     help="Share job templates and data sets: validate, pack, publish, list, search and pull marketplace items.",
@@ -58,7 +60,6 @@ def _load_items(paths: List[str]):
     from paictl.marketplace.checking import check_item_file
     from paictl.protocol.validate import ValidationResult
 
-    from .app import _fail
     from .report import text_report
 
     items, failed = [], []
@@ -66,7 +67,7 @@ def _load_items(paths: List[str]):
         try:
             check = check_item_file(path)
         except PaictlError as error:
-            _fail(error)
+            fail(error)
         if check.item is None:
             failed.append(ValidationResult(path=path, diagnostics=tuple(d for d in check.result.diagnostics
                                                                         if d.is_error), data=None))
@@ -80,12 +81,10 @@ def _load_items(paths: List[str]):
 def _store(target: str, token: Optional[str]):
     from paictl.marketplace.targets import open_target
 
-    from .app import _fail
-
     try:
         return open_target(target, token)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
 
 
 @marketplace_app.command("validate")
@@ -98,7 +97,6 @@ def validate_command(
     from paictl.marketplace.checking import check_item_file
     from paictl.protocol.diagnostics import Diagnostic, Severity
 
-    from .app import _fail
     from .report import json_report, summary_line, text_report
 
     results = []
@@ -106,7 +104,7 @@ def validate_command(
         try:
             check = check_item_file(path)
         except PaictlError as error:
-            _fail(error)
+            fail(error)
         result = check.result
         if result.data is not None and "protocol" not in result.data:
             not_item = Diagnostic(code="E201", severity=Severity.ERROR, file=path, line=1, column=1,
@@ -153,8 +151,6 @@ def publish_command(
     """
     from paictl.marketplace.targets import publish
 
-    from .app import _fail, _report_invalid
-
     items = _load_items(paths)
     store = _store(target, token)
     records = []
@@ -162,9 +158,9 @@ def publish_command(
         try:
             action, item_id = publish(store, item)
         except InvalidJobError as error:
-            _report_invalid(error)
+            report_invalid(error)
         except PaictlError as error:
-            _fail(error)
+            fail(error)
         records.append({"action": action, "id": item_id, "name": item.name, "author": item.author,
                         "target": str(store)})
         if output_format is Format.text:
@@ -209,14 +205,12 @@ def _list(target: str, token: Optional[str], output_format: Format, *, item_type
           keyword) -> None:
     from paictl.marketplace.query import ItemQuery, summary_of
 
-    from .app import _fail
-
     query = ItemQuery(type=item_type, tags=tuple(tags or ()), categories=tuple(categories or ()), author=author,
                       keyword=keyword)
     try:
         found = [summary_of(d) for d in _store(target, token).query(query)]
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     if output_format is Format.json:
         typer.echo(json.dumps(found, indent=2, ensure_ascii=False))
         return
@@ -242,12 +236,10 @@ def pull_command(
     from paictl.marketplace.item import item_from_document
     from paictl.marketplace.pack import packed_json, packed_yaml
 
-    from .app import _fail
-
     try:
         document = _store(target, token).fetch(name, author)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     item = item_from_document(document)
     if whole_item:
         text = packed_json(item) if output_format is Format.json and output is None else packed_yaml(item)
@@ -262,8 +254,6 @@ def pull_command(
 
 
 def _write_or_print(text: str, output: Optional[str]) -> None:
-    from .app import _fail
-
     if output is None or output == "-":
         typer.echo(text, nl=False)
         return
@@ -272,4 +262,4 @@ def _write_or_print(text: str, output: Optional[str]) -> None:
     try:
         write_atomically(output, text)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
