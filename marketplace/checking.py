@@ -22,7 +22,7 @@ from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
 from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, decode_source, load_located
 from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
 
-from .item import Item, visibility
+from .item import Item, item_from_document
 from .shape import looks_like_item
 
 SCHEMA = "marketplace-item"
@@ -94,17 +94,9 @@ def check_item_text(text: str, path: str) -> ItemCheck:
     result = ValidationResult(path=path, diagnostics=tuple(diagnostics), data=data)
     if not result.ok or protocol is None:
         return ItemCheck(result=result, item=None)
-    return ItemCheck(result=result, item=_packed(data, description or "", protocol))
-
-
-def _packed(data: dict[str, Any], description: str, protocol: str) -> Item:
-    is_public, is_private, groups = visibility(data)
-    optional = {"data_type": data.get("dataType"), "data_url": data.get("dataUrl"), "use_blob": data.get("useBlob")}
-    return Item(name=data["name"], author=data["author"], type=data["type"], protocol=protocol,
-                source=data.get("source", "marketplace"), is_public=is_public, is_private=is_private,
-                group_list=groups, categories=tuple(data.get("categories", ())), tags=tuple(data.get("tags", ())),
-                summary=data.get("summary", ""), description=description,
-                **{k: v for k, v in optional.items() if v is not None})
+    # The document with its description and job inlined is what `pack` writes and what the server stores.
+    return ItemCheck(result=result, item=item_from_document({**data, "description": description or "",
+                                                             "protocol": protocol}))
 
 
 _JOB_WORDS = re.compile(r"\bthe job\b")
