@@ -59,7 +59,11 @@ def collect_paths(paths: List[str]) -> list[str]:
             found.append(given)
             continue
         path = Path(given)
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except (OSError, ValueError):  # a name too long for the file system: reading it reports why, located
+            is_dir = False
+        if is_dir:
             files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()
                            and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
             if not files:
@@ -85,7 +89,7 @@ def validate(
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
-    from paictl.protocol import read_source
+    from paictl.protocol import read_source, read_stdin
     from paictl.protocol.validate import validate_bytes
 
     from .report import json_report, summary_line, text_report
@@ -98,7 +102,7 @@ def validate(
         _fail(exc)
     for file in files:
         try:
-            raw = sys.stdin.buffer.read() if file == "-" else read_source(file)
+            raw = read_stdin() if file == "-" else read_source(file)
         except InputError as exc:
             io_errors.append(str(exc))
             continue
