@@ -38,6 +38,8 @@ class Document:
     text: str
     data: dict[str, Any]
     positions: dict[str, Position] | None = None
+    #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
+    secret_spans: tuple[tuple[int, int], ...] = ()
 
     @functools.cached_property
     def lines(self) -> list[str]:
@@ -68,9 +70,11 @@ def _error(path: str, code: str, message: str, line: int | None, column: int | N
            text: str | None = None) -> DocumentError:
     source_line = None
     if text is not None and line is not None:
+        from .redaction import redact_unparsed_line
+
         lines = source_lines(text)
         if 0 < line <= len(lines):
-            source_line = lines[line - 1]
+            source_line = redact_unparsed_line(lines, line - 1)
     return DocumentError([Diagnostic(code=code, severity=Severity.ERROR, message=message, file=path, line=line,
                                      column=column, pointer="", hint=hint, source_line=source_line)])
 
@@ -179,7 +183,7 @@ def load_located(text: str, path: str) -> Document:
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
     try:
-        root, positions = load_events(text)
+        root, positions, secret_spans = load_events(text)
     except LoadProblem as problem:
         raise _error(path, problem.code, problem.message, problem.line, problem.column, hint=problem.hint,
                      text=text) from None
@@ -197,7 +201,7 @@ def load_located(text: str, path: str) -> Document:
                      hint="start with `protocolVersion: 2`")
     if not isinstance(root, dict):
         raise _error(path, "E104", f"the document is {kind_of(root)}; a job is a YAML mapping", 1, 1, text=text)
-    return Document(path=path, text=text, data=root, positions=positions)
+    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans))
 
 
 def _syntax_error(exc, path: str, text: str) -> DocumentError:

@@ -54,8 +54,10 @@ def _loader_class():
 _BREAKS_11 = "\x85\u2028\u2029"
 
 
-def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]]]:
-    """(data, positions) for one YAML document, or LoadProblem; yaml.YAMLError escapes for syntax errors."""
+def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], list[tuple[int, int]]]:
+    """(data, positions, secret spans) for one YAML document, or LoadProblem; yaml.YAMLError escapes for syntax
+    errors. The secret spans are the (start, end) character offsets of the values of `secrets` and of every
+    prerequisite's `auth`, which diagnostics must never show."""
     import yaml
 
     restore = None
@@ -93,6 +95,21 @@ class _Frame:
 
 _NO_KEY = object()
 _MERGE = object()
+#: Where a job keeps values no diagnostic may show: its secrets and every prerequisite's registry credentials.
+_SECRET_POINTER = re.compile(r"/secrets(?:/|$)|/prerequisites/[0-9]+/auth(?:/|$)")
+_SECRET_PREFIXES = ("/secrets", "/prerequisites/")
+
+
+#: A registry credential written as `<% $secrets.name %>` only names a secret; it is shown like any other text.
+_REFERENCE_ONLY = re.compile(r"\s*(?:<%\s*\$secrets\.[^%]*%>\s*)+")
+
+
+def counted_secret(pointer: str) -> bool:
+    return _SECRET_POINTER.match(pointer) is not None
+
+
+def is_reference_only(value: Any) -> bool:
+    return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
 
 
 class _Builder:
@@ -105,6 +122,7 @@ class _Builder:
         self.stack: list[_Frame] = []
         self.nodes = 0
         self.bytes = 0
+        self.secret_spans: list[tuple[int, int]] = []
 
     def build(self):
         import yaml
@@ -134,7 +152,7 @@ class _Builder:
         if root is _NO_KEY:
             raise LoadProblem("E104", "the document is empty; a job is a YAML mapping", 1, 1,
                               hint="start with `protocolVersion: 2`")
-        return root, self.positions
+        return root, self.positions, self.secret_spans
 
     # -- one event ------------------------------------------------------------------------------------------------
 
@@ -251,6 +269,8 @@ class _Builder:
         if parent.kind == "seq":
             if counted:  # scalars and aliases did not go through _child_pointer
                 self.positions[f"{parent.pointer}/{len(parent.value)}"] = (*_at(mark), *_at(mark))
+                if parent.pointer.startswith(_SECRET_PREFIXES):
+                    self._note_secret(f"{parent.pointer}/{len(parent.value)}", mark, event)
             parent.value.append(value)
             return _NO_KEY
         if parent.key is _NO_KEY:
@@ -262,6 +282,8 @@ class _Builder:
             return _NO_KEY
         key, key_mark = parent.key, parent.key_mark
         parent.key = _NO_KEY
+        if counted and (parent.pointer.startswith(_SECRET_PREFIXES) or key in ("secrets", "auth")):
+            self._note_secret(f"{parent.pointer}/{key}", mark, event)
         if key is _MERGE:
             sources = value if isinstance(value, list) else [value]
             if not sources or not all(isinstance(s, dict) for s in sources):
@@ -277,6 +299,11 @@ class _Builder:
             self.positions[f"{parent.pointer}/{token}"] = (key_mark.line + 1, key_mark.column + 1, mark.line + 1,
                                                            mark.column + 1)
         return _NO_KEY
+
+    def _note_secret(self, pointer: str, mark, event) -> None:
+        """Remember where a scalar (or alias) under `secrets` or an `auth` sits, so no diagnostic shows it."""
+        if counted_secret(pointer) and not is_reference_only(getattr(event, "value", None)):
+            self.secret_spans.append((mark.index, event.end_mark.index))
 
     def _apply_merges(self, frame: _Frame) -> dict:
         """js-yaml's merge: explicit keys win wherever they stand; among merged mappings the first one wins."""
@@ -331,7 +358,7 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
         value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NO_KEY
         wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
         if value is _NO_KEY or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
-            raise LoadProblem("E101", f"{raw!r} cannot be read as !!{tag}", *_at(event.start_mark),
+            raise LoadProblem("E101", f"this value cannot be read as !!{tag}", *_at(event.start_mark),
                               hint=f"remove the !!{tag} tag, or write a value of that type")
         return value
     raise _tag_problem(event.tag, event.start_mark)
