@@ -108,16 +108,89 @@ def file_name(obj: Mapping[str, Any]) -> str:
     return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
 
 
+_SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.yaml")
+
+
 def write_files(objects: Iterable[Mapping[str, Any]], directory: Path) -> list[Path]:
-    """Write every object to its own file, or none: names are checked before anything is written."""
+    """Write every object to its own file in `directory`, all or nothing as far as a file system allows.
+
+    Every file is first written (and flushed to disk) in a temporary folder inside `directory`, then renamed into
+    place: a reader never sees a partial file, a failure (a full disk, a read-only folder) leaves the previous set
+    untouched, and a rename replaces a planted symlink instead of writing through it. Object files of the same job
+    that this set no longer has (`<kind>-<job>[-<suffix>].yaml`, e.g. a registry Secret the job dropped) are removed,
+    so `kubectl apply -f DIR` applies no stale object; other files are left alone. Secrets are readable by their
+    owner only (0600).
+    """
+    import os
+    import shutil
+    import tempfile
+
+    from paictl.errors import InputError
+
     objects = list(objects)
     names = [file_name(o) for o in objects]
     if len(set(names)) != len(names):
         raise ValueError("two objects would be written to the same file")
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for obj, name in zip(objects, names):
-        path = directory / name
-        path.write_text(to_yaml([obj]))
-        written.append(path)
-    return written
+    for name in names:
+        if not _SAFE_NAME.fullmatch(name):  # compiled names are DNS names; anything else is paictl's bug
+            raise ValueError(f"refusing to write an object to the file name {name!r}")
+    shown = _shown(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{shown}: exists and is not a directory") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot create the directory: {exc.strerror or exc}") from None
+    if not directory.is_dir():
+        raise InputError(f"{shown}: exists and is not a directory")
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".paictl-tmp-", dir=directory))
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot write here: {exc.strerror or exc}") from None
+    try:
+        for obj, name in zip(objects, names):
+            _write_new(staging / name, to_yaml([obj]), 0o600 if obj.get("kind") == "Secret" else 0o644)
+        for name in names:
+            os.replace(staging / name, directory / name)
+        for stale in _stale_files(directory, objects, set(names)):
+            stale.unlink()
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot write the objects: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [directory / name for name in names]
+
+
+def _write_new(path: Path, text: str, mode: int) -> None:
+    import os
+
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+        stream.write(text)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.chmod(path, mode)  # the umask may have narrowed it; never widened beyond `mode`
+
+
+#: The name suffixes of the objects that accompany a workload (targets/*/: secrets, registry auth, priority).
+_COMPANION_SUFFIXES = ("configcred", "regcred", "usercred", "priority")
+
+
+def _stale_files(directory: Path, objects: list[Mapping[str, Any]], written: set[str]) -> list[Path]:
+    """Files of an earlier compile of the same job (named after its workload object) that this one did not write."""
+    workloads = {o["metadata"]["name"] for o in objects if o.get("kind") not in ("Secret", "PriorityClass")}
+    if not workloads:
+        return []
+    # Only the workload itself and its companions: another job's name may start with this one's.
+    alternatives = "|".join(re.escape(w) for w in sorted(workloads))
+    pattern = re.compile(rf"[a-z]+-(?:{alternatives})\.yaml|(?:secret|priorityclass)-(?:{alternatives})-"
+                         rf"(?:{'|'.join(_COMPANION_SUFFIXES)})\.yaml")
+    return sorted(entry for entry in directory.iterdir()
+                  if entry.name not in written and pattern.fullmatch(entry.name)
+                  and (entry.is_symlink() or entry.is_file()))
+
+
+def _shown(directory: Path) -> str:
+    from paictl.protocol.diagnostics import one_line
+
+    return one_line(str(directory))

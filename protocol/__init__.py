@@ -10,12 +10,12 @@ The library face of `paictl validate`:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paictl.errors import InputError, InvalidJobError
 
 from .diagnostics import Diagnostic, Severity
+from .source import MAX_FILE_BYTES, read_source, read_stdin
 from .validate import ValidationResult, validate_bytes, validate_text
 
 if TYPE_CHECKING:
@@ -39,20 +39,8 @@ def __getattr__(name: str):
 __all__ = [
     "Completion", "Defaults", "Deployment", "DeploymentTaskRole", "Diagnostic", "DockerAuth", "Job",
     "Prerequisite", "Resources", "Severity", "TaskRole", "ValidationResult", "job_from_data", "load_job", "load_job_text",
-    "read_source", "validate_bytes", "validate_file", "validate_text",
+    "MAX_FILE_BYTES", "read_source", "read_stdin", "validate_bytes", "validate_file", "validate_text",
 ]
-
-
-def read_source(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a job file, or InputError (exit code 2) saying why it cannot be read."""
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def validate_file(path: str | os.PathLike[str]) -> ValidationResult:

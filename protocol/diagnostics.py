@@ -71,8 +71,11 @@ class Diagnostic:
         return record
 
 
-_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"} | {
-    0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+# C0 and C1 controls (U+0080-U+009F: a terminal reads U+009B as CSI and U+009D as OSC, so a crafted name could set
+# the window title), DEL, and the Unicode line and paragraph separators and bidirectional overrides.
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]} | {
+    0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"} | {
+    code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
 _CONTROL_KEEPING_TABS = {code: escaped for code, escaped in _CONTROL.items() if code != 0x09}

@@ -1,9 +1,12 @@
 """Reading a job file into plain data, safely, and remembering where every value came from.
 
 Two loaders, one meaning. `load_fast` (yaml-rs, Rust) only answers "here is the plain data" for ordinary files and
-gives up on anything unusual; `load_located` (ruamel.yaml round-trip) is the authority: it keeps the line and column
-of every key and value and turns every way a file can be broken into a located diagnostic. Both follow YAML 1.2 with
-one deliberate choice: timestamps stay strings (JSON has no dates, and a job's `version: 2020-01-01` means a string).
+gives up on anything unusual (and on anything whose depth it has not first been shown to be safe for: it recurses);
+`load_located` (libyaml's event stream, protocol/yamlevents.py) is the authority: it keeps the line and column of
+every key and value, enforces the depth and expanded-size limits while reading, and turns every way a file can be
+broken into a located diagnostic. ruamel.yaml is used only for the wording of syntax errors in files small enough for
+it. Both read scalars as js-yaml (OpenPAI) does, with one deliberate choice: timestamps stay strings (JSON has no
+dates, and a job's `version: 2020-01-01` means a string).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from typing import Any
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 
-#: Job files larger than this are refused before parsing (real OpenPAI jobs are a few KB; the largest in the
-#: upstream corpus is under 10 KB). It bounds memory and time for hostile input.
-MAX_FILE_BYTES = 2 * 1024 * 1024
+from .source import MAX_FILE_BYTES
+from .yamlevents import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES  # noqa: F401 - re-exported limits
 
-#: A document whose aliases expand to more nodes than this is refused (a "billion laughs" bomb).
-MAX_EXPANDED_NODES = 100_000
+#: ruamel.yaml words syntax errors best but is superlinear (in the file's length, and quadratic in flow nesting:
+#: 1,000 nested `[` take it 6 s); beyond these bounds libyaml's own wording is used. Real jobs are under 10 KB.
+_RUAMEL_WORDING_MAX_CHARS = 64 * 1024
+_RUAMEL_WORDING_MAX_FLOW = 64
 
 #: (key line, key column, value line, value column), all 1-based.
 Position = tuple[int, int, int, int]
@@ -34,10 +38,12 @@ class Document:
     text: str
     data: dict[str, Any]
     positions: dict[str, Position] | None = None
+    #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
+    secret_spans: tuple[tuple[int, int], ...] = ()
 
     @functools.cached_property
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        return source_lines(self.text)
 
 
 class DocumentError(Exception):
@@ -48,13 +54,27 @@ class DocumentError(Exception):
         self.diagnostics = diagnostics
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The text's lines as YAML counts them (only CR and LF break lines; `str.splitlines` also breaks at NEL, LS,
+    PS, VT, FF and the separators U+001C-U+001E, which would shift every line number after one)."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _error(path: str, code: str, message: str, line: int | None, column: int | None, hint: str | None = None,
            text: str | None = None) -> DocumentError:
     source_line = None
     if text is not None and line is not None:
-        lines = text.splitlines()
+        from .redaction import redact_unparsed_line
+
+        lines = source_lines(text)
         if 0 < line <= len(lines):
-            source_line = lines[line - 1]
+            source_line = redact_unparsed_line(lines, line - 1)
     return DocumentError([Diagnostic(code=code, severity=Severity.ERROR, message=message, file=path, line=line,
                                      column=column, pointer="", hint=hint, source_line=source_line)])
 
@@ -62,7 +82,7 @@ def _error(path: str, code: str, message: str, line: int | None, column: int | N
 def decode_source(raw: bytes, path: str) -> str:
     """Bytes to text: UTF-8 only (a BOM is tolerated), within the size limit."""
     if len(raw) > MAX_FILE_BYTES:
-        raise _error(path, "E107", f"file is {len(raw)} bytes; the limit is {MAX_FILE_BYTES} bytes", None, None,
+        raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None,
                      hint="OpenPAI job files are small; is this the right file?")
     try:
         return raw.decode("utf-8-sig")
@@ -77,16 +97,30 @@ def decode_source(raw: bytes, path: str) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # Fast path
 
-# yaml-rs ignores unknown tags and treats `<<` as a plain key, where ruamel rejects the one and merges the other;
-# the two also disagree on tabs as separators, control characters and NEL/LS/PS as line breaks. A file that might
-# contain any of these goes straight to the located loader. Over-matching only costs speed.
+# yaml-rs ignores unknown tags and treats `<<` as a plain key; it recurses (deep nesting crashes the interpreter) and
+# counts aliases by node, not by size; its YAML 1.2 reading of numbers with leading zeros, `0o`, underscores,
+# sexagesimal `1:30` or `+.5` differs from js-yaml's; the two also disagree on tabs as separators, control characters
+# and NEL/LS/PS. A file that might contain any of these goes straight to the located loader. Over-matching only
+# costs speed.
 _NEEDS_LOCATED_LOADER = re.compile(
-    r"(?:^|[\s\[{,])!\S|<<|[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+    r"(?:^|[\s\[{,])[!&*]\S|<<|[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"
+    r"|(?<![\w.-])[-+]?0[0-9o_]|[0-9]_|_[0-9]|[0-9]:[0-5]?[0-9]|[-+]\.[0-9]|^%")
+#: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
+_DEEP_INDENT = re.compile(r"^ {30}", re.MULTILINE)
+_STACKED_INDICATORS = re.compile(r"(?:[-?:][ \t]+){16}")
+
+
+def _shallow_enough(text: str) -> bool:
+    """True when nesting is certainly within MAX_DEPTH: each block level needs more indentation (a sequence in a
+    mapping may share it), a line can open a few levels with `- - -`, and flow levels need a bracket each."""
+    if text.count("[") + text.count("{") > 20:
+        return False
+    return _DEEP_INDENT.search(text) is None and _STACKED_INDICATORS.search(text) is None
 
 
 def load_fast(text: str) -> dict[str, Any] | None:
     """Plain data for an ordinary single-document mapping, or None when the located loader must decide."""
-    if _NEEDS_LOCATED_LOADER.search(text):
+    if len(text) > MAX_FILE_BYTES or _NEEDS_LOCATED_LOADER.search(text) or not _shallow_enough(text):
         return None
     import yaml_rs
 
@@ -95,95 +129,106 @@ def load_fast(text: str) -> dict[str, Any] | None:
                              duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
     except Exception:  # noqa: BLE001 - any failure of the fast path defers to the authoritative loader
         return None
-    if not isinstance(data, dict) or not _is_plain(data):
+    if not isinstance(data, dict):
         return None
-    return data
+    return _as_js(data)
 
 
 @functools.lru_cache(maxsize=1)
 def _fast_alias_limits():
     import yaml_rs
 
-    return yaml_rs.AliasLimits(max_total_replayed_events=MAX_EXPANDED_NODES)
+    return yaml_rs.AliasLimits(max_total_replayed_events=1000)
 
 
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
+_PLAIN_SCALARS = (str, int, bool, type(None))
 
 
-def _is_plain(value: Any) -> bool:
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_is_plain(v) for v in value)
-    return isinstance(value, _PLAIN_SCALARS)
+class _NotPlain(Exception):
+    pass
+
+
+def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The data as js-yaml holds it (an integral float is an integer), or None if it holds anything else."""
+    from .yamlevents import js_number
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value):
+                raise _NotPlain
+            return {k: convert(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        if isinstance(value, float):
+            return js_number(value)
+        if isinstance(value, _PLAIN_SCALARS):
+            return value
+        raise _NotPlain
+
+    try:
+        return convert(data)
+    except _NotPlain:
+        return None
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Located path
 
-def _yaml():
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    # Timestamps stay the text the user wrote (see module docstring).
-    constructors = yaml.constructor.yaml_constructors
-    constructors["tag:yaml.org,2002:timestamp"] = constructors["tag:yaml.org,2002:str"]
-    return yaml
-
-
 def load_located(text: str, path: str) -> Document:
     """Load `text` as one YAML mapping with positions, or raise DocumentError with located diagnostics."""
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-    from ruamel.yaml.reader import ReaderError
+    import yaml
 
-    tab = _leading_tab(text)
+    from .yamlevents import LoadProblem, load_events
+
+    if len(text) > MAX_FILE_BYTES:
+        raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
     try:
-        root = _yaml().load(text)
-    except MarkedYAMLError as exc:
-        raise _yaml_error(exc, path, text, tab) from None
-    except ReaderError as exc:
+        root, positions, secret_spans = load_events(text)
+    except LoadProblem as problem:
+        raise _error(path, problem.code, problem.message, problem.line, problem.column, hint=problem.hint,
+                     text=text) from None
+    except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
         raise _error(path, "E101", f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line, column,
                      text=text, hint="remove control characters from the file") from None
-    except YAMLError as exc:  # unmarked errors are rare; still a diagnostic, never a traceback
+    except yaml.MarkedYAMLError as exc:
+        raise _syntax_error(exc, path, text) from None
+    except yaml.YAMLError as exc:  # unmarked errors are rare; still a diagnostic, never a traceback
         raise _error(path, "E101", f"YAML error: {' '.join(str(exc).split())}", None, None, text=text) from None
-    except (TypeError, ValueError):
-        # ruamel cannot construct a mapping or list used as a mapping key (`? [a, b]`); find it in the node graph.
-        line, column = _complex_key_position(text)
-        raise _error(path, "E101", "a mapping key must be a plain scalar, not a mapping or a list", line, column,
-                     text=text, hint="a job's keys are names; remove the `?` complex key") from None
-    except RecursionError:
-        raise _error(path, "E106", "document nests too deeply to be a job", None, None) from None
-
-    from ruamel.yaml.comments import CommentedMap
-
     if root is None:
         raise _error(path, "E104", "the document is empty; a job is a YAML mapping", 1, 1,
                      hint="start with `protocolVersion: 2`")
-    if not isinstance(root, CommentedMap):
-        kind = kind_of(root)
-        raise _error(path, "E104", f"the document is {kind}; a job is a YAML mapping", 1, 1, text=text)
-    expanded = _expanded_size(root, {}, 0)
-    if expanded > MAX_EXPANDED_NODES:
-        raise _error(path, "E106", f"aliases expand to more than {MAX_EXPANDED_NODES} nodes (an alias bomb?)",
-                     1, 1, hint="a job never needs this many values; remove the anchors and aliases")
-    positions: dict[str, Position] = {"": (1, 1, 1, 1)}
-    try:
-        data = _to_plain(root, "", positions)
-    except _UnsupportedValue as exc:
-        line, column = exc.position
-        raise _error(path, "E101", exc.message, line, column, text=text) from None
-    return Document(path=path, text=text, data=data, positions=positions)
+    if not isinstance(root, dict):
+        raise _error(path, "E104", f"the document is {kind_of(root)}; a job is a YAML mapping", 1, 1, text=text)
+    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans))
+
+
+def _syntax_error(exc, path: str, text: str) -> DocumentError:
+    """A syntax error in ruamel.yaml's wording when the file is small enough for it, else in libyaml's."""
+    tab = _leading_tab(text)
+    if len(text) <= _RUAMEL_WORDING_MAX_CHARS and text.count("[") + text.count("{") <= _RUAMEL_WORDING_MAX_FLOW:
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+        try:
+            for _ in YAML(typ="safe", pure=True).parse(text):
+                pass
+        except MarkedYAMLError as worded:
+            return _yaml_error(worded, path, text, tab)
+        except Exception:  # noqa: BLE001 - ruamel only words the error; libyaml's own report stands if it fails
+            pass
+    return _yaml_error(exc, path, text, tab)
+
+
+_LEADING_TAB = re.compile(r"^ *\t", re.MULTILINE)
 
 
 def _leading_tab(text: str) -> tuple[int, int] | None:
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.lstrip(" ")
-        if stripped.startswith("\t"):
-            return number, len(line) - len(stripped) + 1
-    return None
+    found = _LEADING_TAB.search(text)
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1, found.end() - found.start()
 
 
 def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> DocumentError:
@@ -213,113 +258,5 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     return _error(path, "E101", f"YAML syntax error: {problem}", line, column, text=text)
 
 
-def _expanded_size(node: Any, memo: dict[int, int], depth: int) -> int:
-    """Nodes in the tree once aliases are expanded, computed without expanding them (shared nodes are memoised)."""
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    if depth > 200:
-        return MAX_EXPANDED_NODES + 1
-    if isinstance(node, dict):
-        size = 1 + sum(_expanded_size(v, memo, depth + 1) for v in node.values())
-    elif isinstance(node, list):
-        size = 1 + sum(_expanded_size(v, memo, depth + 1) for v in node)
-    else:
-        size = 1
-    memo[key] = min(size, MAX_EXPANDED_NODES + 1)
-    return memo[key]
-
-
-class _UnsupportedValue(Exception):
-    def __init__(self, message: str, position: tuple[int, int]):
-        self.message = message
-        self.position = position
-
-
-def _to_plain(node: Any, pointer: str, positions: dict[str, Position]) -> Any:
-    """Round-trip objects to plain JSON-like data, recording 1-based positions of every entry by JSON pointer."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
-
-    if isinstance(node, CommentedMap):
-        result: dict[str, Any] = {}
-        for key in node:
-            kl, kc, vl, vc = _entry_position(node, key)
-            if not isinstance(key, str):
-                if key is None or isinstance(key, (bool, int, float)):
-                    text_key = _scalar_text(key)
-                else:
-                    raise _UnsupportedValue("a mapping key must be a plain scalar", (kl, kc))
-            else:
-                text_key = str(key)
-            child = f"{pointer}/{escape_pointer_token(text_key)}"
-            positions[child] = (kl, kc, vl, vc)
-            result[text_key] = _to_plain(node[key], child, positions)
-        return result
-    if isinstance(node, CommentedSeq):
-        items = []
-        for index, item in enumerate(node):
-            line, column = _lc(node.lc.item(index))
-            child = f"{pointer}/{index}"
-            positions[child] = (line, column, line, column)
-            items.append(_to_plain(item, child, positions))
-        return items
-    if isinstance(node, TaggedScalar):
-        position = positions.get(pointer, (1, 1, 1, 1))
-        raise _UnsupportedValue(f"unsupported YAML tag {node.tag.value!r}", position[2:])
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    position = positions.get(pointer, (1, 1, 1, 1))
-    raise _UnsupportedValue(f"unsupported YAML value of type {type(node).__name__}", position[2:])
-
-
-def _entry_position(node: Any, key: Any) -> Position:
-    """Where a mapping entry sits; an entry that came in through a `<<` merge sits where its mapping starts."""
-    if key in (node.lc.data or {}):
-        kl, kc = _lc(node.lc.key(key))
-        vl, vc = _lc(node.lc.value(key))
-        return kl, kc, vl, vc
-    line, column = _lc((node.lc.line, node.lc.col))
-    return line, column, line, column
-
-
-def _scalar_text(key: Any) -> str:
-    # js-yaml (OpenPAI) turns non-string keys into their JSON text: `1: x` is key "1", `true: x` is key "true".
-    if key is None:
-        return "null"
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    return str(key)
-
-
-def _lc(pair: Any) -> tuple[int, int]:
-    line, column = pair
-    return line + 1, column + 1
-
-
 def _codepoint(character: str | int) -> int:
     return character if isinstance(character, int) else ord(character)
-
-
-def _complex_key_position(text: str) -> tuple[int, int]:
-    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
-    pending, seen = [_yaml().compose(text)], set()
-    while pending:
-        node = pending.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, MappingNode):
-            for key, value in node.value:
-                if not isinstance(key, ScalarNode):
-                    return key.start_mark.line + 1, key.start_mark.column + 1
-                pending.append(value)
-        elif isinstance(node, SequenceNode):
-            pending.extend(node.value)
-    return 1, 1

@@ -164,8 +164,18 @@ def locate(finding: Finding, document: Document) -> Diagnostic:
     if finding.excerpt and tokens == split_pointer(finding.pointer):
         line, column, end_column = _find_excerpt(lines, line, column, finding.excerpt)
     source_line = lines[line - 1] if 0 < line <= len(lines) else None
-    return Diagnostic(code=finding.code, severity=finding.severity, message=finding.message, file=document.path,
-                      line=line, column=column, end_column=end_column, pointer=finding.pointer, hint=finding.hint,
+    message, hint = finding.message, finding.hint
+    # The redaction rule (protocol/redaction.py): no secret in a message, a hint or a source line.
+    from .redaction import is_secret_pointer, redact_line, redact_text, secret_values
+
+    values = secret_values(document.data)
+    if values:
+        aggressive = is_secret_pointer(finding.pointer)
+        message = redact_text(message, values, aggressive=aggressive)
+        hint = redact_text(hint, values, aggressive=aggressive)
+        source_line = redact_text(redact_line(document, line, source_line), values, aggressive=False)
+    return Diagnostic(code=finding.code, severity=finding.severity, message=message, file=document.path,
+                      line=line, column=column, end_column=end_column, pointer=finding.pointer, hint=hint,
                       source_line=source_line)
 
 

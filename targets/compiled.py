@@ -77,7 +77,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     UsageError/InputError (exit 2), InternalError (exit 70) for an object that fails its own schema.
     """
     from paictl.compiler.profiles import load_profile
-    from paictl.protocol import job_from_data, read_source, validate_bytes
+    from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
     from paictl.protocol.loading import decode_source, load_located
 
     from . import TARGETS, get_target
@@ -94,7 +94,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     if isinstance(job, bytes):
         raw, path = job, name or "<bytes>"
     elif str(job) == "-":
-        raw, path = sys.stdin.buffer.read(), name or "<stdin>"
+        raw, path = read_stdin(), name or "<stdin>"
     else:
         raw, path = read_source(str(job)), str(job)
     result = validate_bytes(raw, path)

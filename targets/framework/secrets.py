@@ -26,8 +26,6 @@ DEFAULT_REGISTRY = "https://index.docker.io/v1/"
 _SECRETS_LINE = re.compile(r"^secrets\s*:")
 #: A line that starts a new top-level entry (anything not indented, not blank, not a comment).
 _TOP_LEVEL = re.compile(r"^[^\s#]")
-#: A top-level secrets key in any spelling the textual mask does not recognise (quoted, in a flow mapping).
-_TOP_SECRETS = re.compile(r"""^[{]?\s*['"]?secrets['"]?\s*:""")
 
 
 def mask_secrets(text: str) -> str:
@@ -55,36 +53,35 @@ def mask_secrets(text: str) -> str:
 def config_annotation(job: Job, text: str | None) -> str:
     """The Framework's `config` annotation: the job as submitted, secrets masked.
 
-    With the source text this is upstream's value byte for byte. Without it (a Job built in code) the job is
-    serialised from the model; if a secrets block survives the textual mask in any form (flow style, a quoted
-    key), the model's serialisation is used instead, so the annotation can never carry a secret.
+    With the source text this is upstream's value byte for byte, provided the mask provably worked: the masked text,
+    read back, must be exactly the job with `secrets` replaced by the mask. That is decided on the parsed structure,
+    not on lines, so every layout the textual mask cannot handle (one-line JSON, a flow root, `--- {...}`, a
+    `? secrets` complex key, secrets brought in by a `<<:` merge, a quoted value continuing at column 0, an alias of
+    a secret used elsewhere) is caught; the annotation is then the job serialised from the model, secrets masked.
     """
     # Upstream masks only the `secrets:` block and so stores registry passwords in the annotation; paictl does not:
     # a job with docker `auth` is stored serialised from the model, its auth masked like its secrets.
     has_auth = any(p.auth is not None for p in job.prerequisites)
     if text is not None and not has_auth:
         masked = mask_secrets(text)
-        if not job.secrets or not _leaks(masked, job.secrets):
+        if _mask_holds(text, masked):
             return masked
     return _dump(job_data(job, masked_secrets=bool(job.secrets)))
 
 
-def _leaks(text: str, secrets: Mapping[str, Any]) -> bool:
-    # Short values would match by coincidence (and the textual mask already removed the block): check long ones.
-    if any(isinstance(v, str) and len(v) >= 6 and v in text for v in _leaves(secrets)):
-        return True
-    return any(_TOP_SECRETS.match(line) and line.rstrip() != MASK for line in text.split("\n"))
+def _mask_holds(text: str, masked: str) -> bool:
+    """True when `masked` reads back as the job of `text` with its top-level `secrets` value replaced by the mask."""
+    from paictl.protocol.loading import DocumentError, load_located
 
-
-def _leaves(value: Any):
-    if isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    else:
-        yield value
+    try:
+        original = load_located(text, "<config>").data
+        reread = load_located(masked, "<config>").data
+    except DocumentError:
+        return False
+    expected = dict(original)
+    if "secrets" in expected:
+        expected["secrets"] = MASK_VALUE
+    return reread == expected and list(reread) == list(expected)
 
 
 def job_data(job: Job, *, masked_secrets: bool) -> dict[str, Any]:

@@ -61,7 +61,11 @@ def collect_paths(paths: List[str]) -> list[str]:
             found.append(given)
             continue
         path = Path(given)
-        if path.is_dir():
+        try:
+            is_dir = path.is_dir()
+        except (OSError, ValueError):  # a name too long for the file system: reading it reports why, located
+            is_dir = False
+        if is_dir:
             files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()
                            and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
             if not files:
@@ -89,7 +93,7 @@ def validate(
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
-    from paictl.protocol import read_source
+    from paictl.protocol import read_source, read_stdin
     from paictl.protocol.validate import validate_bytes
 
     from .marketplace_cmd import validate_if_item
@@ -103,7 +107,7 @@ def validate(
         fail(exc)
     for file in files:
         try:
-            raw = sys.stdin.buffer.read() if file == "-" else read_source(file)
+            raw = read_stdin() if file == "-" else read_source(file)
         except InputError as exc:
             io_errors.append(str(exc))
             continue
@@ -118,7 +122,7 @@ def validate(
         if not quiet and results:
             typer.echo(summary_line(results, strict))
     for message in io_errors:
-        typer.echo(f"paictl: error: {message}", err=True)
+        typer.echo(f"paictl: error: {_one_line(message)}", err=True)
     if io_errors:
         raise typer.Exit(InputError.exit_code)
     failed = any(not r.ok or (strict and r.warnings) for r in results)
@@ -182,13 +186,60 @@ def main() -> None:
     """Console entry point: the one place errors become messages and exit codes.
 
     Click would turn Ctrl-C into "Aborted!" with exit status 1; paictl documents 130, so SIGINT exits directly
-    (SystemExit passes through click untouched).
+    (SystemExit passes through click untouched). Standard output that cannot be written is not a bug either: a
+    reader that went away (`paictl ... | head`) exits 141, as a shell reports SIGPIPE, and a full disk or another
+    write error exits 74 (EX_IOERR) with one line on standard error.
     """
     import signal
 
     signal.signal(signal.SIGINT, _interrupted)
     try:
-        app()
+        try:
+            app()
+        except SystemExit as done:
+            if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's sign that it met EPIPE on stdout
+                raise BrokenPipeError from None
+            _flush_stdout()
+            raise done from None
+        _flush_stdout()
     except PaictlError as error:  # pragma: no cover - commands normally route through errors.fail
-        typer.echo(f"paictl: error: {error}", err=True)
+        typer.echo(f"paictl: error: {_one_line(str(error))}", err=True)
         sys.exit(error.exit_code)
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(EXIT_BROKEN_PIPE)
+    except OSError as error:
+        if error.errno is None or getattr(error, "filename", None) is not None:
+            raise
+        _silence_stdout()
+        typer.echo(f"paictl: error: cannot write standard output: {error.strerror or error}", err=True)
+        sys.exit(EXIT_OUTPUT_ERROR)
+
+
+#: Exit codes for standard output that cannot be written (README, exit-code table).
+EXIT_BROKEN_PIPE = 141
+EXIT_OUTPUT_ERROR = 74
+
+
+def _flush_stdout() -> None:
+    stream = sys.stdout
+    if stream is not None and not getattr(stream, "closed", False):
+        stream.flush()
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _one_line(text: str) -> str:
+    from paictl.protocol.diagnostics import one_line
+
+    return one_line(text)

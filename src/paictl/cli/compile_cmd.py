@@ -54,8 +54,14 @@ def compile_command(
         fail(error)
     objects = compiled.objects
     if output_dir is not None:
-        for path in emit.write_files(objects, output_dir):
-            typer.echo(str(path))
+        from paictl.protocol.diagnostics import one_line
+
+        try:
+            written = emit.write_files(objects, output_dir)
+        except PaictlError as error:
+            fail(error)
+        for path in written:
+            typer.echo(one_line(str(path)))
     elif output_format is CompileFormat.json:
         typer.echo(emit.to_json_list(objects))
     else:

@@ -14,7 +14,9 @@ from paictl.errors import InvalidJobError, PaictlError
 
 
 def fail(error: PaictlError) -> NoReturn:
-    typer.echo(f"paictl: error: {error}", err=True)
+    from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
+
+    typer.echo(f"paictl: error: {one_line(str(error))}", err=True)
     raise typer.Exit(error.exit_code)
 
 

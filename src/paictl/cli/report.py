@@ -6,7 +6,7 @@ import json
 import re
 from typing import Iterable, Sequence
 
-from paictl.protocol.diagnostics import Diagnostic
+from paictl.protocol.diagnostics import Diagnostic, one_line
 from paictl.protocol.validate import ValidationResult
 
 _TOKEN_END = re.compile(r"[\s:,\]}]")
@@ -14,7 +14,8 @@ _TOKEN_END = re.compile(r"[\s:,\]}]")
 
 def format_diagnostic(d: Diagnostic) -> str:
     """`path:line:col: severity[CODE]: message`, then the source line with a caret, then the hint."""
-    where = d.file if d.line is None else f"{d.file}:{d.line}:{d.column}"
+    file = one_line(d.file)  # a crafted file name or --stdin-name must not reach the terminal raw
+    where = file if d.line is None else f"{file}:{d.line}:{d.column}"
     lines = [f"{where}: {d.severity.value}[{d.code}]: {d.message}"]
     if d.source_line is not None and d.line is not None and d.column is not None:
         gutter = str(d.line)
@@ -63,4 +64,13 @@ def json_report(results: Sequence[ValidationResult], strict: bool) -> str:
         "warnings": sum(len(r.warnings) for r in results),
         "strict": strict,
     }
-    return json.dumps({"summary": summary, "results": records}, indent=2, ensure_ascii=False)
+    return json_escaped(json.dumps({"summary": summary, "results": records}, indent=2, ensure_ascii=False))
+
+
+#: Characters JSON may carry raw that a terminal would act on: C1 controls, DEL, line separators, bidi overrides.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_escaped(text: str) -> str:
+    """JSON text with the characters above written as \\uXXXX escapes: the same JSON value, safe on a terminal."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

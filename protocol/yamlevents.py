@@ -1,0 +1,487 @@
+"""The located loader: plain data and the position of every value, built from libyaml's event stream in one pass.
+
+Why events: libyaml's parser (PyYAML's C extension) is a state machine with its own stack, so no input can overflow
+the interpreter's or the C stack, and it is linear in the input; building the data here, one event at a time, lets
+every limit be checked *while* reading, before anything large exists: nesting depth, and the size the document has
+once its aliases are expanded, counted in nodes and in bytes (an alias of a 100 KB string costs 100 KB, not one
+node). The ruamel.yaml round-trip loader this replaces was superlinear (2 MiB of newlines took over a minute).
+
+Scalars are resolved as js-yaml 3 (the OpenPAI rest-server's reader) resolves them: `0o2` and `08192` are strings,
+`010` is octal 8, `1:30` is 90, `2.0` is the number 2 (JavaScript has one number type), and `<<` merges as js-yaml
+merges (explicit keys win, the first merged mapping wins over later ones). Timestamps stay strings (a deliberate
+difference, see the README).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .diagnostics import escape_pointer_token, kind_of
+
+#: Deeper nesting than this is refused (E106). Real jobs nest about 8 levels.
+MAX_DEPTH = 100
+#: The document, aliases expanded, may hold at most this many nodes (E106). A 10,000-task-role job has ~150,000.
+MAX_EXPANDED_NODES = 400_000
+#: ... and at most this many bytes of scalar text (E106): an alias of a long string counts its whole length.
+MAX_EXPANDED_BYTES = 8 * 1024 * 1024
+
+_STR = "tag:yaml.org,2002:str"
+_TAG_PREFIX = "tag:yaml.org,2002:"
+_PLAIN = object()  # the tag of an untagged plain scalar, resolved here by js-yaml's rules
+
+
+class LoadProblem(Exception):
+    """Why the text is not one job mapping: a code, a message and a 1-based position."""
+
+    def __init__(self, code: str, message: str, line: int | None, column: int | None, hint: str | None = None):
+        super().__init__(message)
+        self.code, self.message, self.line, self.column, self.hint = code, message, line, column, hint
+
+
+def _loader_class():
+    import yaml
+
+    # PyYAML's pure-Python parser is the same state machine, only slower: a build without libyaml still works.
+    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        """libyaml's parser; scalars are left unresolved (resolved below, by js-yaml's rules)."""
+
+    return _Loader
+
+
+# Characters libyaml (YAML 1.1) takes for line breaks but js-yaml (YAML 1.2) keeps inside values.
+_BREAKS_11 = "\x85\u2028\u2029"
+
+
+def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], list[tuple[int, int]]]:
+    """(data, positions, secret spans) for one YAML document, or LoadProblem; yaml.YAMLError escapes for syntax
+    errors. The secret spans are the (start, end) character offsets of the values of `secrets` and of every
+    prerequisite's `auth`, which diagnostics must never show."""
+    import yaml
+
+    restore = None
+    if any(c in text for c in _BREAKS_11):
+        text, restore = _hide_breaks(text)
+    loader = _loader_class()(text)
+    try:
+        return _Builder(loader, restore).build()
+    finally:
+        loader.dispose()
+
+
+def _hide_breaks(text: str) -> tuple[str, dict[int, str]]:
+    """Stand-ins (private-use characters absent from the text) for NEL/LS/PS, so libyaml reads them as js-yaml does."""
+    spare = (chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text)
+    swap = {}
+    for original in _BREAKS_11:
+        stand_in = next(spare, None)
+        if stand_in is None:
+            raise LoadProblem("E101", "the file uses every private-use character; it is not a job", 1, 1)
+        swap[original] = stand_in
+    return text.translate({ord(k): v for k, v in swap.items()}), {ord(v): k for k, v in swap.items()}
+
+
+class _Frame:
+    __slots__ = ("kind", "value", "pointer", "anchor", "nodes", "bytes", "key", "key_mark", "merged", "tag", "mark")
+
+    def __init__(self, kind, value, pointer, anchor, tag, mark):
+        self.kind, self.value, self.pointer, self.anchor, self.tag, self.mark = kind, value, pointer, anchor, tag, mark
+        self.nodes, self.bytes = 1, 0
+        self.key = _NO_KEY
+        self.key_mark = None
+        self.merged: list = []
+
+
+_NO_KEY = object()
+_MERGE = object()
+#: Where a job keeps values no diagnostic may show: its secrets and every prerequisite's registry credentials.
+_SECRET_POINTER = re.compile(r"/secrets(?:/|$)|/prerequisites/[0-9]+/auth(?:/|$)")
+_SECRET_PREFIXES = ("/secrets", "/prerequisites/")
+
+
+#: A registry credential written as `<% $secrets.name %>` only names a secret; it is shown like any other text.
+_REFERENCE_ONLY = re.compile(r"\s*(?:<%\s*\$secrets\.[^%]*%>\s*)+")
+
+
+def counted_secret(pointer: str) -> bool:
+    return _SECRET_POINTER.match(pointer) is not None
+
+
+def is_reference_only(value: Any) -> bool:
+    return isinstance(value, str) and _REFERENCE_ONLY.fullmatch(value) is not None
+
+
+class _Builder:
+    def __init__(self, loader, restore):
+        self.loader = loader
+        self.restore = restore
+        self.anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, expanded nodes, expanded bytes)
+        self.open_anchors: set[str] = set()
+        self.positions: dict[str, tuple[int, int, int, int]] = {"": (1, 1, 1, 1)}
+        self.stack: list[_Frame] = []
+        self.nodes = 0
+        self.bytes = 0
+        self.secret_spans: list[tuple[int, int]] = []
+
+    def build(self):
+        import yaml
+
+        loader = self.loader
+        root = _NO_KEY
+        documents = 0
+        handlers = {yaml.ScalarEvent: self._scalar, yaml.MappingStartEvent: self._start,
+                    yaml.SequenceStartEvent: self._start, yaml.MappingEndEvent: self._end,
+                    yaml.SequenceEndEvent: self._end, yaml.AliasEvent: self._alias}
+        get_event = loader.get_event
+        while True:
+            event = get_event()
+            handler = handlers.get(event.__class__)
+            if handler is not None:
+                done = handler(event)
+                if done is not _NO_KEY:
+                    root = done
+                continue
+            if isinstance(event, yaml.StreamEndEvent):
+                break
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise LoadProblem("E103", "more than one YAML document; a job file holds exactly one",
+                                      *_at(event.start_mark), hint="remove the `---` separator, or split the file")
+        if root is _NO_KEY:
+            raise LoadProblem("E104", "the document is empty; a job is a YAML mapping", 1, 1,
+                              hint="start with `protocolVersion: 2`")
+        return root, self.positions, self.secret_spans
+
+    # -- one event ------------------------------------------------------------------------------------------------
+
+    # Each handler consumes one node event and returns the root once it is complete, else _NO_KEY.
+
+    def _start(self, event) -> Any:
+        self._check_key_is_scalar(event)
+        if len(self.stack) >= MAX_DEPTH:
+            raise LoadProblem("E106", f"the document nests more than {MAX_DEPTH} levels deep; a job never does",
+                              *_at(event.start_mark))
+        pointer = self._child_pointer(event.start_mark)
+        is_map = event.__class__.__name__ == "MappingStartEvent"
+        tag = _explicit_tag(event.tag)
+        if tag not in (None, "map" if is_map else "seq") and not (is_map and tag == "set"):
+            raise _tag_problem(event.tag, event.start_mark)
+        frame = _Frame("map" if is_map else "seq", {} if is_map else [], pointer, event.anchor, tag,
+                       event.start_mark)
+        if event.anchor is not None:
+            self.open_anchors.add(event.anchor)
+        self._count(1, 0, event.start_mark)
+        self.stack.append(frame)
+        return _NO_KEY
+
+    def _end(self, event) -> Any:
+        frame = self.stack.pop()
+        value = frame.value
+        if frame.kind == "map":
+            value = self._apply_merges(frame)
+            if frame.tag == "set" and any(v is not None for v in value.values()):
+                raise LoadProblem("E101", "a !!set holds keys only; a value is set here", *_at(frame.mark))
+        if frame.anchor is not None:
+            self.open_anchors.discard(frame.anchor)
+            self.anchors[frame.anchor] = (value, frame.nodes, frame.bytes)
+        return self._deliver(value, frame.nodes, frame.bytes, frame.mark, event)
+
+    def _alias(self, event) -> Any:
+        if event.anchor in self.open_anchors:
+            raise LoadProblem("E106", f"alias *{event.anchor} refers to a collection that contains it",
+                              *_at(event.start_mark), hint="a job never needs a recursive alias; remove it")
+        if event.anchor not in self.anchors:  # libyaml's composer would say so; the event parser does not
+            raise LoadProblem("E101", f"found undefined alias *{event.anchor}", *_at(event.start_mark))
+        value, nodes, size = self.anchors[event.anchor]
+        if self._awaiting_key() and isinstance(value, (dict, list)):
+            raise LoadProblem("E101", "a mapping key must be a plain scalar, not a mapping or a list",
+                              *_at(event.start_mark), hint="a job's keys are names; remove the `?` complex key")
+        self._count(nodes, size, event.start_mark)
+        return self._deliver(value, nodes, size, event.start_mark, event, counted=True)
+
+    def _scalar(self, event) -> Any:
+        raw = event.value if self.restore is None else event.value.translate(self.restore)
+        if event.tag is None:
+            if not event.implicit[0]:
+                value = raw  # quoted or a block scalar: a string
+            elif raw[:1] in _MAYBE_SPECIAL or raw in _SPECIAL:
+                if raw.isdigit() and raw[0] != "0" and len(raw) <= _MAX_DIGITS:
+                    value = int(raw)
+                else:
+                    value = _resolve(raw, event, False)
+            else:
+                value = raw
+        else:
+            value = _resolve(raw, event, False)
+        size = len(raw)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (value, 1, size)
+        self.nodes += 1
+        self.bytes += size
+        if self.bytes > MAX_EXPANDED_BYTES or self.nodes > MAX_EXPANDED_NODES:
+            self._count(0, 0, event.start_mark)
+        return self._deliver(value, 1, size, event.start_mark, event, counted=True)
+
+    # -- helpers --------------------------------------------------------------------------------------------------
+
+    def _awaiting_key(self) -> bool:
+        return bool(self.stack) and self.stack[-1].kind == "map" and self.stack[-1].key is _NO_KEY
+
+    def _check_key_is_scalar(self, event) -> None:
+        if self._awaiting_key():
+            raise LoadProblem("E101", "a mapping key must be a plain scalar, not a mapping or a list",
+                              *_at(event.start_mark), hint="a job's keys are names; remove the `?` complex key")
+
+    def _child_pointer(self, mark) -> str:
+        """The pointer of the node that starts now (and record its position)."""
+        if not self.stack:
+            return ""
+        parent = self.stack[-1]
+        if parent.kind == "seq":
+            pointer = f"{parent.pointer}/{len(parent.value)}"
+            self.positions[pointer] = (*_at(mark), *_at(mark))
+            return pointer
+        if parent.key is _MERGE:
+            return parent.pointer + "/<<"
+        pointer = f"{parent.pointer}/{escape_pointer_token(parent.key)}"
+        self.positions[pointer] = (*_at(parent.key_mark), *_at(mark))
+        return pointer
+
+    def _count(self, nodes: int, size: int, mark) -> None:
+        self.nodes += nodes
+        self.bytes += size
+        if self.nodes > MAX_EXPANDED_NODES:
+            raise LoadProblem("E106", f"the document expands to more than {MAX_EXPANDED_NODES} values (an alias "
+                              "bomb?)", *_at(mark), hint="a job never needs this many values; remove the aliases")
+        if self.bytes > MAX_EXPANDED_BYTES:
+            raise LoadProblem("E106", f"the document expands to more than {MAX_EXPANDED_BYTES} bytes of text (an "
+                              "alias bomb?)", *_at(mark), hint="a job never needs this much text; remove the aliases")
+
+    def _deliver(self, value: Any, nodes: int, size: int, mark, event, counted: bool = False) -> Any:
+        """Hand a complete node to its parent (or return it as the root)."""
+        if not self.stack:
+            return value
+        parent = self.stack[-1]
+        parent.nodes += nodes
+        parent.bytes += size
+        if parent.kind == "seq":
+            if counted:  # scalars and aliases did not go through _child_pointer
+                self.positions[f"{parent.pointer}/{len(parent.value)}"] = (*_at(mark), *_at(mark))
+                if parent.pointer.startswith(_SECRET_PREFIXES):
+                    self._note_secret(f"{parent.pointer}/{len(parent.value)}", mark, event)
+            parent.value.append(value)
+            return _NO_KEY
+        if parent.key is _NO_KEY:
+            if value == "<<" and getattr(event, "implicit", (False,))[0] and event.__class__.__name__ == "ScalarEvent":
+                parent.key = _MERGE
+            else:
+                parent.key = _key_text(value)
+            parent.key_mark = mark
+            return _NO_KEY
+        key, key_mark = parent.key, parent.key_mark
+        parent.key = _NO_KEY
+        if counted and (parent.pointer.startswith(_SECRET_PREFIXES) or key in ("secrets", "auth")):
+            self._note_secret(f"{parent.pointer}/{key}", mark, event)
+        if key is _MERGE:
+            sources = value if isinstance(value, list) else [value]
+            if not sources or not all(isinstance(s, dict) for s in sources):
+                raise LoadProblem("E101", "a merge key `<<` takes a mapping or a list of mappings", *_at(mark))
+            parent.merged.extend((s, key_mark) for s in sources)
+            return _NO_KEY
+        if key in parent.value:
+            raise LoadProblem("E102", f"duplicate key '{key}'", *_at(key_mark),
+                              hint="a mapping needs unique keys (OpenPAI rejects the file too); merge or rename one")
+        parent.value[key] = value
+        if counted:
+            token = key if "~" not in key and "/" not in key else escape_pointer_token(key)
+            self.positions[f"{parent.pointer}/{token}"] = (key_mark.line + 1, key_mark.column + 1, mark.line + 1,
+                                                           mark.column + 1)
+        return _NO_KEY
+
+    def _note_secret(self, pointer: str, mark, event) -> None:
+        """Remember where a scalar (or alias) under `secrets` or an `auth` sits, so no diagnostic shows it."""
+        if counted_secret(pointer) and not is_reference_only(getattr(event, "value", None)):
+            self.secret_spans.append((mark.index, event.end_mark.index))
+
+    def _apply_merges(self, frame: _Frame) -> dict:
+        """js-yaml's merge: explicit keys win wherever they stand; among merged mappings the first one wins."""
+        if not frame.merged:
+            return frame.value
+        merged: dict[str, Any] = {}
+        for source, key_mark in frame.merged:
+            for key, item in source.items():
+                if key not in merged:
+                    merged[key] = item
+                    pointer = f"{frame.pointer}/{escape_pointer_token(key)}"
+                    self.positions.setdefault(pointer, (*_at(key_mark), *_at(key_mark)))
+        merged.update(frame.value)
+        return merged
+
+
+def _at(mark) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+# -- scalars ---------------------------------------------------------------------------------------------------------
+
+_NULLS = {"", "~", "null", "Null", "NULL"}
+#: A plain scalar can be other than a string only if it starts with one of these or is one of _SPECIAL.
+_MAYBE_SPECIAL = frozenset("0123456789+-._~<")
+_SPECIAL = frozenset({"", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+                    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_INT_DIGITS = {"b": "01_", "x": "0123456789abcdefABCDEF_", "o": "01234567_"}
+#: Python refuses to convert longer digit strings (CVE-2020-10735); js-yaml reads them as an imprecise number.
+_MAX_DIGITS = 4300
+
+
+def _resolve(raw: str, event, is_key: bool) -> Any:
+    tag = _explicit_tag(event.tag)
+    plain = bool(event.implicit[0])  # untagged and plain (libyaml: style "" is plain)
+    try:
+        return _resolve_tagged(raw, tag, plain, event)
+    except LoadProblem as problem:
+        if problem.line is None:
+            problem.line, problem.column = _at(event.start_mark)
+        raise
+
+
+def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
+    if tag is None:
+        return _js_implicit(raw, event.start_mark) if plain else raw
+    if tag == "str":
+        return raw
+    if tag in ("int", "float", "bool", "null"):
+        value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NO_KEY
+        wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
+        if value is _NO_KEY or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
+            raise LoadProblem("E101", f"this value cannot be read as !!{tag}", *_at(event.start_mark),
+                              hint=f"remove the !!{tag} tag, or write a value of that type")
+        return value
+    raise _tag_problem(event.tag, event.start_mark)
+
+
+def _js_implicit(raw: str, mark) -> Any:
+    if raw in _NULLS:
+        return None
+    if raw in _BOOLS:
+        return _BOOLS[raw]
+    first = raw[:1]
+    if not (first.isdigit() or first in "+-._"):
+        return raw
+    number = _js_int(raw)
+    if number is None and _FLOAT.fullmatch(raw) and not raw.endswith("_"):
+        number = _js_float(raw)
+    if number is None:
+        return raw
+    return number
+
+
+def _js_int(raw: str) -> int | None:
+    body, sign = raw, 1
+    if body[:1] in "+-":
+        sign = -1 if body[0] == "-" else 1
+        body = body[1:]
+    if not body:
+        return None
+    if body[0] == "0" and len(body) > 1:
+        base_char = body[1]
+        if base_char in "bx":
+            digits = body[2:]
+            if not digits or digits.endswith("_") or any(c not in _INT_DIGITS[base_char] for c in digits):
+                return None
+            if not digits.replace("_", ""):
+                return None
+            return sign * _checked_int(digits.replace("_", ""), 2 if base_char == "b" else 16)
+        digits = body[1:]
+        if digits.endswith("_") or any(c not in _INT_DIGITS["o"] for c in digits) or not digits.replace("_", ""):
+            return None
+        return sign * _checked_int(digits.replace("_", ""), 8)
+    head, colon, tail = body.partition(":")
+    if not head or head.endswith("_") or any(c not in "0123456789_" for c in head) or not head.replace("_", ""):
+        return None
+    if colon:
+        if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):
+            return None
+        total = 0
+        for part in [head.replace("_", ""), *tail.split(":")]:
+            total = total * 60 + int(part)
+        return sign * total
+    return sign * _checked_int(head.replace("_", ""), 10)
+
+
+def _checked_int(digits: str, base: int) -> int:
+    if len(digits) > _MAX_DIGITS:
+        # js-yaml reads it as a JavaScript number (imprecise or Infinity); no job field wants such a value.
+        raise LoadProblem("E101", f"a number with {len(digits)} digits; no job value is that long", None, None,
+                          hint="quote it if it is meant as text")
+    return int(digits, base)
+
+
+def _js_float(raw: str) -> int | float:
+    text = raw.replace("_", "")
+    lowered = text.lower()
+    if lowered.endswith("inf"):
+        return -math.inf if text.startswith("-") else math.inf
+    if lowered.endswith("nan"):
+        return math.nan
+    if ":" in text:
+        sign = -1 if text.startswith("-") else 1
+        base = 0.0
+        for part in text.lstrip("+-").split(":"):
+            base = base * 60 + float(part)
+        value = sign * base
+    else:
+        if len(text) > _MAX_DIGITS:
+            raise LoadProblem("E101", f"a number with {len(text)} characters; no job value is that long", None, None,
+                              hint="quote it if it is meant as text")
+        value = float(text)
+    return js_number(value)
+
+
+def js_number(value: float) -> int | float:
+    """JavaScript has one number type: an integral float is the integer (`2.0` is 2, as upstream prints it)."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 2 ** 53:
+        return int(value)
+    return value
+
+
+def _explicit_tag(tag: str | None) -> str | None:
+    if tag is None or tag == "!":
+        return None
+    if tag.startswith(_TAG_PREFIX):
+        return tag[len(_TAG_PREFIX):]
+    return "!" + tag  # a local or foreign tag: never a known one
+
+
+_SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set")
+
+
+def _tag_problem(tag: str, mark) -> LoadProblem:
+    shown = "!!" + tag[len(_TAG_PREFIX):] if tag.startswith(_TAG_PREFIX) else tag
+    return LoadProblem("E101", f"unsupported YAML tag {shown!r}", *_at(mark),
+                       hint="a job uses plain YAML values; the standard tags "
+                            + ", ".join("!!" + t for t in _SUPPORTED_TAGS) + " are understood")
+
+
+def _key_text(value: Any) -> str:
+    """js-yaml (OpenPAI) turns non-string keys into their JavaScript text: `1: x` is key "1", `true: x` "true"."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+    return str(value)
+
+
+def describe_root(value: Any) -> str:
+    return kind_of(value)
