@@ -77,6 +77,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E706": (E, "Mars: a port the job asks for is Mars's own port 11111"),
     "W701": (W, "Mars: extras.marsJob.memoryTuningPolicy (the tutorial's name) is read as workerMemoryTuningPolicy"),
     "W702": (W, "Mars: taskRetryCount of the scheduler is not applied (a restarted scheduler has lost the cluster state)"),
+    "E801": (E, "Grass: a task role's commands use $secrets, which Grass cannot deliver without exposing them"),
+    "E802": (E, "Grass: an extras.grass value is invalid (unknown key, allocation mode or metric, mount)"),
 }
 
 

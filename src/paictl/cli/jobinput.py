@@ -76,7 +76,7 @@ def parse_parameters(pairs: List[str], files: List[Path]) -> dict[str, Any]:
 
 def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                 parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                stdin_name: str) -> CompiledJob:
+                stdin_name: str, cluster: Optional[List[str]] = None) -> CompiledJob:
     """Validate (warnings to stderr), build the model, compile for `target` and check the output.
 
     Raises InvalidJobError (exit 1) for an invalid job, UsageError/InputError (exit 2), InternalError (exit 70).
@@ -85,6 +85,7 @@ def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str]
     from paictl.protocol import job_from_data, read_source, validate_bytes
     from paictl.protocol.loading import decode_source, load_located
     from paictl.targets import TARGETS, get_target
+    from paictl.targets.compiled import cluster_option
     from paictl.targets.output_check import check_objects
 
     from .report import text_report
@@ -114,7 +115,7 @@ def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str]
     if notes:
         typer.echo(text_report([dataclasses.replace(result, diagnostics=notes)]), err=True)
     objects = module.compile(job, chosen, parameters=overrides or None, secrets_from=secrets_from,
-                             document=document)
+                             document=document, **cluster_option(module, target, cluster))
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=name, job=job, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects)
