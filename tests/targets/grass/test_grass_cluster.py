@@ -8,7 +8,7 @@ from conftest import CORPUS, ROOT, needs_corpus
 from paictl.errors import UsageError
 from paictl.targets.grass.cluster import InvalidClusterError, load_cluster
 
-EXAMPLE = str(ROOT / "examples" / "grass-cluster.yaml")
+EXAMPLE = str(ROOT / "clusters" / "grass-lab.yaml")
 MARO = CORPUS / "maro"
 
 

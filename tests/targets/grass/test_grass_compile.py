@@ -19,7 +19,7 @@ from paictl.targets.grass.placement import PlacementError
 from paictl.targets.grass.target import compile_grass
 
 EXAMPLES = ROOT / "examples"
-CLUSTER = str(EXAMPLES / "grass-cluster.yaml")
+CLUSTER = str(ROOT / "clusters" / "grass-lab.yaml")
 MARO = CORPUS / "maro"
 #: MARO's job deployment examples: its templates (external/), its CLI tests' jobs, and v0.1's template.
 GRASS_JOB_FILES = ["deployments__external__grass_azure_start_job.yml", "deployments__external__grass_local_start_job.yml",
