@@ -109,8 +109,28 @@ class Records:
     def jobs(self) -> dict[str, dict[str, Any]]:
         return {name: json.loads(text) for name, text in self._call("hgetall", JOBS).items()}
 
-    def set_job(self, job: dict[str, Any]) -> None:
-        self._call("hset", JOBS, job["name"], json.dumps(job))
+    def update_job(self, job: dict[str, Any]) -> bool:
+        """Write `job` back only if the record is still this run of the job (same id), atomically: the master never
+        overwrites a job submitted again under the same name while it was working on the previous one."""
+        import redis
+
+        try:
+            with self.redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        pipe.watch(JOBS)
+                        text = pipe.hget(JOBS, job["name"])
+                        if not text or json.loads(text).get("id") != job["id"]:
+                            pipe.unwatch()
+                            return False
+                        pipe.multi()
+                        pipe.hset(JOBS, job["name"], json.dumps(job))
+                        pipe.execute()
+                        return True
+                    except redis.WatchError:
+                        continue
+        except redis.RedisError as exc:
+            raise ClusterError(f"grass master {self.cluster.redis_address}: redis: {exc}") from None
 
     def submit(self, job: dict[str, Any]) -> None:
         """What MARO's `POST /v1/jobs` does: store the job, then queue its name (one transaction)."""
