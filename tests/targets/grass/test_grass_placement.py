@@ -129,3 +129,88 @@ def test_no_node_and_bad_mode_or_metric():
         place([demand("c", 1)], nodes(("a", 1, 1, 0)), mode="multi", metric="cpu")
     with pytest.raises(PlacementError, match="allocation metric 'disk'"):
         place([demand("c", 1)], nodes(("a", 1, 1, 0)), mode=BALANCED, metric="disk")
+
+
+class ReferenceResource:
+    """MARO's resource ordering written plainly (equal on all three; else greater when at least as much of all
+    three; else less), with `==` and `<` the way heapq and tuples ask: the oracle the fast comparison must match."""
+
+    def __init__(self, label, cpu, memory, gpu):
+        self.label, self.cpu, self.memory, self.gpu = label, cpu, memory, gpu
+
+    def _cmp(self, other):
+        if (self.cpu, self.memory, self.gpu) == (other.cpu, other.memory, other.gpu):
+            return 0
+        return 1 if self.cpu >= other.cpu and self.memory >= other.memory and self.gpu >= other.gpu else -1
+
+    def __eq__(self, other):
+        return self._cmp(other) == 0
+
+    def __lt__(self, other):
+        return self._cmp(other) == -1
+
+
+def reference_place(demands, free, mode, metric):
+    """MARO's allocation loop over (key, resource) tuples, transcribed from maro.md A.7 (an independent oracle)."""
+    import heapq
+
+    sign = -1 if mode == BALANCED else 1
+    wanted, nodes = [], []
+    for d in demands:
+        heapq.heappush(wanted, (-getattr(d, metric), ReferenceResource(d.name, d.cpu, d.memory, d.gpu)))
+    for f in free:
+        heapq.heappush(nodes, (sign * getattr(f, metric), ReferenceResource(f.node, f.cpu, f.memory, f.gpu)))
+    plan = {}
+    while wanted:
+        need = heapq.heappop(wanted)[1]
+        aside, chosen = [], None
+        while nodes:
+            node = heapq.heappop(nodes)[1]
+            if node._cmp(need) >= 0:
+                chosen = node
+                break
+            aside.append(node)
+        if chosen is None:
+            return None
+        plan[need.label] = chosen.label
+        chosen.cpu, chosen.memory, chosen.gpu = chosen.cpu - need.cpu, chosen.memory - need.memory, chosen.gpu - need.gpu
+        for node in [chosen, *aside]:
+            heapq.heappush(nodes, (sign * getattr(node, metric), node))
+    return plan
+
+
+@pytest.mark.parametrize("metric", ["cpu", "memory", "gpu"])
+def test_the_fast_comparison_agrees_with_maros_on_every_pair_of_a_grid(metric):
+    from itertools import product
+
+    from paictl.targets.grass.placement import _KEYED
+
+    grid = list(product([0, 1, 2], [0, 1024, 2048], [0, 1]))
+    keyed = _KEYED[metric]
+    index = ["cpu", "memory", "gpu"].index(metric)
+    for a, b in product(grid, grid):
+        for sign in (1, -1):
+            mine = ((sign * a[index], keyed("a", *a)) < (sign * b[index], keyed("b", *b)))
+            theirs = ((sign * a[index], ReferenceResource("a", *a)) < (sign * b[index], ReferenceResource("b", *b)))
+            assert mine == theirs, (a, b, sign)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_workloads_land_where_maros_loop_puts_them(seed):
+    import random
+
+    rng = random.Random(seed)
+    sizes = [(rng.choice([0.5, 1, 2, 4]), rng.choice([512, 1024, 4096]), rng.choice([0, 0, 1])) for _ in range(3)]
+    demands = [Demand(name=f"c{i}", component=f"k{i % 3}", index=i // 3, cpu=sizes[i % 3][0], memory=sizes[i % 3][1],
+                      gpu=sizes[i % 3][2]) for i in range(rng.randint(1, 60))]
+    shapes = [(rng.choice([4, 8, 16]), rng.choice([8192, 16384]), rng.choice([0, 2])) for _ in range(3)]
+    free = [Free(node=f"n{i}", cpu=shapes[i % 3][0], memory=shapes[i % 3][1], gpu=shapes[i % 3][2])
+            for i in range(rng.randint(1, 12))]
+    for mode in (BALANCED, COMPACTED):
+        for metric in ("cpu", "memory", "gpu"):
+            expected = reference_place(demands, free, mode, metric)
+            if expected is None:
+                with pytest.raises(PlacementError):
+                    place(demands, free, mode=mode, metric=metric)
+            else:
+                assert place(demands, free, mode=mode, metric=metric) == expected
