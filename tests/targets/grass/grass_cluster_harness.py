@@ -47,7 +47,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 60.0, what: str =
 
 
 class GrassCluster:
-    def __init__(self, root: Path, *, cpu: int = 2, memory: int = 4096):
+    def __init__(self, root: Path, *, cpu: int = 2, memory: int = 4096, token: bool = True):
         self.root = root
         self.redis_port = free_port()
         self.redis_dir = root / "redis"
@@ -55,7 +55,7 @@ class GrassCluster:
         self.ports = {"n1": free_port(), "n2": free_port()}
         self.cluster_file = root / "cluster.yaml"
         self.cluster_file.write_text(
-            f"name: test\ntoken: {TOKEN}\n"
+            "name: test\n" + (f"token: {TOKEN}\n" if token else "") +
             f"master: {{hostname: 127.0.0.1, redis: {{port: {self.redis_port}}}, data: {root / 'data'}}}\n"
             f"agents: {{check_interval: {INTERVAL}, lost_after: {LOST_AFTER}}}\n"
             "nodes:\n" + "".join(

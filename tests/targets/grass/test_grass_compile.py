@@ -165,3 +165,30 @@ def test_every_valid_corpus_job_compiles_to_a_valid_job_file_or_is_refused_for_s
         assert fast_validator("grass-job").is_valid(job_file), path
         files += 1
     assert files > 10
+
+
+def test_grass_plan_command_text_and_json(run_cli):
+    code, out, err = run_cli("grass", "plan", str(EXAMPLES / "grass-actor-learner.yaml"), "--cluster", CLUSTER)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == "grass-actor-learner on lab: single-metric-compacted on memory"
+    assert out.splitlines()[1].startswith("  learner-0  node-c (10.0.0.7)  cpu 4 memory 8192m gpu 0  jobd8e90acc-")
+    code, out, err = run_cli("grass", "plan", str(EXAMPLES / "grass-actor-learner.yaml"), "--cluster", CLUSTER,
+                             "--format", "json")
+    assert code == 0 and json.loads(out)["kind"] == "GrassPlan"
+
+
+def test_a_misfit_is_a_cluster_error_on_the_command_line(run_cli, tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text((EXAMPLES / "grass-hello.yaml").read_text().replace("cpu: 1,", "cpu: 17,"))
+    code, out, err = run_cli("grass", "plan", str(big), "--cluster", CLUSTER)
+    assert (code, out) == (3, "")
+    assert err.startswith("paictl: error: component 'main' (container 1 of 2) does not fit: on the best node 'node-b'")
+
+
+def test_output_dir_writes_the_job_file_and_the_plan(run_cli, tmp_path):
+    code, out, err = run_cli("compile", str(EXAMPLES / "grass-hello.yaml"), "--target", "grass", "--cluster", CLUSTER,
+                             "-o", str(tmp_path / "out"))
+    assert code == 0
+    assert out.split() == [str(tmp_path / "out" / "job-grass-hello.yaml"), str(tmp_path / "out" / "grassplan-grass-hello.yaml")]
+    job_file = yaml.safe_load((tmp_path / "out" / "job-grass-hello.yaml").read_text())
+    assert fast_validator("grass-job").is_valid(job_file)
