@@ -192,3 +192,11 @@ def test_output_dir_writes_the_job_file_and_the_plan(run_cli, tmp_path):
     assert out.split() == [str(tmp_path / "out" / "job-grass-hello.yaml"), str(tmp_path / "out" / "grassplan-grass-hello.yaml")]
     job_file = yaml.safe_load((tmp_path / "out" / "job-grass-hello.yaml").read_text())
     assert fast_validator("grass-job").is_valid(job_file)
+
+
+def test_the_backend_has_every_method_of_the_backend_protocol():
+    from paictl.targets.backend import Backend
+    from paictl.targets.grass.backend import GrassBackend
+
+    wanted = {name for name in dir(Backend) if not name.startswith("_")}
+    assert wanted <= set(dir(GrassBackend)), wanted - set(dir(GrassBackend))

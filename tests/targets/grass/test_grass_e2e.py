@@ -85,6 +85,8 @@ def test_two_roles_run_across_both_nodes_to_finish(grass):
     record = json.loads(grass.client().hget("name_to_job_details", "two"))
     assert (record["status"], record["id"], len(record["containers"])) == ("finish", submission.uid, 2)
     assert grass.client().lrange("pending_job_tickets", 0, -1) == []
+    assert grass.backend.has_job("two") and not grass.backend.has_job("three")
+    assert [(v.name, v.state) for v in grass.backend.list()] == [("two", JobState.SUCCEEDED)]
 
 
 def test_a_failing_job_fails_with_the_diagnosed_phrase(grass):
