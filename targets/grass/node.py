@@ -143,7 +143,10 @@ class NodeAgent:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.publish()
+            try:
+                self.publish()
+            except Exception:  # noqa: BLE001 - the heartbeat must outlive any one bad pass
+                log.exception("node %s: publishing failed", self.node.name)
 
     def wait(self) -> None:
         while not self._stop.wait(1.0):

@@ -34,15 +34,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 60.0, what: str = "condition") -> object:
-    """Poll until `condition()` is truthy; generous deadlines, since the box may be loaded."""
+def wait_for(condition: Callable[[], object], timeout: float = 60.0, what: str = "condition",
+             explain: Callable[[], str] | None = None) -> object:
+    """Poll until `condition()` is truthy; generous deadlines, since the box may be loaded. On a timeout the
+    error carries `explain()` (the agents' logs), so a failure on CI can be understood."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f"\n{explain()}" if explain else ""))
         time.sleep(0.1)
 
 

@@ -65,7 +65,8 @@ def final(grass, name: str, uid=None):
 
 def running(grass, name: str, count: int):
     return wait_for(lambda: (lambda v: v if sum(t.state == "running" for t in v.tasks) == count else None)(
-        grass.backend.describe(name)), what=f"{count} running containers of {name}")
+        grass.backend.describe(name)), what=f"{count} running containers of {name}",
+        explain=lambda: f"{grass.backend.describe(name)}\n{grass.logs()}")
 
 
 def test_two_roles_run_across_both_nodes_to_finish(grass):
