@@ -200,3 +200,27 @@ def test_the_backend_has_every_method_of_the_backend_protocol():
 
     wanted = {name for name in dir(Backend) if not name.startswith("_")}
     assert wanted <= set(dir(GrassBackend)), wanted - set(dir(GrassBackend))
+
+
+def test_nodes_whose_resources_only_their_agent_knows_are_left_out_of_the_plan(tmp_path):
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("name: c\nmaster: {hostname: m}\nnodes:\n"
+                       "  - {name: auto, hostname: a, resources: {cpu: all, memory: all, gpu: all}}\n"
+                       "  - {name: fixed, hostname: b, resources: {cpu: 4, memory: 4096, gpu: 0}}\n")
+    _, plan = compiled((EXAMPLES / "grass-hello.yaml").read_text(), load_cluster(str(cluster)))
+    assert plan["notes"] == ["node auto is left out: its resources are 'all', known only to its agent"]
+    assert {c["node"] for c in plan["containers"]} == {"fixed"}
+
+
+def test_standardised_job_is_maros_record():
+    from paictl.targets.grass.redis_records import container_name, standardise
+
+    (job_file,) = compiled((EXAMPLES / "grass-actor-learner.yaml").read_text())
+    record = standardise(job_file, seed="s1")
+    assert record["status"] == "pending" and record["containers"] == {} and record["tags"] == {}
+    assert record["id"].startswith("job") and len(record["id"]) == 11
+    assert all(c["id"].startswith("component") and len(c["id"]) == 17 for c in record["components"].values())
+    assert standardise(job_file, seed="s2")["id"] != record["id"]
+    assert job_file.get("id") is None  # the job file itself is untouched
+    name = container_name(record, "actor", 2)
+    assert name.startswith(f"{record['id']}-{record['components']['actor']['id']}-2-") and len(name.split("-")[3]) == 6
