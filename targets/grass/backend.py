@@ -21,7 +21,7 @@ from typing import Any, Iterator, Optional
 
 from paictl.errors import ClusterError, NotFoundError, UsageError
 
-from paictl.targets.backend import (Applied, BackendOptions, FailureExcerpt, LogLine, StopResult, Submission)
+from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
 from paictl.targets.states import JobState, JobView, TaskView
 
 from . import node_api
@@ -67,18 +67,23 @@ class GrassBackend:
             raise ClusterError(f"job {name} is already {existing.get('status')} on {self.where}; stop it first "
                                f"(paictl stop {name} --target grass)")
         job = standardise(job_file, seed=f"{name}\0{time.time_ns()}")
-        applied = (Applied(label=f"grass-job/{name}", kind="GrassJob", name=name, namespace=None,
-                           result="unchanged" if dry_run else "created"),)
         if not dry_run:
             self.records.submit(job)
         containers = sum(int(c["num"]) for c in job["components"].values())
         return Submission(
-            name=name, where=self.where, uid=job["id"], dry_run=dry_run, applied=applied,
+            name=name, where=self.where, uid=job["id"], dry_run=dry_run,
             lines=(f"grass-job/{name} {'would be queued' if dry_run else 'queued'} on {self.where}: "
                    f"{containers} container(s), id {job['id']}",),
             data=({"name": name, "id": job["id"], "cluster": self.cluster.name, "status": "pending",
                    "dryRun": dry_run},),
-            hints=(f"follow it: paictl status {name} --target grass --cluster {self.cluster.source} --follow",))
+            hints=(f"paictl: follow it with: paictl status {name} --target grass --cluster "
+                   f"{' --cluster '.join(self.cluster.source.split(', '))} --follow",))
+
+    def is_configured(self) -> bool:
+        return True  # a cluster file was given (the constructor needs one)
+
+    def not_found(self, name: str) -> str:
+        return f"no job {name!r} on {self.where}"
 
     def has_job(self, name: str) -> bool:
         try:
@@ -89,7 +94,7 @@ class GrassBackend:
     def _job(self, name: str) -> dict[str, Any]:
         job = self.records.job(name)
         if job is None:
-            raise NotFoundError(f"no job {name!r} on {self.where}")
+            raise NotFoundError(self.not_found(name))
         return job
 
     def describe(self, name: str) -> JobView:
@@ -184,18 +189,26 @@ class GrassBackend:
                           data={"name": name, "status": job.get("status"), "stopped": True})
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Iterator[LogLine]:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         job = self._job(name)
         if role is not None and role not in job["components"]:
             raise UsageError(f"job {name} has no task role {role!r} (roles: {', '.join(job['components'])})")
+        tasks = tuple((component, number) for component, details in job["components"].items()
+                      for number in range(int(details["num"]))
+                      if (role is None or component == role) and (index is None or number == index))
+        if not tasks:
+            raise UsageError(f"job {name}: task role {role!r} has no index {index}")
+        return Logs(tasks=tasks, lines=self._log_lines(name, job, set(tasks), attempt, follow))
+
+    def _log_lines(self, name: str, job: dict[str, Any], tasks: set[tuple[str, int]], attempt: Optional[int],
+                   follow: bool) -> Iterator[LogLine]:
         sent: dict[str, int] = {}
         while True:
             # Read whether the job has ended before reading logs, so the last read has every line.
             ended = not follow or STATES.get(str(self._job(name).get("status"))) in (
                 JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
             for component, number, restart, container, labels in self._log_sources(job):
-                if (role is not None and component != role) or (index is not None and number != index) \
-                        or (attempt is not None and restart != attempt):
+                if (component, number) not in tasks or (attempt is not None and restart != attempt):
                     continue
                 try:
                     text = self._log(container, labels)

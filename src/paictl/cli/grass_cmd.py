@@ -56,15 +56,15 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
     from paictl.targets.grass.cluster import load_cluster
     from paictl.targets.grass.master import MasterAgent
 
-    from .app import _fail, _report_invalid
+    from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
         agent = MasterAgent(load_cluster(cluster), interval=interval)
     except InvalidJobError as error:
-        _report_invalid(error)
+        report_invalid(error)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     typer.echo(f"paictl: grass master of {agent.cluster.name} on redis {agent.cluster.redis_address}, "
                f"every {agent.interval:g} s", err=True)
     _run(agent)
@@ -81,19 +81,19 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
     from paictl.targets.grass.cluster import load_cluster
     from paictl.targets.grass.node import NodeAgent
 
-    from .app import _fail, _report_invalid
+    from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
         agent = NodeAgent(load_cluster(cluster), name, work_dir=work_dir, interval=interval)
         agent.start()
     except InvalidJobError as error:
-        _report_invalid(error)
+        report_invalid(error)
     except OSError as error:
         typer.echo(f"paictl: error: node {name}: cannot serve its API: {error.strerror or error}", err=True)
         raise typer.Exit(3)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     host, port = agent.address
     typer.echo(f"paictl: grass node {name}: API on {host}:{port} ({agent.runtime.kind} containers), "
                f"record every {agent.interval:g} s", err=True)
@@ -110,14 +110,14 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
 
     from paictl.targets.compiled import compile_job
 
-    from .app import _fail, _report_invalid
+    from .errors import fail, report_invalid
 
     try:
         compiled = compile_job(job_path, target="grass", cluster=cluster)
     except InvalidJobError as error:
-        _report_invalid(error)
+        report_invalid(error)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     plan = compiled.objects[-1]
     if output_format is PlanFormat.json:
         typer.echo(json.dumps(plan, indent=2))

@@ -99,8 +99,15 @@ class GrassCluster:
         for name in self.ports:
             self.start_agent(name, "node", "--name", name, "--work-dir", str(self.root / name))
         client = self.client()
-        wait_for(lambda: all(self._running(client, name) for name in self.ports), what="both nodes Running")
+        wait_for(lambda: self._agents_alive() and all(self._running(client, name) for name in self.ports),
+                 what="both nodes Running", explain=self.logs)
         return self
+
+    def _agents_alive(self) -> bool:
+        dead = [role for role, process in self.agents.items() if process.poll() is not None]
+        if dead:
+            raise AssertionError(f"agent {dead[0]} exited {self.agents[dead[0]].returncode}\n{self.logs()}")
+        return True
 
     @staticmethod
     def _running(client, name: str) -> bool:

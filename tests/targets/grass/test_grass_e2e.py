@@ -79,7 +79,7 @@ def test_two_roles_run_across_both_nodes_to_finish(grass):
     assert sorted(t.node for t in view.tasks) == ["n1", "n2"]
     assert [(t.role, t.index, t.state, t.exit_code) for t in view.tasks] == [("ping", 0, "exited", 0),
                                                                              ("pong", 0, "exited", 0)]
-    lines = {(line.role, line.text) for line in grass.backend.logs("two")}
+    lines = {(line.role, line.text) for line in grass.backend.logs("two").lines}
     ping_node = next(t.node for t in view.tasks if t.role == "ping")
     pong_node = next(t.node for t in view.tasks if t.role == "pong")
     assert lines == {("ping", f"ping 0 on {ping_node}, peer 127.0.0.1"), ("pong", f"pong on {pong_node}: ping,pong pong")}
@@ -156,7 +156,7 @@ def test_a_redis_restart_mid_job_loses_nothing(grass):
     assert view.state is JobState.SUCCEEDED
     after = json.loads(grass.client().hget("name_to_job_details", "survivor"))
     assert (after["id"], after["components"]) == (before["id"], before["components"])
-    assert {line.text for line in grass.backend.logs("survivor")} == {"done-a", "done-b"}
+    assert {line.text for line in grass.backend.logs("survivor").lines} == {"done-a", "done-b"}
     for name in ("n1", "n2"):
         assert json.loads(grass.client().hget("name_to_node_details", name))["state"]["status"] == "Running"
 
@@ -213,3 +213,27 @@ def test_sigterm_marks_the_node_stopped(grass):
     node = json.loads(grass.client().hget("name_to_node_details", "n2"))
     assert node["state"]["status"] == "Stopped"
     assert os.path.exists(grass.cluster_file)
+
+
+def test_the_commands_submit_follow_status_logs_and_stop(grass, run_cli, tmp_path):
+    job = tmp_path / "cli.yaml"
+    job.write_text(JOB.format(name="cli", roles=role("main", 'echo "hello from $NODE_NAME"', instances=2)))
+    cluster = ["--target", "grass", "--cluster", str(grass.cluster_file)]
+    code, out, err = run_cli("submit", str(job), *cluster, "--follow", "--format", "json")
+    assert code == 0, err
+    last = json.loads(out.splitlines()[-1])
+    assert last["state"] == "succeeded" and {t["node"] for t in last["tasks"]} == {"n1", "n2"}
+    code, out, err = run_cli("status", "cli", *cluster, "--format", "json")
+    assert code == 0 and json.loads(out)["state"] == "succeeded"
+    nodes = {t["index"]: t["node"] for t in last["tasks"]}
+    code, out, err = run_cli("logs", "cli", *cluster)
+    assert code == 0
+    assert sorted(out.splitlines()) == [f"[main-0] hello from {nodes[0]}", f"[main-1] hello from {nodes[1]}"]
+    code, out, err = run_cli("status", *cluster)
+    assert code == 0 and "cli" in out
+    code, out, err = run_cli("stop", "cli", *cluster)
+    assert (code, out) == (0, "grass-job/cli already finish\n")
+    code, out, err = run_cli("status", "nope", *cluster)
+    assert code == 3 and "no job 'nope' on grass cluster test" in err
+    code, out, err = run_cli("submit", str(job), "--target", "grass")
+    assert code == 2 and "--target grass needs --cluster FILE" in err
