@@ -32,17 +32,20 @@ TARGETS: dict[str, str] = {
     "framework": "paictl.targets.framework.target",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
     "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
     "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
+    "grass": "paictl.targets.grass.target",          # a MARO Grass job deployment file (+ the plan with --cluster)
 }
 
 #: Which backend runs each target's output ("module:class").
 BACKENDS: dict[str, str] = {
     "local": "paictl.targets.local.backend:LocalBackend",   # this machine: host processes, a run folder
     "kube": "paictl.targets.kube.backend:KubeBackend",      # a Kubernetes cluster: server-side apply, watch
+    "grass": "paictl.targets.grass.backend:GrassBackend",   # a MARO Grass cluster: its master's Redis records
 }
 RUNS_ON: dict[str, str] = {
     "local": "local",
     "framework": "kube",
     "mars": "kube",
+    "grass": "grass",
 }
 #: Where `status/stop/logs NAME` look when no --target is given: each backend but the last is asked `has_job`
 #: (cheap: no connection), and the last one answers whatever it finds.

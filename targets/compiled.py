@@ -64,10 +64,20 @@ def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> d
     return merged
 
 
+def cluster_option(module: Any, target: str, cluster: Optional[Sequence[str]]) -> dict[str, Any]:
+    """`--cluster FILE...` for the targets that read one (their module has `load_cluster`); the others never see
+    the keyword."""
+    if not cluster:
+        return {}
+    if not hasattr(module, "load_cluster"):
+        raise UsageError(f"--cluster is not used by --target {target}")
+    return {"cluster": module.load_cluster(list(cluster))}
+
+
 def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", profile: str = "default",
                 user: Optional[str] = None, namespace: Optional[str] = None,
                 parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
-                name: Optional[str] = None,
+                name: Optional[str] = None, cluster: Optional[Sequence[str]] = None,
                 on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None) -> CompiledJob:
     """Validate, build the model, compile for `target` and check the output.
 
@@ -115,7 +125,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         if on_warnings is not None:
             on_warnings(list(notes))
     objects = module.compile(model, chosen, parameters=overrides or None, secrets_from=secrets_from,
-                             document=document)
+                             document=document, **cluster_option(module, target, cluster))
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects, warnings=tuple(warnings))

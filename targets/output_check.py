@@ -40,6 +40,9 @@ KIND_SCHEMAS: dict[tuple[str, str], str] = {
 FRAMEWORK = ("frameworkcontroller.microsoft.com/v1", "Framework")
 #: The local target's plan (targets/local.py), checked against schemas/localplan.schema.json.
 LOCAL_PLAN = ("paictl.dev/v1alpha1", "LocalPlan")
+#: The grass target's plan (targets/grass/target.py); its job file is MARO's, with no apiVersion or kind: it is
+#: recognised by its `mode` (grass/...) and checked against schemas/grass-job.schema.json.
+GRASS_PLAN = ("paictl.dev/v1alpha1", "GrassPlan")
 
 #: Pod spec fields that are not PodSpec fields but are emitted on purpose, with the one value allowed: upstream
 #: OpenPAI sends `privileged: false` and the API server drops it (targets/framework_pod.py).
@@ -94,6 +97,10 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
     if not isinstance(obj, dict):
         return [("", f"not a mapping but {type(obj).__name__}")]
     key = (obj.get("apiVersion"), obj.get("kind"))
+    if key == (None, None) and str(obj.get("mode", "")).startswith("grass"):
+        return _errors(_paictl_validator("grass-job"), obj, "")
+    if key == GRASS_PLAN:
+        return _errors(_paictl_validator("grass-plan"), obj, "")
     if key == FRAMEWORK:
         errors = _errors(_framework_validator(), obj, "") + _errors(_inline_validator("paictl"), obj, "")
         errors += _metadata_errors(obj, "")

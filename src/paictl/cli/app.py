@@ -176,6 +176,7 @@ app.command("stop")(stop_command)
 app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
 app.add_typer(marketplace_app)
+app.add_typer(__import__("paictl.cli.grass_cmd", fromlist=["grass_app"]).grass_app)  # paictl grass master|node|plan
 
 
 def _interrupted(signum: int, frame: object) -> None:

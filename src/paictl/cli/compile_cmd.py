@@ -21,7 +21,7 @@ class CompileFormat(str, enum.Enum):
 
 def compile_command(
     job_path: str = JOB_ARGUMENT,
-    target: str = typer.Option("framework", "--target", "-t", help="What to compile to: framework, mars, local."),
+    target: str = typer.Option("framework", "--target", "-t", help="What to compile to: framework, mars, local, grass."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (overrides the profile's)."),
@@ -33,6 +33,9 @@ def compile_command(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", metavar="DIR",
                                               help="Write one file per object into DIR instead of printing."),
     stdin_name: str = STDIN_NAME_OPTION,
+    cluster: Optional[List[str]] = typer.Option(None, "--cluster", metavar="FILE",
+                                                help="grass: the cluster file (repeatable: MARO's create file and "
+                                                     "node-join files); adds the plan."),
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 
@@ -47,7 +50,7 @@ def compile_command(
     try:
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                                parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
-                               stdin_name=stdin_name)
+                               stdin_name=stdin_name, cluster=cluster)
     except InvalidJobError as error:
         report_invalid(error)
     except PaictlError as error:

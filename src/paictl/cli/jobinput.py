@@ -30,7 +30,7 @@ STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
 
 def compile_for_command(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                         parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                        stdin_name: str) -> CompiledJob:
+                        stdin_name: str, cluster: Optional[List[str]] = None) -> CompiledJob:
     """`compile_job` with the command line's spelling of its inputs; warnings printed on standard error."""
     from paictl.targets.compiled import compile_job, parse_parameters
 
@@ -44,4 +44,4 @@ def compile_for_command(*, job_path: str, target: str, profile: str, user: Optio
     overrides = parse_parameters(parameter, parameter_files)
     return compile_job(job_path, target=target, profile=profile, user=user, namespace=namespace,
                        parameters=overrides, secrets_from=secrets_from,
-                       name=stdin_name if job_path == "-" else None, on_warnings=report_warnings)
+                       name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings)

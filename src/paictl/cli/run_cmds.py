@@ -35,9 +35,13 @@ def _target_names() -> tuple[str, ...]:
     return tuple(RUNS_ON)
 
 
-def _options(**given) -> BackendOptions:
+def _options(*, cluster: Optional[List[str]] = None, **given) -> BackendOptions:
+    """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
+    so the first is `cluster` and all of them are `extra["cluster_files"]`."""
     from paictl.targets.backend import BackendOptions
 
+    if cluster:
+        given.update(cluster=cluster[0], extra={"cluster_files": list(cluster)})
     return BackendOptions(**given)
 
 
@@ -62,6 +66,8 @@ def _target_option(help_text: str):
 _CONTEXT = typer.Option(None, "--context", help="The kubeconfig context to use (as kubectl --context).")
 _NAMESPACE = typer.Option(None, "--namespace", "-n", help="Namespace (default: the context's, else the profile's).")
 _KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (as kubectl).")
+_CLUSTER = typer.Option(None, "--cluster", metavar="FILE",
+                        help="grass: the cluster file (repeatable: MARO's create file and node-join files).")
 _RUN_DIR = typer.Option(DEFAULT_RUN_DIR, "--run-dir", metavar="DIR", help="Where local runs keep state and logs.")
 _FORMAT = typer.Option("text", "--format", metavar="FORMAT",
                        help="text: a live table (one line per change when not a terminal); json: JSON lines.")
@@ -172,7 +178,8 @@ def _run_attached(backend: Backend, submission: Submission, output_format: str) 
 def submit_command(
     job_path: str = JOB_ARGUMENT,
     target: Optional[str] = _target_option(
-        "local (this machine), framework or mars (Kubernetes). Default: framework when a kubeconfig is found, "
+        "local (this machine), framework or mars (Kubernetes), grass (a MARO Grass cluster, with --cluster). "
+        "Default: framework when a kubeconfig is found, "
         "else local."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
@@ -182,6 +189,7 @@ def submit_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[List[str]] = _CLUSTER,
     dry_run: bool = typer.Option(False, "--dry-run", help="Kubernetes: ask the server to check, create nothing."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Follow the job to its verdict (exit 0/1/4)."),
     output_format: str = _FORMAT,
@@ -207,7 +215,8 @@ def submit_command(
         if target not in _target_names():
             raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
-                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout))
+                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
+                                         cluster=cluster))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,
@@ -252,6 +261,7 @@ def status_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[List[str]] = _CLUSTER,
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
@@ -267,7 +277,7 @@ def status_command(
     from .errors import fail
 
     options = _options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
-                       exit_spec=exit_spec, pending_timeout=pending_timeout)
+                       exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster)
     if name is None:
         try:
             _check_format(output_format)
@@ -327,6 +337,7 @@ def stop_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[List[str]] = _CLUSTER,
     output_format: str = _FORMAT,
     run_dir: Path = _RUN_DIR,
 ) -> None:
@@ -341,7 +352,8 @@ def stop_command(
     try:
         _check_format(output_format)
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
-                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+                                                               kubeconfig=kubeconfig, run_dir=run_dir,
+                                                               cluster=cluster))
         result = backend.stop(name)
         if output_format == "json":
             _echo_json(result.data)
@@ -365,6 +377,7 @@ def logs_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[List[str]] = _CLUSTER,
     run_dir: Path = _RUN_DIR,
 ) -> None:
     """Print task logs. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs --prefix).
@@ -377,7 +390,8 @@ def logs_command(
     backend = None
     try:
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
-                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+                                                               kubeconfig=kubeconfig, run_dir=run_dir,
+                                                               cluster=cluster))
         logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow)
         prefixed = len(logs.tasks) > 1
         for line in logs.lines:

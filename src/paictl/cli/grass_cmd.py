@@ -1,0 +1,132 @@
+"""`paictl grass ...`: the agents of a Grass cluster (master, node) and the plan of a job on it."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from paictl.errors import InvalidJobError, PaictlError
+
+grass_app = typer.Typer(name="grass", no_args_is_help=True,
+                        help="MARO Grass clusters: run the master or a node agent; show where a job would land.")
+
+CLUSTER_OPTION = typer.Option(..., "--cluster", metavar="FILE",
+                              help="The cluster file (repeatable: MARO's create file and node-join files).")
+INTERVAL_OPTION = typer.Option(None, "--interval", metavar="SECONDS",
+                               help="Seconds between passes (default: the cluster file's agents.check_interval, "
+                                    "else MARO's 5).")
+
+
+class PlanFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+def _logging(verbose: bool) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="paictl grass: %(message)s")
+
+
+def _run(agent, *, started: bool = False) -> None:
+    """Serve until SIGTERM or Ctrl-C, then close the agent (a node marks itself Stopped)."""
+    import signal
+
+    def _stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        if not started:
+            agent.start()
+        agent.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        agent.close()
+
+
+@grass_app.command("master")
+def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float] = INTERVAL_OPTION,
+                   verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
+    """Run MARO's master loops against the cluster's Redis: place pending jobs, stop killed ones, track status."""
+    from paictl.targets.grass.cluster import load_cluster
+    from paictl.targets.grass.master import MasterAgent
+
+    from .errors import fail, report_invalid
+
+    _logging(verbose)
+    try:
+        agent = MasterAgent(load_cluster(cluster), interval=interval)
+    except InvalidJobError as error:
+        report_invalid(error)
+    except PaictlError as error:
+        fail(error)
+    typer.echo(f"paictl: grass master of {agent.cluster.name} on redis {agent.cluster.redis_address}, "
+               f"every {agent.interval:g} s", err=True)
+    _run(agent)
+
+
+@grass_app.command("node")
+def node_command(cluster: List[str] = CLUSTER_OPTION,
+                 name: str = typer.Option(..., "--name", metavar="NODE", help="This node's name in the cluster file."),
+                 interval: Optional[float] = INTERVAL_OPTION,
+                 work_dir: Path = typer.Option(Path(".paictl/grass"), "--work-dir", metavar="DIR",
+                                               help="Where host-process containers keep their logs."),
+                 verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
+    """Run a node agent: publish the node's record and heartbeat, serve MARO's node API, run containers."""
+    from paictl.targets.grass.cluster import load_cluster
+    from paictl.targets.grass.node import NodeAgent
+
+    from .errors import fail, report_invalid
+
+    _logging(verbose)
+    try:
+        agent = NodeAgent(load_cluster(cluster), name, work_dir=work_dir, interval=interval)
+        agent.start()
+    except InvalidJobError as error:
+        report_invalid(error)
+    except OSError as error:
+        typer.echo(f"paictl: error: node {name}: cannot serve its API: {error.strerror or error}", err=True)
+        raise typer.Exit(3)
+    except PaictlError as error:
+        fail(error)
+    host, port = agent.address
+    typer.echo(f"paictl: grass node {name}: API on {host}:{port} ({agent.runtime.kind} containers), "
+               f"record every {agent.interval:g} s", err=True)
+    _run(agent, started=True)
+
+
+@grass_app.command("plan")
+def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
+                 cluster: List[str] = CLUSTER_OPTION,
+                 output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", "-o", help="text or json.")
+                 ) -> None:
+    """Where each container of JOB would land on the cluster's idle nodes, with MARO's placement."""
+    import json
+
+    from paictl.targets.compiled import compile_job
+
+    from .errors import fail, report_invalid
+
+    try:
+        compiled = compile_job(job_path, target="grass", cluster=cluster)
+    except InvalidJobError as error:
+        report_invalid(error)
+    except PaictlError as error:
+        fail(error)
+    plan = compiled.objects[-1]
+    if output_format is PlanFormat.json:
+        typer.echo(json.dumps(plan, indent=2))
+        return
+    typer.echo(f"{plan['metadata']['name']} on {plan['cluster']['name']}: {plan['allocation']['mode']} on "
+               f"{plan['allocation']['metric']}")
+    for note in plan["notes"]:
+        typer.echo(f"  note: {note}")
+    for item in plan["containers"]:
+        resources = item["resources"]
+        typer.echo(f"  {item['component']}-{item['index']}  {item['node']} ({item['hostname']})  cpu "
+                   f"{resources['cpu']} memory {resources['memory']} gpu {resources['gpu']}  {item['name']}")

@@ -1,0 +1,190 @@
+"""Compile a job for MARO's Grass: the job deployment file `maro grass job start` reads, and with a cluster, the plan.
+
+- **The job file** (`schemas/grass-job.schema.json`, maro.md A.6): one component per task role, in job order, with
+  the role's image (its dockerimage prerequisite's uri), `resources {cpu, memory "<MB>m", gpu}`, `num` = instances,
+  `mount.target` (`extras.grass.mount`, default /mnt/data: where the cluster's shared data folder appears) and
+  `command`: the entrypoint rendered as for the other targets (deployment pre/post commands, parameters), run by
+  `bash -o errexit -o nounset -o pipefail` as OpenPAI's runtime runs it, after exporting the PAI_* variables that
+  follow from the job (env.static_exports). MARO runs `docker run ... IMAGE COMMAND` through a shell, so the
+  command is one shell-quoted string. `allocation` comes from `extras.grass.allocation: {mode, metric}`, default
+  `single-metric-balanced` on `cpu` (MARO's own fallback for restarts); `mode` from `extras.grass.mode`
+  (default grass/on-premises).
+- **The plan** (`--cluster`): where each container lands (placement.py, MARO's heaps on the nodes' declared
+  resources, as on an empty cluster) and its whole environment (env.py). Ids are derived from the job name, so the
+  same job gives the same plan; `paictl submit` derives them from the submission instead (redis_records).
+- **Secrets**: Grass has nowhere safe to put them (Redis and docker labels are readable by the whole private
+  network), so a job whose commands use `$secrets` is refused (E801) rather than leaked.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from paictl.protocol.codes import finding
+from paictl.targets.findings import raise_if_any
+
+from .cluster import load_cluster
+from .placement import METRICS, MODES
+
+if TYPE_CHECKING:
+    from paictl.compiler.profiles import Profile
+    from paictl.protocol.diagnostics import Finding
+    from paictl.protocol.loading import Document
+    from paictl.protocol.model import Job, TaskRole
+
+    from .cluster import Cluster
+
+PLAN_API_VERSION = "paictl.dev/v1alpha1"
+PLAN_KIND = "GrassPlan"
+DEFAULT_ALLOCATION = {"mode": "single-metric-balanced", "metric": "cpu"}
+DEFAULT_MODE = "grass/on-premises"
+DEFAULT_MOUNT = "/mnt/data"
+_SHELL = "bash -o errexit -o nounset -o pipefail -c"
+_EXTRAS_KEYS = {"allocation", "mode", "mount"}
+_EXPANDING = re.compile(r'[$`"\\!\']')
+
+
+def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
+                  secrets_from: str | None = None, document: Document | None = None,
+                  cluster: Optional[Cluster] = None) -> list[dict[str, Any]]:
+    """[job file] or, with a cluster, [job file, plan]. Raises InvalidJobError (E801, E802) and PlacementError."""
+    from paictl.compiler.render import render_entrypoint
+    from paictl.errors import UsageError
+
+    from paictl.targets.framework.native import runtime_commands
+
+    if secrets_from is not None:
+        raise UsageError("--secrets-from names a Kubernetes Secret; Grass has no secret store")
+    errors: list[Finding] = []
+    settings = _settings(job, errors)
+    components = {}
+    for role in job.task_roles:
+        entrypoint = render_entrypoint(job, role.name, parameters)
+        _, substitutions = runtime_commands(entrypoint, bool(job.secrets))
+        if substitutions:
+            errors.append(finding("E801", f"/taskRoles/{role.name}/commands",
+                                  f"task role '{role.name}' uses $secrets in its commands; Grass would have to put "
+                                  f"them in Redis and docker labels, which the whole cluster network can read",
+                                  hint="pass the values through the cluster's shared data folder instead"))
+        components[role.name] = {
+            "image": _image(job, role),
+            "resources": {"cpu": role.resources.cpu, "memory": f"{role.resources.memory_mb}m",
+                          "gpu": role.resources.gpu},
+            "num": role.instances,
+            "mount": {"target": settings["mount"]},
+            "command": command_line(job, profile, role, entrypoint),
+        }
+    raise_if_any(errors, document, document.path if document is not None else "<job>")
+    job_file = {"mode": settings["mode"], "name": job.name, "allocation": settings["allocation"],
+                "components": components}
+    if cluster is None:
+        return [job_file]
+    return [job_file, plan(job, profile, job_file, cluster)]
+
+
+def command_line(job: Job, profile: Profile, role: TaskRole, entrypoint: str) -> str:
+    """The component's `command`: export the static PAI_* variables, then run the entrypoint under bash."""
+    from .env import static_exports
+
+    exports = []
+    for name, value in static_exports(job, profile, role).items():
+        # Double quotes keep the script free of single quotes (so shlex.quote below stays readable); a value with
+        # characters the shell expands inside double quotes is single-quoted instead. Only $COMPONENT_INDEX expands.
+        plain = value == "$COMPONENT_INDEX" or not _EXPANDING.search(value)
+        exports.append(f"export {name}=" + (f'"{value}"' if plain else shlex.quote(value)))
+    script = "\n".join(exports) + "\n" + entrypoint
+    return f"{_SHELL} {shlex.quote(script)}"
+
+
+def plan(job: Job, profile: Profile, job_file: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """Every container's node, resources and environment, placed as MARO would on the cluster's idle nodes."""
+    from .env import container_env, static_exports
+    from .placement import Free, place
+    from .redis_records import container_name, demands, standardise
+
+    record = standardise(job_file, seed=job.name)
+    free, notes = [], []
+    for node in cluster.nodes:
+        if "all" in (node.cpu, node.memory, node.gpu):
+            notes.append(f"node {node.name} is left out: its resources are 'all', known only to its agent")
+            continue
+        free.append(Free(node=node.name, cpu=float(node.cpu), memory=float(node.memory), gpu=float(node.gpu)))
+    wanted = demands(record)
+    placement = place(wanted, free, mode=job_file["allocation"]["mode"], metric=job_file["allocation"]["metric"])
+    hosts = {(d.component, d.index): cluster.node(placement[d.name]).hostname for d in wanted}
+    roles = {role.name: role for role in job.task_roles}
+    containers = []
+    for demand in wanted:
+        node = cluster.node(placement[demand.name])
+        name = container_name(record, demand.component, demand.index)
+        env = container_env(cluster, {"name": node.name, "id": node.name, "hostname": node.hostname}, record,
+                            demand.component, demand.index, name, hosts)
+        static = static_exports(job, profile, roles[demand.component])
+        env.update({key: env["COMPONENT_INDEX"] if value == "$COMPONENT_INDEX" else value
+                    for key, value in static.items()})
+        containers.append({
+            "name": name, "node": node.name, "hostname": node.hostname, "component": demand.component,
+            "index": demand.index,
+            "resources": dict(record["components"][demand.component]["resources"]),
+            "env": dict(sorted(env.items())),
+        })
+    return {
+        "apiVersion": PLAN_API_VERSION,
+        "kind": PLAN_KIND,
+        "metadata": {"name": job.name},
+        "cluster": {"name": cluster.name, "id": cluster.id, "redis": cluster.redis_address},
+        "job": {"id": record["id"], "name": job.name,
+                "components": {name: details["id"] for name, details in record["components"].items()}},
+        "allocation": dict(job_file["allocation"]),
+        "notes": notes,
+        "containers": containers,
+    }
+
+
+def _settings(job: Job, errors: list[Finding]) -> dict[str, Any]:
+    extras = job.extras.get("grass") if isinstance(job.extras, Mapping) else None
+    settings: dict[str, Any] = {"allocation": dict(DEFAULT_ALLOCATION), "mode": DEFAULT_MODE,
+                                "mount": DEFAULT_MOUNT}
+    if extras is None:
+        return settings
+    if not isinstance(extras, Mapping):
+        errors.append(finding("E802", "/extras/grass", "extras.grass must be a mapping"))
+        return settings
+    for key in sorted(set(extras) - _EXTRAS_KEYS):
+        errors.append(finding("E802", f"/extras/grass/{key}", f"unknown key '{key}' in extras.grass "
+                              f"(known: {', '.join(sorted(_EXTRAS_KEYS))})"))
+    allocation = extras.get("allocation", {})
+    if not isinstance(allocation, Mapping):
+        errors.append(finding("E802", "/extras/grass/allocation", "extras.grass.allocation must be a mapping"))
+        allocation = {}
+    for key, allowed in (("mode", MODES), ("metric", METRICS)):
+        value = allocation.get(key, DEFAULT_ALLOCATION[key])
+        if value not in allowed:
+            errors.append(finding("E802", f"/extras/grass/allocation/{key}",
+                                  f"extras.grass.allocation.{key} {value!r} is not one of {', '.join(allowed)}"))
+        settings["allocation"][key] = value
+    for key in sorted(set(allocation) - {"mode", "metric"}):
+        errors.append(finding("E802", f"/extras/grass/allocation/{key}",
+                              f"unknown key '{key}' in extras.grass.allocation (known: metric, mode)"))
+    mode = extras.get("mode", DEFAULT_MODE)
+    if mode not in ("grass/on-premises", "grass/azure"):
+        errors.append(finding("E802", "/extras/grass/mode", f"extras.grass.mode {mode!r} is not grass/on-premises "
+                              f"or grass/azure"))
+    settings["mode"] = mode
+    mount = extras.get("mount", DEFAULT_MOUNT)
+    if not isinstance(mount, str) or not mount.startswith("/"):
+        errors.append(finding("E802", "/extras/grass/mount", "extras.grass.mount must be an absolute path"))
+    settings["mount"] = mount
+    return settings
+
+
+def _image(job: Job, role: TaskRole) -> str:
+    prerequisite = job.prerequisite("dockerimage", role.docker_image)
+    uri = prerequisite.uri if prerequisite is not None else None
+    return uri if isinstance(uri, str) else role.docker_image
+
+
+#: The `Target` protocol's entry point (paictl.targets.get_target("grass").compile).
+compile = compile_grass  # noqa: A001 - the name every target module exports

@@ -1,0 +1,239 @@
+"""End to end on a real Grass cluster on loopback: redis-server, `paictl grass master`, two `paictl grass node`s.
+
+Jobs go in through the backend (`--target grass`: MARO's records in Redis) and every verdict comes from the agents'
+own processes. Deadlines are generous (the box is shared); no test depends on how fast anything is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from grass_cluster_harness import GrassCluster, needs_redis, wait_for
+from paictl.targets.backend import BackendOptions
+from paictl.targets.compiled import compile_job
+from paictl.targets.grass.backend import GrassBackend
+from paictl.targets.states import JobState
+
+pytestmark = needs_redis
+
+JOB = """\
+protocolVersion: 2
+name: {name}
+type: job
+prerequisites: [{{name: img, type: dockerimage, uri: "busybox"}}]
+taskRoles:
+{roles}
+"""
+
+
+def role(name: str, command: str, *, instances: int = 1, cpu: int = 1) -> str:
+    return (f"  {name}:\n    instances: {instances}\n    dockerImage: img\n"
+            f"    resourcePerInstance: {{cpu: {cpu}, memoryMB: 512, gpu: 0}}\n"
+            f"    commands: [{json.dumps(command)}]\n")
+
+
+@pytest.fixture
+def grass(tmp_path):
+    cluster = GrassCluster(tmp_path)
+    try:
+        cluster.start()
+        backend = GrassBackend(BackendOptions(cluster=str(cluster.cluster_file)))
+        cluster.backend = backend
+        yield cluster
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.close()
+
+
+def submit(grass, name: str, *roles: str):
+    compiled = compile_job(JOB.format(name=name, roles="".join(roles)).encode(), target="grass", name=f"{name}.yaml")
+    return grass.backend.submit(compiled)
+
+
+def final(grass, name: str, uid=None):
+    views = list(grass.backend.watch(name, uid=uid))
+    assert views[-1].state.is_final, views[-1]
+    return views[-1]
+
+
+def running(grass, name: str, count: int):
+    return wait_for(lambda: (lambda v: v if sum(t.state == "running" for t in v.tasks) == count else None)(
+        grass.backend.describe(name)), what=f"{count} running containers of {name}",
+        explain=lambda: f"{grass.backend.describe(name)}\n{grass.logs()}")
+
+
+def test_two_roles_run_across_both_nodes_to_finish(grass):
+    submission = submit(grass, "two", role("ping", 'echo "ping $PAI_TASK_INDEX on $NODE_NAME, peer $PAI_HOST_IP_pong_0"',
+                                           cpu=2),
+                        role("pong", 'echo "pong on $NODE_NAME: $PAI_TASK_ROLE_LIST $COMPONENT_TYPE"', cpu=2))
+    view = final(grass, "two", submission.uid)
+    assert view.state is JobState.SUCCEEDED and view.completion_code == 0
+    # each node has 2 cores and each container wants 2: one per node
+    assert sorted(t.node for t in view.tasks) == ["n1", "n2"]
+    assert [(t.role, t.index, t.state, t.exit_code) for t in view.tasks] == [("ping", 0, "exited", 0),
+                                                                             ("pong", 0, "exited", 0)]
+    lines = {(line.role, line.text) for line in grass.backend.logs("two").lines}
+    ping_node = next(t.node for t in view.tasks if t.role == "ping")
+    pong_node = next(t.node for t in view.tasks if t.role == "pong")
+    assert lines == {("ping", f"ping 0 on {ping_node}, peer 127.0.0.1"), ("pong", f"pong on {pong_node}: ping,pong pong")}
+    record = json.loads(grass.client().hget("name_to_job_details", "two"))
+    assert (record["status"], record["id"], len(record["containers"])) == ("finish", submission.uid, 2)
+    assert grass.client().lrange("pending_job_tickets", 0, -1) == []
+    assert grass.backend.has_job("two") and not grass.backend.has_job("three")
+    assert [(v.name, v.state) for v in grass.backend.list()] == [("two", JobState.SUCCEEDED)]
+
+
+def test_a_failing_job_fails_with_the_diagnosed_phrase(grass):
+    submit(grass, "broken", role("main", "echo starting; no-such-program-xyz --now"))
+    view = final(grass, "broken")
+    assert view.state is JobState.FAILED and view.completion_code == 127
+    (task,) = view.tasks
+    assert (task.exit_code, task.diagnosis) == (127, "220 UserCommandExitWithError")
+    assert view.message.endswith("exited 127: 220 UserCommandExitWithError")
+    assert view.triggered_by == ("main", 0)
+    excerpt = grass.backend.failure_excerpt(view)
+    assert excerpt is not None and any("no-such-program-xyz" in line for line in excerpt.lines)
+
+
+def test_exit_65_stops_the_whole_job(grass):
+    submit(grass, "kill-all", role("quitter", "sleep 1; exit 65"), role("worker", "sleep 300"))
+    view = final(grass, "kill-all")
+    assert view.state is JobState.FAILED
+    assert "exited 65: every container of the job was stopped" in view.message
+    states = {t.role: (t.state, t.exit_code) for t in view.tasks}
+    assert states["quitter"] == ("exited", 65)
+    assert states["worker"][0] == "exited" and states["worker"][1] in (143, 137)  # SIGTERM, or SIGKILL after grace
+
+
+REJOIN = ('redis-cli -h "$MASTER_HOSTNAME" -p "$MASTER_REDIS_PORT" hset "job:$JOB_ID:runtime_details" '
+          'rejoin:enable 1 rejoin:max_restart_times 2 >/dev/null; ')
+
+
+def test_exit_64_is_never_restarted_while_other_codes_are(grass):
+    # Both jobs ask for restarts as MARO's Proxy does (job:<id>:runtime_details), allowing 2.
+    submit(grass, "restarts", role("main", REJOIN + "exit 3"))
+    submit(grass, "never", role("main", REJOIN + "exit 64"))
+    restarted, never = final(grass, "restarts"), final(grass, "never")
+    assert restarted.state is JobState.FAILED and restarted.tasks[0].attempt == 2  # the first run and 2 restarts
+    assert never.state is JobState.FAILED and never.tasks[0].attempt == 0 and never.tasks[0].exit_code == 64
+    client = grass.client()
+    jobs = {name: json.loads(client.hget("name_to_job_details", name)) for name in ("restarts", "never")}
+    assert len(jobs["restarts"]["containers"]) == 3 and len(jobs["never"]["containers"]) == 1
+    assert client.hget(f"job:{jobs['restarts']['id']}:component_id_to_restart_times",
+                       jobs["restarts"]["components"]["main"]["id"]) == "2"
+
+
+def test_a_node_agent_killed_mid_job_is_reported(grass):
+    submit(grass, "lost", role("short", "sleep 3", cpu=2), role("long", "sleep 300", cpu=2))
+    view = running(grass, "lost", 2)
+    victim = next(t.node for t in view.tasks if t.role == "long")
+    grass.kill_agent(victim)
+    final_view = final(grass, "lost")
+    assert final_view.state is JobState.FAILED
+    long_task = next(t for t in final_view.tasks if t.role == "long")
+    assert (long_task.state, long_task.node) == ("lost", victim)
+    assert f"was running on node {victim}, which was lost (no heartbeat)" in final_view.message
+    node = json.loads(grass.client().hget("name_to_node_details", victim))
+    assert node["state"]["status"] == "Lost"
+
+
+def test_a_redis_restart_mid_job_loses_nothing(grass):
+    submission = submit(grass, "survivor", role("a", "sleep 4; echo done-a", cpu=2), role("b", "sleep 4; echo done-b",
+                                                                                          cpu=2))
+    running(grass, "survivor", 2)
+    before = json.loads(grass.client().hget("name_to_job_details", "survivor"))
+    grass.stop_redis()
+    time.sleep(1.5)
+    grass.start_redis()
+    view = final(grass, "survivor", submission.uid)
+    assert view.state is JobState.SUCCEEDED
+    after = json.loads(grass.client().hget("name_to_job_details", "survivor"))
+    assert (after["id"], after["components"]) == (before["id"], before["components"])
+    assert {line.text for line in grass.backend.logs("survivor").lines} == {"done-a", "done-b"}
+    for name in ("n1", "n2"):
+        assert json.loads(grass.client().hget("name_to_node_details", name))["state"]["status"] == "Running"
+
+
+def test_stop_kills_the_containers(grass):
+    submit(grass, "endless", role("main", "sleep 300", instances=2))
+    view = running(grass, "endless", 2)
+    result = grass.backend.stop("endless")
+    assert result.data == {"name": "endless", "status": "running", "stopped": True}
+    stopped = final(grass, "endless")
+    assert stopped.state is JobState.STOPPED
+    assert all(t.state == "exited" and t.exit_code in (143, 137) for t in stopped.tasks)
+    assert [t.node for t in view.tasks] != [None, None]
+    # The job's record follows its containers to their end, as MARO's JobTrackingAgent keeps them.
+    record = wait_for(lambda: (lambda r: r if all(not c["state"]["Running"] for c in r["containers"].values())
+                               else None)(json.loads(grass.client().hget("name_to_job_details", "endless"))),
+                      what="the job record's containers to end")
+    assert record["status"] == "killed" and len(record["containers"]) == 2
+    assert grass.client().lrange("killed_job_tickets", 0, -1) == []
+
+
+def test_resubmitting_a_running_job_is_refused_and_a_job_too_big_stays_pending(grass):
+    from paictl.errors import ClusterError
+
+    submit(grass, "busy", role("main", "sleep 300"))
+    with pytest.raises(ClusterError, match="already pending|already running"):
+        submit(grass, "busy", role("main", "sleep 300"))
+    submit(grass, "huge", role("main", "true", cpu=3))
+    view = wait_for(lambda: (lambda v: v if v.message.startswith("pending: component 'main'") else None)(
+        grass.backend.describe("huge")), what="the misfit message")
+    assert view.state is JobState.PENDING
+    assert "cpu short by 1 cores (free 2, needs 3)" in view.message
+    grass.backend.stop("busy")
+    grass.backend.stop("huge")
+    assert final(grass, "huge").state is JobState.STOPPED
+
+
+def test_the_node_api_needs_the_token(grass):
+    import urllib.error
+    import urllib.request
+
+    url = f"http://127.0.0.1:{grass.ports['n1']}/v1/status"
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(url, timeout=10)
+    assert caught.value.code == 401
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer test-token-0123456789abcdef"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["status"] == "OK"
+
+
+def test_sigterm_marks_the_node_stopped(grass):
+    grass.agents["n2"].send_signal(signal.SIGTERM)
+    assert grass.agents["n2"].wait(timeout=60) == 0
+    node = json.loads(grass.client().hget("name_to_node_details", "n2"))
+    assert node["state"]["status"] == "Stopped"
+    assert os.path.exists(grass.cluster_file)
+
+
+def test_the_commands_submit_follow_status_logs_and_stop(grass, run_cli, tmp_path):
+    job = tmp_path / "cli.yaml"
+    job.write_text(JOB.format(name="cli", roles=role("main", 'echo "hello from $NODE_NAME"', instances=2)))
+    cluster = ["--target", "grass", "--cluster", str(grass.cluster_file)]
+    code, out, err = run_cli("submit", str(job), *cluster, "--follow", "--format", "json")
+    assert code == 0, err
+    last = json.loads(out.splitlines()[-1])
+    assert last["state"] == "succeeded" and {t["node"] for t in last["tasks"]} == {"n1", "n2"}
+    code, out, err = run_cli("status", "cli", *cluster, "--format", "json")
+    assert code == 0 and json.loads(out)["state"] == "succeeded"
+    nodes = {t["index"]: t["node"] for t in last["tasks"]}
+    code, out, err = run_cli("logs", "cli", *cluster)
+    assert code == 0
+    assert sorted(out.splitlines()) == [f"[main-0] hello from {nodes[0]}", f"[main-1] hello from {nodes[1]}"]
+    code, out, err = run_cli("status", *cluster)
+    assert code == 0 and "cli" in out
+    code, out, err = run_cli("stop", "cli", *cluster)
+    assert (code, out) == (0, "grass-job/cli already finish\n")
+    code, out, err = run_cli("status", "nope", *cluster)
+    assert code == 3 and "no job 'nope' on grass cluster test" in err
+    code, out, err = run_cli("submit", str(job), "--target", "grass")
+    assert code == 2 and "--target grass needs --cluster FILE" in err

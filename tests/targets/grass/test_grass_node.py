@@ -1,0 +1,106 @@
+"""A node agent driven the way a stock MARO master drives one: MARO's create config over HTTP, no token.
+
+The agent runs in this process against a real redis-server; the containers are real host processes.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from grass_cluster_harness import GrassCluster, needs_redis, wait_for
+from paictl.targets.grass.cluster import load_cluster
+from paictl.targets.grass.node import NodeAgent
+
+pytestmark = needs_redis
+
+
+@pytest.fixture
+def node(tmp_path):
+    harness = GrassCluster(tmp_path, token=False, cpu=4, memory=8192)
+    harness.start_redis()
+    agent = NodeAgent(load_cluster(str(harness.cluster_file)), "n1", work_dir=tmp_path / "n1", interval=0.2)
+    agent.start()
+    agent.harness = harness
+    try:
+        yield agent
+    finally:
+        agent.close()
+        harness.close()
+
+
+def maro_create_config(name: str, command: str) -> dict:
+    """What MARO's PendingJobAgent sends (maro.md A.8): note PYTHONUNBUFFERED is a number, and no gpu key at 0."""
+    labels = {"cluster_id": "maro1234abcd", "cluster_name": "test", "node_id": "n1", "node_name": "n1",
+              "job_id": "job0000aaaa", "job_name": "demo", "component_id": "component0000bbbb",
+              "component_type": "actor", "component_index": "0", "container_name": name, "cpu": 2,
+              "memory": "3072m"}
+    return {"cpu": 2, "memory": "3072m", "command": command, "image_name": "maro_runtime_cpu",
+            "volumes": ["~/.maro-shared/clusters/test/data/:/mnt/maro"], "container_name": name,
+            "fluentd_address": "127.0.0.1:24224", "fluentd_tag": f"maro.job_id.job0000aaaa.container_name.{name}",
+            "environments": {"JOB_NAME": "demo", "COMPONENT_INDEX": "0", "PYTHONUNBUFFERED": 0},
+            "labels": labels}
+
+
+def call(agent, method: str, path: str, body=None) -> tuple[int, bytes]:
+    host, port = agent.address
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://{host}:{port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def record(agent) -> dict:
+    return json.loads(agent.harness.client().hget("name_to_node_details", "n1"))
+
+
+def test_the_api_listens_on_the_node_address_only(node):
+    assert node.address[0] == "127.0.0.1"
+
+
+def test_a_maro_create_config_runs_and_is_recorded_like_maros_agent_records_it(node):
+    name = "job0000aaaa-component0000bbbb-0-abcdef"
+    status, body = call(node, "POST", "/v1/containers", maro_create_config(name, "echo hi $JOB_NAME; sleep 300"))
+    assert status == 200 and json.loads(body)["State"]["Status"] == "running"
+    details = record(node)
+    assert (details["name"], details["hostname"], details["api_server"], details["state"]["status"]) == (
+        "n1", "127.0.0.1", {"port": node.node.api_port}, "Running")
+    assert details["resources"]["cpu"] == 4 and details["resources"]["target_free_cpu"] == 2
+    assert details["resources"]["target_free_memory"] == 8192 - 3072
+    container = details["containers"][name]
+    assert container["job_id"] == "job0000aaaa" and container["state"]["Running"] is True
+    status, _ = call(node, "POST", f"/v1/containers/{name}:stop")
+    assert status == 200
+    details = record(node)
+    assert details["containers"][name]["state"]["Status"] == "exited"
+    assert details["containers"][name]["state"]["ExitCode"] in (143, 137)
+    assert details["resources"]["target_free_cpu"] == 4  # an exited container holds nothing
+    status, text = call(node, "GET", f"/v1/containers/{name}/logs")
+    assert (status, text) == (200, b"hi demo\n")
+    status, _ = call(node, "DELETE", f"/v1/containers/{name}")
+    assert status == 200 and name not in record(node)["containers"]
+
+
+def test_failures_answer_400_as_maros_api_does(node):
+    assert call(node, "POST", "/v1/containers/no-such:stop")[0] == 400
+    assert call(node, "DELETE", "/v1/containers/no-such")[0] == 400
+    assert call(node, "POST", "/v1/containers", {"container_name": "../evil"})[0] == 400
+    assert call(node, "GET", "/v1/nothing")[0] == 404
+    status, body = call(node, "GET", "/v1/status")
+    assert status == 200 and json.loads(body)["status"] == "OK"
+
+
+def test_a_redis_outage_is_survived(node):
+    harness = node.harness
+    harness.stop_redis()
+    assert node.publish() is False
+    harness.start_redis()
+    wait_for(lambda: node.publish(), what="publishing again")
+    assert record(node)["state"]["status"] == "Running"
