@@ -104,7 +104,10 @@ def to_json_list(objects: Iterable[Mapping[str, Any]]) -> str:
 
 
 def file_name(obj: Mapping[str, Any]) -> str:
-    """`<kind>-<name>.yaml`, lower case: one file per object, stable across runs."""
+    """`<kind>-<name>.yaml`, lower case: one file per object, stable across runs (a job protocol document, the
+    openpai target's output, is `job-<name>.yaml`)."""
+    if "kind" not in obj and "protocolVersion" in obj:
+        return f"job-{obj['name']}.yaml"
     return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
 
 

@@ -26,6 +26,7 @@ TARGETS: dict[str, str] = {
     "framework": "paictl.targets.framework.target",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
     "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
     "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
+    "openpai": "paictl.targets.openpai.target",      # the job protocol document POSTed to an OpenPAI REST server
 }
 
 

@@ -93,6 +93,8 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
     """(JSON pointer, message) for every violation in one object; empty when it is valid."""
     if not isinstance(obj, dict):
         return [("", f"not a mapping but {type(obj).__name__}")]
+    if "kind" not in obj and "protocolVersion" in obj:  # the openpai target's output: a job protocol document
+        return _errors(_paictl_validator("job"), obj, "")
     key = (obj.get("apiVersion"), obj.get("kind"))
     if key == FRAMEWORK:
         errors = _errors(_framework_validator(), obj, "") + _errors(_inline_validator("paictl"), obj, "")

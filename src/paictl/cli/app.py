@@ -181,6 +181,7 @@ app.command("status")(status_command)
 app.command("stop")(stop_command)
 app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
+app.add_typer(__import__("paictl.cli.openpai_cmd", fromlist=["openpai_app"]).openpai_app)  # paictl openpai ...
 
 
 def _interrupted(signum: int, frame: object) -> None:
