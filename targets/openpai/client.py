@@ -29,7 +29,8 @@ MAX_BACKOFF = 8.0
 TIMEOUT = 30.0
 REDACTED = "***"
 _URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
-_BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
+#: RFC 6750's b64token characters: what may follow "Bearer " in a credential.
+_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/-]+=*", re.IGNORECASE)
 
 
 class Redactor:

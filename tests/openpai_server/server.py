@@ -52,7 +52,7 @@ class OpenPaiServer:
         self.tokens: dict[str, str] = {}
         self.jobs: dict[str, Job] = {}
         self.scenarios: dict[str, str] = {}       # job name -> scenario name (default "succeed")
-        self.faults: list[tuple[str, str]] = []    # (path prefix, "drop" | "500" | "503")
+        self.faults: list[tuple[str, str]] = []    # (path prefix, "drop" | "500" | "503" | "echo401")
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self._httpd: Optional[ThreadingHTTPServer] = None
@@ -119,6 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault[1] == "drop":
             self.close_connection = True
             self.connection.shutdown(2)  # no status line at all: the client sees the connection dropped
+            return
+        if fault is not None and fault[1] == "echo401":  # a careless server quoting the credential back
+            self._error(401, "UnauthorizedUserError", f"bad credential {self.headers.get('Authorization')}")
             return
         if fault is not None:
             self._error(int(fault[1]), "UnknownError", "Internal error message.")

@@ -216,3 +216,38 @@ def test_the_token_goes_only_to_the_rest_server(pai, tmp_path):
     list(backend.logs("bearer"))
     api = [r for r in pai.server.requests if r.path.startswith("/api/")]
     assert api and all(r.headers.get("Authorization") == f"Bearer {TOKEN}" for r in api)
+
+
+def test_token_canary_in_everything_the_backend_returns(pai, tmp_path):
+    """Views, submissions, stop results, log lines and every error text: the token appears in none of them."""
+    import dataclasses
+    import json
+
+    from paictl.targets.states import view_to_data
+
+    texts: list[str] = []
+    backend, submission = _submit(pai, tmp_path, "canary1", scenario="fail")
+    texts.append(repr(dataclasses.asdict(submission)))
+    texts += [json.dumps(view_to_data(view)) for view in backend.watch("canary1")]
+    texts += [line.text for line in backend.logs("canary1")]
+    texts += [json.dumps(view_to_data(view)) for view in backend.list()]
+    _submit(pai, tmp_path, "canary2", scenario="long")
+    texts.append(repr(dataclasses.asdict(backend.stop("canary2"))))
+    errors = []
+    for fault, times in (("echo401", 1), ("drop", 4), ("503", 4)):  # 401 is not retried; the others 4 times
+        pai.server.faults.extend([("/api/v2/jobs/alice~canary2", fault)] * times)
+        with pytest.raises(ClusterError) as caught:
+            backend.describe("canary2")
+        assert not pai.server.faults
+        errors.append(str(caught.value))
+    assert errors[0].endswith("HTTP 401 UnauthorizedUserError: bad credential Bearer ***; the token is missing, "
+                              "wrong or expired: run `paictl openpai login testpai`")
+    assert errors[1].startswith("cannot reach the OpenPAI REST server testpai")
+    assert "HTTP 503 UnknownError" in errors[2]
+    texts += errors
+    for failing in (lambda: backend.submit(compile_job(tmp_path / "canary1.yaml", target="openpai")),
+                    lambda: _submit(pai, tmp_path, "canary3", virtual_cluster="nowhere")):
+        with pytest.raises(ClusterError) as caught:
+            failing()
+        texts.append(str(caught.value))
+    assert texts and not [text for text in texts if TOKEN in text]
