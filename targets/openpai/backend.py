@@ -26,7 +26,7 @@ from .status import job_view, summary_view
 from .target import CONTENT_TYPE, protocol_document, protocol_text
 
 DEFAULT_VIRTUAL_CLUSTER = "default"
-MAX_POLL_INTERVAL = 15.0
+MAX_POLL_INTERVAL = 10.0
 POLL_SLOWDOWN = 1.5
 #: Log locations in the order paictl prefers them (the swagger's example lists stderr, all, stdout).
 LOG_PREFERENCE = ("all", "stdout", "stderr")
@@ -54,6 +54,7 @@ class OpenPaiBackend:
         self.client = OpenPaiClient(url=self.entry.url, token=resolve_token(self.entry), alias=self.entry.alias,
                                     backoff=float(extra.get("retry_backoff", 0.5)))
         self.requests = 0   # how many job-detail requests `watch` made (the README's figure, and tests')
+        self.sleep = time.sleep  # replaceable, so a test can check the polling schedule without waiting for it
 
     @property
     def namespace(self) -> Optional[str]:
@@ -189,7 +190,7 @@ class OpenPaiBackend:
                 return
             interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, self.max_interval)
             last = view
-            time.sleep(interval)
+            self.sleep(interval)
 
     def list(self) -> list[JobView]:
         rows = self.client.get("/api/v2/jobs", params={"username": self.user}, what="list jobs").body
@@ -225,7 +226,7 @@ class OpenPaiBackend:
                                           (task_role, int(task.get("taskIndex") or 0)) not in shown)
             if not follow or self._view(detail).state.is_final:
                 return
-            time.sleep(self.min_interval)
+            self.sleep(self.min_interval)
             detail = self._detail(name)
             tasks = self._select_tasks(detail, role, index)
 

@@ -251,3 +251,20 @@ def test_token_canary_in_everything_the_backend_returns(pai, tmp_path):
             failing()
         texts.append(str(caught.value))
     assert texts and not [text for text in texts if TOKEN in text]
+
+
+def test_polling_backs_off_while_nothing_changes_and_resets_on_a_change(pai, tmp_path):
+    backend, _ = _submit(pai, tmp_path, "patient", scenario="long")
+    backend.min_interval, backend.max_interval = 1.0, 10.0  # the defaults; sleeping is recorded, not done
+    slept: list[float] = []
+    backend.sleep = slept.append
+    states = []
+    for view in backend.watch("patient"):
+        states.append(view.state)
+        if len(states) == 12:
+            break
+    # read 1 WAITING; read 2 RUNNING (a change: back to the minimum); then RUNNING unchanged, 1.5x each time to 10 s
+    assert states[:2] == [JobState.PENDING, JobState.RUNNING] and set(states[2:]) == {JobState.RUNNING}
+    assert slept == pytest.approx([1.0, 1.0, 1.5, 2.25, 3.375, 5.0625, 7.59375, 10.0, 10.0, 10.0, 10.0])
+    reads = pai.server.job_reads("alice~patient")
+    assert sum(1 for r in reads if "If-None-Match" in r.headers) == 11
