@@ -39,11 +39,13 @@ TARGETS: dict[str, str] = {
 BACKENDS: dict[str, str] = {
     "local": "paictl.targets.local.backend:LocalBackend",   # this machine: host processes, a run folder
     "kube": "paictl.targets.kube.backend:KubeBackend",      # a Kubernetes cluster: server-side apply, watch
+    "openpai": "paictl.targets.openpai.backend:OpenPaiBackend",  # an OpenPAI cluster through its REST server
 }
 RUNS_ON: dict[str, str] = {
     "local": "local",
     "framework": "kube",
     "mars": "kube",
+    "openpai": "openpai",
 }
 #: Where `status/stop/logs NAME` look when no --target is given: each backend but the last is asked `has_job`
 #: (cheap: no connection), and the last one answers whatever it finds.

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Optional
 from urllib.parse import quote
 
 from paictl.errors import ClusterError, NotFoundError, PaictlError, UsageError
-from paictl.targets.backend import (Applied, BackendOptions, FailureExcerpt, LogLine, StopResult, Submission)
+from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
 from paictl.targets.states import JobState, JobView, view_to_data
 
 from .clusters import ClusterEntry, get_cluster, resolve_token
@@ -40,28 +40,68 @@ class OpenPaiBackend:
     targets = ("openpai",)
 
     def __init__(self, options: BackendOptions = BackendOptions(), *, entry: Optional[ClusterEntry] = None):
-        from .client import OpenPaiClient
-
         extra = dict(options.extra)
-        self.entry = entry or get_cluster(options.cluster, extra.get("clusters_file"))
-        self.user = self.entry.user
+        self.options, self._entry, self._client = options, entry, None
+        self.clusters_file = extra.get("clusters_file")
         self.virtual_cluster: Optional[str] = extra.get("virtual_cluster")
-        self.min_interval = float(extra.get("min_poll_interval") or self.entry.min_poll_interval)
-        self.max_interval = max(self.min_interval, float(extra.get("max_poll_interval") or MAX_POLL_INTERVAL))
+        self._min_interval: Optional[float] = extra.get("min_poll_interval")
+        self.max_interval = float(extra.get("max_poll_interval") or MAX_POLL_INTERVAL)
+        self.retry_backoff = float(extra.get("retry_backoff", 0.5))
         self.pending_timeout = options.pending_timeout
         self.exit_spec = options.exit_spec
         self._rules: Any = None
-        self.client = OpenPaiClient(url=self.entry.url, token=resolve_token(self.entry), alias=self.entry.alias,
-                                    backoff=float(extra.get("retry_backoff", 0.5)))
         self.requests = 0   # how many job-detail requests `watch` made (the README's figure, and tests')
         self.sleep = time.sleep  # replaceable, so a test can check the polling schedule without waiting for it
+
+    # Opening a backend never fails: the alias, its token and the connection are looked up on first use, so that
+    # `is_configured` can be asked of a user who has no OpenPAI cluster at all.
+
+    @property
+    def entry(self) -> ClusterEntry:
+        if self._entry is None:
+            self._entry = get_cluster(self.options.cluster, self.clusters_file)
+        return self._entry
+
+    @property
+    def user(self) -> str:
+        return self.entry.user
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from .client import OpenPaiClient
+
+            self._client = OpenPaiClient(url=self.entry.url, token=resolve_token(self.entry),
+                                         alias=self.entry.alias, backoff=self.retry_backoff)
+        return self._client
+
+    @property
+    def min_interval(self) -> float:
+        return float(self._min_interval or self.entry.min_poll_interval)
+
+    @min_interval.setter
+    def min_interval(self, seconds: float) -> None:
+        self._min_interval = seconds
+
+    def is_configured(self) -> bool:
+        """The clusters file names the alias asked for (or holds exactly one); never connects."""
+        try:
+            self.entry
+        except PaictlError:
+            return False
+        return True
+
+    def not_found(self, name: str) -> str:
+        user, job = self._full_name(name)
+        return f"no OpenPAI job {user}~{job} on {self.entry.alias}"
 
     @property
     def namespace(self) -> Optional[str]:
         return None
 
     def close(self) -> None:
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
 
     # -- names ------------------------------------------------------------------------------------------------
 
@@ -109,13 +149,12 @@ class OpenPaiBackend:
         except ClusterError as error:
             if getattr(error, "status", None) == 409:
                 raise ClusterError(
-                    f"{error}; OpenPAI never reuses a job name, even after the job ended: rename the job "
+                    f"{str(error).rstrip('.')}; OpenPAI never reuses a job name, even after the job ended: rename the job "
                     f"(`name:` in the file), or follow the existing one with `paictl status {compiled.job.name} "
                     f"--target openpai --cluster {self.entry.alias} --follow`") from None
             raise
-        applied = Applied(label=f"job/{full}", kind="Job", name=full, namespace=virtual_cluster, result="submitted")
         return Submission(
-            name=compiled.job.name, where=where, applied=(applied,),
+            name=compiled.job.name, where=where,
             lines=(f"job {full} submitted to {where}",),
             data=({"job": full, "cluster": self.entry.alias, "virtualCluster": virtual_cluster,
                    "result": "submitted"},),
@@ -188,7 +227,7 @@ class OpenPaiBackend:
             if (self.pending_timeout is not None and view.state is JobState.PENDING
                     and time.monotonic() - started > self.pending_timeout):
                 return
-            interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, self.max_interval)
+            interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, max(self.max_interval, self.min_interval))
             last = view
             self.sleep(interval)
 
@@ -213,17 +252,23 @@ class OpenPaiBackend:
     # -- logs -------------------------------------------------------------------------------------------------
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Iterator[LogLine]:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         """Each chosen task's log locations (one note), then the preferred log's lines; with follow, new lines
-        until the job ends."""
+        until the job ends. The tasks are chosen now, so an unknown role or index fails before any line."""
         detail = self._detail(name)
         tasks = self._select_tasks(detail, role, index)
+        chosen = tuple((task_role, int(task.get("taskIndex") or 0)) for task_role, task in tasks)
+        return Logs(tasks=chosen, lines=self._log_lines(name, detail, tasks, role, index, attempt, follow))
+
+    def _log_lines(self, name: str, detail: dict[str, Any], tasks: list[tuple[str, dict[str, Any]]],
+                   role: Optional[str], index: Optional[int], attempt: Optional[int],
+                   follow: bool) -> Iterator[LogLine]:
         job_attempt = attempt if attempt is not None else int((detail.get("jobStatus") or {}).get("attemptId") or 0)
         shown: dict[tuple[str, int], int] = {}
         while True:
             for task_role, task in tasks:
-                yield from self._task_log(name, job_attempt, task_role, task, shown, announce=not follow or
-                                          (task_role, int(task.get("taskIndex") or 0)) not in shown)
+                key = (task_role, int(task.get("taskIndex") or 0))
+                yield from self._task_log(name, job_attempt, task_role, task, shown, announce=key not in shown)
             if not follow or self._view(detail).state.is_final:
                 return
             self.sleep(self.min_interval)
@@ -279,7 +324,8 @@ class OpenPaiBackend:
             return None
         role, index = view.triggered_by
         try:
-            lines = [line.text for line in self.logs(view.name, role=role, index=index) if line.stream == "out"]
+            lines = [line.text for line in self.logs(view.name, role=role, index=index).lines
+                     if line.stream == "out"]
         except PaictlError:
             return None
         return FailureExcerpt(label=f"{role}-{index} ({self._where()})", lines=tuple(lines[-EXCERPT_LINES:]))

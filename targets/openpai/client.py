@@ -176,7 +176,8 @@ class OpenPaiClient:
         code, message = server_error(text)
         line = f"OpenPAI {self.alias}: {what}: HTTP {status}" + (f" {code}" if code else "") + f": {message}"
         if status == 401:
-            line += f"; the token is missing, wrong or expired: run `paictl openpai login {self.alias}`"
+            line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
+                                       f"`paictl openpai login {self.alias}`")
         cls = NotFoundError if status == 404 else ClusterError
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]

@@ -14,6 +14,8 @@ import typer
 
 from paictl.errors import ClusterError, PaictlError, UsageError
 
+from .errors import fail as _fail
+
 openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
                           help="OpenPAI clusters: aliases, REST server URLs, users and where their tokens are.")
 
@@ -22,11 +24,6 @@ _TOKEN_ENV = typer.Option(None, "--token-env", metavar="VAR",
                           help="Read the token from this environment variable (e.g. an application token in CI).")
 _VIRTUAL_CLUSTER = typer.Option(None, "--virtual-cluster", metavar="VC",
                                 help="Virtual cluster used when the job names none (default: default).")
-
-
-def _fail(error: PaictlError) -> None:
-    typer.echo(f"paictl: error: {error}", err=True)
-    raise typer.Exit(error.exit_code)
 
 
 @openpai_app.command("clusters")

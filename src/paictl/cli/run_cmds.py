@@ -62,6 +62,8 @@ def _target_option(help_text: str):
 _CONTEXT = typer.Option(None, "--context", help="The kubeconfig context to use (as kubectl --context).")
 _NAMESPACE = typer.Option(None, "--namespace", "-n", help="Namespace (default: the context's, else the profile's).")
 _KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (as kubectl).")
+_CLUSTER = typer.Option(None, "--cluster", metavar="ALIAS",
+                        help="OpenPAI: the cluster alias (see `paictl openpai clusters`; default: the only one).")
 _RUN_DIR = typer.Option(DEFAULT_RUN_DIR, "--run-dir", metavar="DIR", help="Where local runs keep state and logs.")
 _FORMAT = typer.Option("text", "--format", metavar="FORMAT",
                        help="text: a live table (one line per change when not a terminal); json: JSON lines.")
@@ -172,8 +174,8 @@ def _run_attached(backend: Backend, submission: Submission, output_format: str) 
 def submit_command(
     job_path: str = JOB_ARGUMENT,
     target: Optional[str] = _target_option(
-        "local (this machine), framework or mars (Kubernetes). Default: framework when a kubeconfig is found, "
-        "else local."),
+        "local (this machine), framework or mars (Kubernetes), openpai (an OpenPAI REST server). Default: framework "
+        "when a kubeconfig is found, else local."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
     parameter: List[str] = PARAMETER_OPTION,
@@ -182,6 +184,10 @@ def submit_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[str] = _CLUSTER,
+    virtual_cluster: Optional[str] = typer.Option(None, "--virtual-cluster", metavar="VC",
+                                                  help="OpenPAI: the virtual cluster (default: the job's, else the "
+                                                       "alias's, else default)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Kubernetes: ask the server to check, create nothing."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Follow the job to its verdict (exit 0/1/4)."),
     output_format: str = _FORMAT,
@@ -207,7 +213,8 @@ def submit_command(
         if target not in _target_names():
             raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
-                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout))
+                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
+                                         cluster=cluster, extra={"virtual_cluster": virtual_cluster}))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,
@@ -252,6 +259,7 @@ def status_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[str] = _CLUSTER,
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
@@ -267,7 +275,7 @@ def status_command(
     from .errors import fail
 
     options = _options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
-                       exit_spec=exit_spec, pending_timeout=pending_timeout)
+                       exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster)
     if name is None:
         try:
             _check_format(output_format)
@@ -327,6 +335,7 @@ def stop_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[str] = _CLUSTER,
     output_format: str = _FORMAT,
     run_dir: Path = _RUN_DIR,
 ) -> None:
@@ -341,7 +350,8 @@ def stop_command(
     try:
         _check_format(output_format)
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
-                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+                                                               kubeconfig=kubeconfig, run_dir=run_dir,
+                                                               cluster=cluster))
         result = backend.stop(name)
         if output_format == "json":
             _echo_json(result.data)
@@ -365,6 +375,7 @@ def logs_command(
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    cluster: Optional[str] = _CLUSTER,
     run_dir: Path = _RUN_DIR,
 ) -> None:
     """Print task logs. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs --prefix).
@@ -377,7 +388,8 @@ def logs_command(
     backend = None
     try:
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
-                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+                                                               kubeconfig=kubeconfig, run_dir=run_dir,
+                                                               cluster=cluster))
         logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow)
         prefixed = len(logs.tasks) > 1
         for line in logs.lines:

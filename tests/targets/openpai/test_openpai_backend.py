@@ -76,7 +76,7 @@ def test_resubmit_gives_the_conflict_and_how_to_go_on(pai, tmp_path):
         backend.submit(compiled)
     message = str(caught.value)
     assert "\n" not in message and caught.value.exit_code == 3
-    assert "HTTP 409 ConflictJobError: Job alice~twice already exists." in message
+    assert "HTTP 409 ConflictJobError: Job alice~twice already exists; OpenPAI never reuses a job name" in message
     assert "rename the job" in message and "paictl status twice --target openpai --cluster testpai" in message
 
 
@@ -175,25 +175,25 @@ def test_pending_timeout_ends_on_a_pending_view(pai, tmp_path):
 def test_logs_list_locations_and_fetch_the_log(pai, tmp_path):
     backend, _ = _submit(pai, tmp_path, "chatty")
     list(backend.watch("chatty"))
-    lines = list(backend.logs("chatty", role="worker", index=1))
+    lines = list(backend.logs("chatty", role="worker", index=1).lines)
     notes = [line.text for line in lines if line.stream == "note"]
     assert len(notes) == 1 and notes[0].startswith("log locations: stderr http://127.0.0.1:")
     assert "token=***" in notes[0] and "showing all" in notes[0] and "log-manager-token" not in notes[0]
     assert [line.text for line in lines if line.stream == "out"] == ["starting", "epoch 1 done", "epoch 2 done"]
     assert {(line.role, line.index) for line in lines} == {("worker", 1)}
     with pytest.raises(UsageError, match="has no task role 'ps'; it has worker"):
-        list(backend.logs("chatty", role="ps"))
+        list(backend.logs("chatty", role="ps").lines)
 
 
 def test_logs_before_a_task_starts_say_so(pai, tmp_path):
     backend, _ = _submit(pai, tmp_path, "early")
-    lines = list(backend.logs("early", role="worker", index=0))
+    lines = list(backend.logs("early", role="worker", index=0).lines)
     assert [(line.stream, line.text) for line in lines] == [("note", "no log yet")]
 
 
 def test_logs_follow_until_the_job_ends(pai, tmp_path):
     backend, _ = _submit(pai, tmp_path, "streamed")
-    lines = [line.text for line in backend.logs("streamed", role="worker", index=0, follow=True)
+    lines = [line.text for line in backend.logs("streamed", role="worker", index=0, follow=True).lines
              if line.stream == "out"]
     assert lines == ["starting", "epoch 1 done", "epoch 2 done"]  # each line once, though fetched repeatedly
 
@@ -213,7 +213,7 @@ def test_list_and_describe(pai, tmp_path):
 def test_the_token_goes_only_to_the_rest_server(pai, tmp_path):
     backend, _ = _submit(pai, tmp_path, "bearer")
     list(backend.watch("bearer"))
-    list(backend.logs("bearer"))
+    list(backend.logs("bearer").lines)
     api = [r for r in pai.server.requests if r.path.startswith("/api/")]
     assert api and all(r.headers.get("Authorization") == f"Bearer {TOKEN}" for r in api)
 
@@ -229,7 +229,7 @@ def test_token_canary_in_everything_the_backend_returns(pai, tmp_path):
     backend, submission = _submit(pai, tmp_path, "canary1", scenario="fail")
     texts.append(repr(dataclasses.asdict(submission)))
     texts += [json.dumps(view_to_data(view)) for view in backend.watch("canary1")]
-    texts += [line.text for line in backend.logs("canary1")]
+    texts += [line.text for line in backend.logs("canary1").lines]
     texts += [json.dumps(view_to_data(view)) for view in backend.list()]
     _submit(pai, tmp_path, "canary2", scenario="long")
     texts.append(repr(dataclasses.asdict(backend.stop("canary2"))))

@@ -77,7 +77,7 @@ def test_a_wrong_token_says_to_log_in(server):
     with pytest.raises(ClusterError) as caught:
         _client(server, token="not-the-token").get("/api/v2/jobs", what="list jobs")
     assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 401 UnauthorizedUserError: Guest is not allowed "
-                                 "to do this operation.; the token is missing, wrong or expired: run "
+                                 "to do this operation; the token is missing, wrong or expired: run "
                                  "`paictl openpai login testpai`")
 
 
