@@ -105,7 +105,7 @@ def to_json_list(objects: Iterable[Mapping[str, Any]]) -> str:
 
 def file_name(obj: Mapping[str, Any]) -> str:
     """`<kind>-<name>.yaml`, lower case: one file per object, stable across runs. A document with no kind (MARO's
-    job deployment file) is `job-<name>.yaml`."""
+    job deployment file, or the job protocol document the openpai target sends) is `job-<name>.yaml`."""
     if "kind" not in obj:
         return f"job-{obj['name']}.yaml"
     return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"

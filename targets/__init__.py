@@ -33,6 +33,7 @@ TARGETS: dict[str, str] = {
     "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
     "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
     "grass": "paictl.targets.grass.target",          # a MARO Grass job deployment file (+ the plan with --cluster)
+    "openpai": "paictl.targets.openpai.target",      # the job protocol document POSTed to an OpenPAI REST server
 }
 
 #: Which backend runs each target's output ("module:class").
@@ -40,12 +41,14 @@ BACKENDS: dict[str, str] = {
     "local": "paictl.targets.local.backend:LocalBackend",   # this machine: host processes, a run folder
     "kube": "paictl.targets.kube.backend:KubeBackend",      # a Kubernetes cluster: server-side apply, watch
     "grass": "paictl.targets.grass.backend:GrassBackend",   # a MARO Grass cluster: its master's Redis records
+    "openpai": "paictl.targets.openpai.backend:OpenPaiBackend",  # an OpenPAI cluster through its REST server
 }
 RUNS_ON: dict[str, str] = {
     "local": "local",
     "framework": "kube",
     "mars": "kube",
     "grass": "grass",
+    "openpai": "openpai",
 }
 #: Where `status/stop/logs NAME` look when no --target is given: each backend but the last is asked `has_job`
 #: (cheap: no connection), and the last one answers whatever it finds.

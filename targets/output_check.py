@@ -96,6 +96,8 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
     """(JSON pointer, message) for every violation in one object; empty when it is valid."""
     if not isinstance(obj, dict):
         return [("", f"not a mapping but {type(obj).__name__}")]
+    if "kind" not in obj and "protocolVersion" in obj:  # the openpai target's output: a job protocol document
+        return _errors(_paictl_validator("job"), obj, "")
     key = (obj.get("apiVersion"), obj.get("kind"))
     if key == (None, None) and str(obj.get("mode", "")).startswith("grass"):
         return _errors(_paictl_validator("grass-job"), obj, "")

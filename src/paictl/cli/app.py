@@ -166,7 +166,9 @@ def explain(
 
 from .compile_cmd import compile_command  # noqa: E402 - commands are defined in their own modules
 from .diagnose_cmd import diagnose_command  # noqa: E402
+from .grass_cmd import grass_app  # noqa: E402
 from .marketplace_cmd import marketplace_app  # noqa: E402
+from .openpai_cmd import openpai_app  # noqa: E402
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
 
 app.command("compile")(compile_command)
@@ -176,7 +178,8 @@ app.command("stop")(stop_command)
 app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
 app.add_typer(marketplace_app)
-app.add_typer(__import__("paictl.cli.grass_cmd", fromlist=["grass_app"]).grass_app)  # paictl grass master|node|plan
+app.add_typer(grass_app)
+app.add_typer(openpai_app)
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -40,9 +40,11 @@ def _options(*, cluster: Optional[List[str]] = None, **given) -> BackendOptions:
     so the first is `cluster` and all of them are `extra["cluster_files"]`."""
     from paictl.targets.backend import BackendOptions
 
+    extra = dict(given.pop("extra", None) or {})
     if cluster:
-        given.update(cluster=cluster[0], extra={"cluster_files": list(cluster)})
-    return BackendOptions(**given)
+        given["cluster"] = cluster[0]
+        extra["cluster_files"] = list(cluster)
+    return BackendOptions(**given, extra=extra)
 
 
 def _open(target: str, options: BackendOptions) -> Backend:
@@ -66,8 +68,9 @@ def _target_option(help_text: str):
 _CONTEXT = typer.Option(None, "--context", help="The kubeconfig context to use (as kubectl --context).")
 _NAMESPACE = typer.Option(None, "--namespace", "-n", help="Namespace (default: the context's, else the profile's).")
 _KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (as kubectl).")
-_CLUSTER = typer.Option(None, "--cluster", metavar="FILE",
-                        help="grass: the cluster file (repeatable: MARO's create file and node-join files).")
+_CLUSTER = typer.Option(None, "--cluster", metavar="FILE_OR_ALIAS",
+                        help="grass: the cluster file (repeatable: MARO's create file and node-join files); "
+                             "openpai: the cluster alias (see `paictl openpai clusters`; default: the only one).")
 _RUN_DIR = typer.Option(DEFAULT_RUN_DIR, "--run-dir", metavar="DIR", help="Where local runs keep state and logs.")
 _FORMAT = typer.Option("text", "--format", metavar="FORMAT",
                        help="text: a live table (one line per change when not a terminal); json: JSON lines.")
@@ -178,9 +181,8 @@ def _run_attached(backend: Backend, submission: Submission, output_format: str) 
 def submit_command(
     job_path: str = JOB_ARGUMENT,
     target: Optional[str] = _target_option(
-        "local (this machine), framework or mars (Kubernetes), grass (a MARO Grass cluster, with --cluster). "
-        "Default: framework when a kubeconfig is found, "
-        "else local."),
+        "local (this machine), framework, jobset or mars (Kubernetes), grass (a MARO Grass cluster, with --cluster), "
+        "openpai (an OpenPAI REST server). Default: framework when a kubeconfig is found, else local."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
     parameter: List[str] = PARAMETER_OPTION,
@@ -190,6 +192,9 @@ def submit_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     cluster: Optional[List[str]] = _CLUSTER,
+    virtual_cluster: Optional[str] = typer.Option(None, "--virtual-cluster", metavar="VC",
+                                                  help="OpenPAI: the virtual cluster (default: the job's, else the "
+                                                       "alias's, else default)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Kubernetes: ask the server to check, create nothing."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Follow the job to its verdict (exit 0/1/4)."),
     output_format: str = _FORMAT,
@@ -216,7 +221,7 @@ def submit_command(
             raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
                                          run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
-                                         cluster=cluster))
+                                         cluster=cluster, extra={"virtual_cluster": virtual_cluster}))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,

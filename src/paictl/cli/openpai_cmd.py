@@ -1,0 +1,197 @@
+"""`paictl openpai clusters|add|remove|login`: the OpenPAI clusters a user submits to, and their tokens.
+
+Tokens are never printed, never echoed while typed, and never written in plain text unless `--store-plaintext` is
+given; every message that could quote one goes through the client's redaction guard first.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+
+from paictl.errors import ClusterError, PaictlError, UsageError
+
+from .errors import fail as _fail
+
+openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
+                          help="OpenPAI clusters: aliases, REST server URLs, users and where their tokens are.")
+
+_FORMAT = typer.Option("text", "--format", metavar="FORMAT", help="text or json.")
+_TOKEN_ENV = typer.Option(None, "--token-env", metavar="VAR",
+                          help="Read the token from this environment variable (e.g. an application token in CI).")
+_VIRTUAL_CLUSTER = typer.Option(None, "--virtual-cluster", metavar="VC",
+                                help="Virtual cluster used when the job names none (default: default).")
+
+
+@openpai_app.command("clusters")
+def clusters_command(output_format: str = _FORMAT) -> None:
+    """List the configured clusters and print where the clusters file is. Tokens are never shown."""
+    from paictl.targets.openpai.clusters import clusters_path, load_clusters
+
+    try:
+        if output_format not in ("text", "json"):
+            raise UsageError(f"--format {output_format!r}: expected text or json")
+        path = clusters_path()
+        entries = load_clusters(path)
+    except PaictlError as error:
+        _fail(error)
+    rows = [{"alias": e.alias, "url": e.url, "user": e.user, "token": e.token_source,
+             "virtualCluster": e.virtual_cluster or "default"} for e in entries.values()]
+    if output_format == "json":
+        typer.echo(json.dumps({"path": str(path), "clusters": rows}, ensure_ascii=False))
+        return
+    typer.echo(f"clusters file: {path}")
+    if not rows:
+        typer.echo("no clusters yet: paictl openpai add ALIAS URL --user NAME", err=True)
+        return
+    table = [("ALIAS", "URL", "USER", "VIRTUAL CLUSTER", "TOKEN")]
+    table += [(r["alias"], r["url"], r["user"], r["virtualCluster"], r["token"]) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])
+
+
+@openpai_app.command("add")
+def add_command(
+    alias: str = typer.Argument(..., metavar="ALIAS", help="A short name for the cluster (used with --cluster)."),
+    url: str = typer.Argument(..., metavar="URL", help="The REST server, e.g. https://pai.example.com."),
+    user: str = typer.Option(..., "--user", "-u", help="Your OpenPAI user name."),
+    token_env: Optional[str] = _TOKEN_ENV,
+    virtual_cluster: Optional[str] = _VIRTUAL_CLUSTER,
+    min_poll_interval: float = typer.Option(1.0, "--min-poll-interval", metavar="SECONDS",
+                                            help="Least time between two status requests while following."),
+) -> None:
+    """Add a cluster (or change an existing alias). The token comes later: --token-env here, or `login`."""
+    import dataclasses
+
+    from paictl.targets.openpai.clusters import (ClusterEntry, check_alias, check_url, load_clusters,
+                                                 save_clusters)
+
+    try:
+        if min_poll_interval <= 0:
+            raise UsageError("--min-poll-interval must be a positive number of seconds")
+        entries = load_clusters()
+        entry = ClusterEntry(alias=check_alias(alias), url=check_url(url), user=user, token_env=token_env,
+                             virtual_cluster=virtual_cluster, min_poll_interval=min_poll_interval)
+        old = entries.get(alias)
+        if old is not None and token_env is None and old.url == entry.url and old.user == user:
+            entry = dataclasses.replace(entry, token_env=old.token_env, token_store=old.token_store,
+                                        token=old.token)  # same server and user: keep the login
+        entries[alias] = entry
+        path = save_clusters(entries)
+    except PaictlError as error:
+        _fail(error)
+    typer.echo(f"cluster {alias}: {entry.url} as {user}; token: {entry.token_source} ({path})")
+
+
+@openpai_app.command("remove")
+def remove_command(alias: str = typer.Argument(..., metavar="ALIAS")) -> None:
+    """Remove a cluster alias (and its token from the OS keyring, if it was kept there)."""
+    from paictl.targets.openpai.clusters import forget_token, get_cluster, load_clusters, save_clusters
+
+    try:
+        entry = get_cluster(alias)
+        entries = load_clusters()
+        del entries[alias]
+        save_clusters(entries)
+        forget_token(entry)
+    except PaictlError as error:
+        _fail(error)
+    typer.echo(f"cluster {alias} removed")
+
+
+@openpai_app.command("login")
+def login_command(
+    alias: str = typer.Argument(..., metavar="ALIAS"),
+    user: Optional[str] = typer.Option(None, "--user", "-u", help="Log in as this user (default: the alias's)."),
+    password_stdin: bool = typer.Option(False, "--password-stdin",
+                                        help="Read the password from standard input instead of prompting."),
+    token_env: Optional[str] = _TOKEN_ENV,
+    token_stdin: bool = typer.Option(False, "--token-stdin",
+                                     help="Read an application token (web portal > Profile) from standard input."),
+    store_plaintext: bool = typer.Option(False, "--store-plaintext",
+                                         help="Keep the token in the clusters file (mode 0600) when no OS keyring "
+                                              "is available. Anyone who can read the file can act as you."),
+    expiration: Optional[int] = typer.Option(None, "--expiration", metavar="SECONDS",
+                                             help="Ask the server for a token that expires after this long."),
+) -> None:
+    """Get a token: user name and password (`POST /api/v2/authn/basic/login`; the password is never echoed), an
+    application token from standard input, or an environment variable that holds one (--token-env)."""
+    import dataclasses
+
+    from paictl.targets.openpai.clusters import get_cluster, load_clusters, save_clusters, store_token
+
+    try:
+        if sum((password_stdin, token_env is not None, token_stdin)) > 1:
+            raise UsageError("choose one of --password-stdin, --token-env and --token-stdin")
+        entry = get_cluster(alias)
+        if user is not None:
+            entry = dataclasses.replace(entry, user=user)
+        if token_env is not None:
+            entry = dataclasses.replace(entry, token_env=token_env, token_store=None, token=None)
+            _check_token(entry)
+            how = f"token from ${token_env}"
+        elif token_stdin:
+            token = sys.stdin.readline().strip()
+            if not token:
+                raise UsageError("--token-stdin: standard input is empty")
+            entry = store_token(dataclasses.replace(entry, token_env=None), token, plaintext=store_plaintext)
+            _check_token(entry)
+            how = f"application token kept in the {_place(entry)}"
+        else:
+            password = sys.stdin.readline().rstrip("\r\n") if password_stdin else \
+                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True)
+            if not password:
+                raise UsageError("empty password")
+            user_name, token = _basic_login(entry, password, expiration)
+            entry = store_token(dataclasses.replace(entry, user=user_name, token_env=None), token,
+                                plaintext=store_plaintext)
+            how = f"token kept in the {_place(entry)}"
+        entries = load_clusters()
+        entries[alias] = entry
+        save_clusters(entries)
+    except PaictlError as error:
+        _fail(error)
+    typer.echo(f"logged in to {alias} ({entry.url}) as {entry.user}; {how}")
+
+
+def _place(entry) -> str:
+    return "OS keyring" if entry.token_store == "keyring" else "clusters file (plaintext, mode 0600)"
+
+
+def _basic_login(entry, password: str, expiration: Optional[int]) -> tuple[str, str]:
+    from urllib.parse import urlencode
+
+    from paictl.targets.openpai.client import OpenPaiClient
+
+    client = OpenPaiClient(url=entry.url, token=None, alias=entry.alias)
+    client.redact.add(password)
+    form = {"username": entry.user, "password": password}
+    if expiration is not None:
+        form["expiration"] = str(expiration)
+    try:
+        reply = client.post("/api/v2/authn/basic/login", content=urlencode(form).encode(), auth=False,
+                            content_type="application/x-www-form-urlencoded", what=f"log in as {entry.user}")
+    finally:
+        client.close()
+    body = reply.body if isinstance(reply.body, dict) else {}
+    if not body.get("token"):
+        raise ClusterError(f"OpenPAI {entry.alias}: the login answer has no token")
+    return str(body.get("user") or entry.user), str(body["token"])
+
+
+def _check_token(entry) -> None:
+    """Ask the server who we are with this token: a wrong token is found at login, not at the first submit."""
+    from urllib.parse import quote
+
+    from paictl.targets.openpai.clusters import resolve_token
+    from paictl.targets.openpai.client import OpenPaiClient
+
+    client = OpenPaiClient(url=entry.url, token=resolve_token(entry), alias=entry.alias)
+    try:
+        client.get(f"/api/v2/users/{quote(entry.user, safe='')}", what=f"check the token of {entry.user}")
+    finally:
+        client.close()

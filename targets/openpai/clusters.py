@@ -1,0 +1,247 @@
+"""Which OpenPAI clusters a user talks to: aliases in a small YAML file in the user's config directory.
+
+An alias names a REST server URL, the OpenPAI user and where the token comes from. The token itself is never in
+this file unless the user asks for it (`--store-plaintext`): by default it is read from an environment variable
+(`tokenEnv`, what CI systems provide) or from the OS keyring (`tokenStore: keyring`, only when the optional
+`keyring` package is importable). The file is written atomically with mode 0600, since it may hold a plaintext
+token and always tells where the others are.
+
+    clusters:
+      prod:
+        url: https://pai.example.com
+        user: alice
+        tokenEnv: PAI_PROD_TOKEN       # or tokenStore: keyring, or token: ... (only with --store-plaintext)
+        virtualCluster: default        # optional: the virtual cluster used when the job names none
+        minPollInterval: 1             # optional: seconds between status requests (at least this long)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+from paictl.errors import InputError, UsageError
+
+KEYRING_SERVICE = "paictl-openpai"
+ALIAS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+TOKEN_SOURCES = ("env", "keyring", "plaintext")
+DEFAULT_MIN_POLL_INTERVAL = 1.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterEntry:
+    """One alias. `token` is set only for a plaintext entry; `repr` never shows it."""
+
+    alias: str
+    url: str
+    user: str
+    token_env: Optional[str] = None
+    token_store: Optional[str] = None          # "keyring" or "plaintext" when the token is stored, else None
+    token: Optional[str] = dataclasses.field(default=None, repr=False)
+    virtual_cluster: Optional[str] = None
+    min_poll_interval: float = DEFAULT_MIN_POLL_INTERVAL
+
+    @property
+    def token_source(self) -> str:
+        """How the token is found, for `paictl openpai clusters` (never the token)."""
+        if self.token_env:
+            return f"env ${self.token_env}"
+        if self.token_store == "keyring":
+            return "OS keyring"
+        if self.token_store == "plaintext":
+            return "clusters file (plaintext)"
+        return "none (run `paictl openpai login`)"
+
+
+def clusters_path() -> Path:
+    """`$XDG_CONFIG_HOME/paictl/openpai-clusters.yaml`, `~/.config/...` when XDG_CONFIG_HOME is unset or relative
+    (the XDG Base Directory rule)."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    return root / "paictl" / "openpai-clusters.yaml"
+
+
+def check_alias(alias: str) -> str:
+    if not ALIAS_PATTERN.match(alias):
+        raise UsageError(f"cluster alias {alias!r}: use letters, digits, '.', '_' or '-' (at most 63)")
+    return alias
+
+
+def check_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{url!r} is not an http(s) URL of an OpenPAI REST server (e.g. https://pai.example.com)")
+    if parts.username or parts.password:
+        raise UsageError("put no credentials in the URL: use `paictl openpai login` or --token-env")
+    return url.rstrip("/")
+
+
+def load_clusters(path: Optional[Path] = None) -> dict[str, ClusterEntry]:
+    """Every alias in the file, in file order; an absent file is an empty one."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    path = path or clusters_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the clusters file: {exc}") from None
+    try:
+        data = YAML(typ="safe", pure=True).load(text) or {}
+    except YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    clusters = data.get("clusters") if isinstance(data, dict) else None
+    if not isinstance(clusters, dict):
+        raise InputError(f"{path}: expected a mapping `clusters:` of alias to cluster")
+    return {str(alias): _entry(str(alias), value, path) for alias, value in clusters.items()}
+
+
+def _entry(alias: str, value: Any, path: Path) -> ClusterEntry:
+    if not isinstance(value, dict) or not isinstance(value.get("url"), str) or not isinstance(value.get("user"), str):
+        raise InputError(f"{path}: cluster {alias!r} needs a `url` and a `user` (strings)")
+    store = value.get("tokenStore")
+    if store is not None and store not in ("keyring", "plaintext"):
+        raise InputError(f"{path}: cluster {alias!r}: tokenStore must be keyring or plaintext, not {store!r}")
+    interval = value.get("minPollInterval", DEFAULT_MIN_POLL_INTERVAL)
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+        raise InputError(f"{path}: cluster {alias!r}: minPollInterval must be a positive number of seconds")
+    token = value.get("token")
+    return ClusterEntry(alias=alias, url=value["url"], user=value["user"], token_env=value.get("tokenEnv"),
+                        token_store="plaintext" if token is not None and store is None else store,
+                        token=str(token) if token is not None else None,
+                        virtual_cluster=value.get("virtualCluster"), min_poll_interval=float(interval))
+
+
+def save_clusters(entries: dict[str, ClusterEntry], path: Optional[Path] = None) -> Path:
+    """Write the file atomically, mode 0600 from the first byte (created by mkstemp, then renamed over)."""
+    from ruamel.yaml import YAML
+
+    path = path or clusters_path()
+    data: dict[str, Any] = {"clusters": {}}
+    for alias, entry in entries.items():
+        item: dict[str, Any] = {"url": entry.url, "user": entry.user}
+        if entry.token_env:
+            item["tokenEnv"] = entry.token_env
+        if entry.token_store:
+            item["tokenStore"] = entry.token_store
+        if entry.token_store == "plaintext" and entry.token is not None:
+            item["token"] = entry.token
+        if entry.virtual_cluster:
+            item["virtualCluster"] = entry.virtual_cluster
+        if entry.min_poll_interval != DEFAULT_MIN_POLL_INTERVAL:
+            item["minPollInterval"] = entry.min_poll_interval
+        data["clusters"][alias] = item
+    stream = io.StringIO()
+    stream.write("# paictl OpenPAI clusters (`paictl openpai --help`). Mode 0600: it may name a token's place.\n")
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.dump(data, stream)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, temporary = tempfile.mkstemp(prefix=".openpai-clusters.", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:  # mkstemp creates it 0600
+                out.write(stream.getvalue())
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the clusters file: {exc}") from None
+    return path
+
+
+def get_cluster(alias: Optional[str], path: Optional[Path] = None) -> ClusterEntry:
+    """The alias asked for, or the only one when there is exactly one."""
+    entries = load_clusters(path)
+    where = path or clusters_path()
+    if alias is None:
+        if len(entries) == 1:
+            return next(iter(entries.values()))
+        if not entries:
+            raise UsageError(f"no OpenPAI cluster configured in {where}; add one with "
+                             "`paictl openpai add ALIAS URL --user NAME`")
+        raise UsageError(f"several OpenPAI clusters in {where} ({', '.join(entries)}); choose one with --cluster")
+    if alias not in entries:
+        known = f"; known: {', '.join(entries)}" if entries else ""
+        raise UsageError(f"no OpenPAI cluster {alias!r} in {where}{known}")
+    return entries[alias]
+
+
+def keyring_module() -> Any:
+    """The `keyring` package when it is installed and has a usable backend, else None (it is optional)."""
+    try:
+        import keyring  # type: ignore[import-not-found]
+        from keyring.backends import fail  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        if isinstance(keyring.get_keyring(), fail.Keyring):
+            return None
+    except Exception:  # a broken backend configuration is "no keyring", not a crash
+        return None
+    return keyring
+
+
+def resolve_token(entry: ClusterEntry) -> str:
+    """The bearer token for `entry`, from wherever the entry says; UsageError (2) when it cannot be found."""
+    if entry.token_env:
+        value = os.environ.get(entry.token_env, "")
+        if not value.strip():
+            raise UsageError(f"cluster {entry.alias!r} takes its token from ${entry.token_env}, which is not set")
+        return value.strip()
+    if entry.token_store == "keyring":
+        keyring = keyring_module()
+        if keyring is None:
+            raise UsageError(f"cluster {entry.alias!r} keeps its token in the OS keyring, but no keyring is "
+                             "available here (pip install keyring); or use --token-env")
+        try:
+            value = keyring.get_password(KEYRING_SERVICE, entry.alias)
+        except Exception as exc:
+            raise UsageError(f"cluster {entry.alias!r}: the OS keyring refused: {type(exc).__name__}") from None
+        if not value:
+            raise UsageError(f"no token for cluster {entry.alias!r} in the OS keyring; run "
+                             f"`paictl openpai login {entry.alias}`")
+        return value
+    if entry.token_store == "plaintext" and entry.token:
+        return entry.token
+    raise UsageError(f"cluster {entry.alias!r} has no token; run `paictl openpai login {entry.alias}` or "
+                     f"`paictl openpai add {entry.alias} ... --token-env VAR`")
+
+
+def store_token(entry: ClusterEntry, token: str, *, plaintext: bool) -> ClusterEntry:
+    """Keep a token from `login`: in the OS keyring, or in the file when the user asked for plaintext."""
+    if plaintext:
+        return dataclasses.replace(entry, token_env=None, token_store="plaintext", token=token)
+    keyring = keyring_module()
+    if keyring is None:
+        raise UsageError("no OS keyring is available to keep the token (pip install keyring); pass "
+                         "--store-plaintext to keep it in the clusters file (mode 0600), or create an application "
+                         "token in the web portal and use --token-env VAR")
+    try:
+        keyring.set_password(KEYRING_SERVICE, entry.alias, token)
+    except Exception as exc:
+        raise UsageError(f"the OS keyring refused the token: {type(exc).__name__}") from None
+    return dataclasses.replace(entry, token_env=None, token_store="keyring", token=None)
+
+
+def forget_token(entry: ClusterEntry) -> None:
+    """Remove a keyring token when its alias is removed (best effort: an absent entry is fine)."""
+    if entry.token_store != "keyring":
+        return
+    keyring = keyring_module()
+    if keyring is None:
+        return
+    try:
+        keyring.delete_password(KEYRING_SERVICE, entry.alias)
+    except Exception:
+        pass

@@ -1,0 +1,153 @@
+"""`paictl openpai ...` and `paictl compile --target openpai` as a user runs them: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+from openpai_server import OpenPaiServer
+from openpai_server.harness import ALIAS, TOKEN, TOKEN_ENV, start, write_job
+
+FAKE_KEYRING = Path(__file__).resolve().parents[2] / "openpai_server" / "fake_keyring"
+
+
+@pytest.fixture
+def pai(tmp_path, monkeypatch):
+    with OpenPaiServer() as server:
+        yield start(tmp_path, monkeypatch, server)
+
+
+def _clusters(pai) -> dict:
+    return yaml.safe_load(pai.clusters_file.read_text())["clusters"]
+
+
+def test_clusters_prints_the_file_and_never_a_token(pai):
+    done = pai.paictl("openpai", "clusters")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"clusters file: {pai.clusters_file}"
+    assert lines[2].split() == [ALIAS, pai.server.url, "alice", "default", "env", f"${TOKEN_ENV}"]
+    data = json.loads(pai.paictl("openpai", "clusters", "--format", "json").stdout)
+    assert data == {"path": str(pai.clusters_file), "clusters": [
+        {"alias": ALIAS, "url": pai.server.url, "user": "alice", "token": f"env ${TOKEN_ENV}",
+         "virtualCluster": "default"}]}
+
+
+def test_add_writes_a_private_file_and_remove_forgets(pai):
+    done = pai.paictl("openpai", "add", "other", "https://pai.example.com/", "--user", "bob",
+                      "--virtual-cluster", "gpu")
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(pai.clusters_file.stat().st_mode) == 0o600
+    assert _clusters(pai)["other"] == {"url": "https://pai.example.com", "user": "bob", "virtualCluster": "gpu"}
+    assert pai.paictl("openpai", "remove", "other").returncode == 0
+    assert set(_clusters(pai)) == {ALIAS}
+    missing = pai.paictl("openpai", "remove", "other")
+    assert (missing.returncode, missing.stderr) == (2, f"paictl: error: no OpenPAI cluster 'other' in "
+                                                       f"{pai.clusters_file}; known: {ALIAS}\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("bad alias!", "https://x"), "cluster alias 'bad alias!': use letters, digits, '.', '_' or '-' (at most 63)"),
+    (("ok", "ftp://x"), "'ftp://x' is not an http(s) URL of an OpenPAI REST server (e.g. https://pai.example.com)"),
+    (("ok", "https://me:pw@x"), "put no credentials in the URL: use `paictl openpai login` or --token-env"),
+])
+def test_add_refuses_bad_input_in_one_line(pai, args, message):
+    done = pai.paictl("openpai", "add", *args, "--user", "u")
+    assert (done.returncode, done.stderr) == (2, f"paictl: error: {message}\n")
+
+
+def test_login_without_a_keyring_asks_before_storing_plaintext(pai):
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input="wonderland\n")
+    assert done.returncode == 2
+    assert done.stderr.startswith("paictl: error: no OS keyring is available to keep the token")
+    assert "--store-plaintext" in done.stderr
+    assert _clusters(pai)[ALIAS]["tokenEnv"] == TOKEN_ENV  # nothing changed
+
+
+def test_login_with_password_and_explicit_plaintext(pai):
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="wonderland\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"logged in to {ALIAS} ({pai.server.url}) as alice; token kept in the clusters file "
+                           "(plaintext, mode 0600)\n")
+    entry = _clusters(pai)[ALIAS]
+    token = entry["token"]
+    assert entry["tokenStore"] == "plaintext" and pai.server.tokens[token] == "alice"
+    assert token not in done.stdout + done.stderr and "wonderland" not in done.stdout + done.stderr
+    assert stat.S_IMODE(pai.clusters_file.stat().st_mode) == 0o600
+    login = next(r for r in pai.server.requests if r.path == "/api/v2/authn/basic/login")
+    assert login.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert "Authorization" not in login.headers
+
+
+def test_login_keeps_the_token_in_the_keyring(pai, tmp_path):
+    store = tmp_path / "keyring.json"
+    env = {"PYTHONPATH": str(FAKE_KEYRING), "FAKE_KEYRING_FILE": str(store)}
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input="wonderland\n", env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("token kept in the OS keyring\n")
+    entry = _clusters(pai)[ALIAS]
+    assert entry.get("tokenStore") == "keyring" and "token" not in entry and "tokenEnv" not in entry
+    (token,) = json.loads(store.read_text()).values()
+    assert pai.server.tokens[token] == "alice" and token not in pai.clusters_file.read_text()
+    assert pai.paictl("openpai", "remove", ALIAS, env=env).returncode == 0
+    assert json.loads(store.read_text()) == {}
+
+
+def test_login_failures_are_one_line(pai):
+    wrong = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="guess\n")
+    assert (wrong.returncode, wrong.stderr) == (3, f"paictl: error: OpenPAI {ALIAS}: log in as alice: HTTP 400 "
+                                                   "IncorrectPasswordError: Password is incorrect.\n")
+    assert "guess" not in wrong.stderr
+    bad_env = pai.paictl("openpai", "login", ALIAS, "--token-env", "OTHER_TOKEN", env={"OTHER_TOKEN": "nope"})
+    assert bad_env.returncode == 3
+    assert "HTTP 401 UnauthorizedUserError" in bad_env.stderr and bad_env.stderr.count("\n") == 1
+    unset = pai.paictl("openpai", "login", ALIAS, "--token-env", "UNSET_TOKEN_VAR")
+    assert (unset.returncode, unset.stderr) == (2, f"paictl: error: cluster '{ALIAS}' takes its token from "
+                                                   "$UNSET_TOKEN_VAR, which is not set\n")
+
+
+def test_login_with_an_application_token(pai):
+    pai.server.issue_token("alice", "app-token-for-alice-0042")
+    done = pai.paictl("openpai", "login", ALIAS, "--token-stdin", "--store-plaintext",
+                      input="app-token-for-alice-0042\n")
+    assert done.returncode == 0, done.stderr
+    assert "app-token-for-alice-0042" not in done.stdout + done.stderr
+    assert _clusters(pai)[ALIAS]["token"] == "app-token-for-alice-0042"
+    ok = pai.paictl("openpai", "login", ALIAS, "--token-env", TOKEN_ENV)
+    assert ok.returncode == 0 and ok.stdout.endswith(f"token from ${TOKEN_ENV}\n")
+    assert "token" not in _clusters(pai)[ALIAS]  # switching to an env var drops the stored token
+
+
+def test_compile_prints_what_would_be_sent_with_secrets_masked(pai, tmp_path):
+    job = write_job(tmp_path, "shown", secret="s3cr3t-value", registry_password="reg-pass-77")
+    done = pai.paictl("compile", str(job), "--target", "openpai", "-p", "epochs=5")
+    assert done.returncode == 0, done.stderr
+    (document,) = list(yaml.safe_load_all(done.stdout))
+    assert document["parameters"] == {"epochs": 5} and document["secrets"] == {"apiKey": "******"}
+    assert "s3cr3t-value" not in done.stdout and "reg-pass-77" not in done.stdout
+    out = tmp_path / "out"
+    written = pai.paictl("compile", str(job), "--target", "openpai", "-o", str(out))
+    assert written.returncode == 0 and sorted(p.name for p in out.iterdir()) == ["job-shown.yaml"]
+
+
+def test_token_canary_in_every_stream_and_file(pai, tmp_path):
+    """The token is used by every command here; it must appear in no output and in no file paictl wrote."""
+    job = write_job(tmp_path, "canary")
+    runs = [
+        pai.paictl("openpai", "clusters"),
+        pai.paictl("openpai", "clusters", "--format", "json"),
+        pai.paictl("openpai", "login", ALIAS, "--token-env", TOKEN_ENV),
+        pai.paictl("openpai", "add", "second", pai.server.url, "--user", "alice", "--token-env", TOKEN_ENV),
+        pai.paictl("compile", str(job), "--target", "openpai", "-o", str(tmp_path / "compiled"), cwd=tmp_path),
+        pai.paictl("openpai", "login", "second", "--token-env", "WRONG_TOKEN", env={"WRONG_TOKEN": TOKEN + "x"}),
+    ]
+    assert [run.returncode for run in runs] == [0, 0, 0, 0, 0, 3]
+    for run in runs:
+        assert TOKEN not in run.stdout and TOKEN not in run.stderr
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert pai.clusters_file in written
+    for path in written:
+        assert TOKEN.encode() not in path.read_bytes(), path
