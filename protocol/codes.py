@@ -77,6 +77,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E706": (E, "Mars: a port the job asks for is Mars's own port 11111"),
     "W701": (W, "Mars: extras.marsJob.memoryTuningPolicy (the tutorial's name) is read as workerMemoryTuningPolicy"),
     "W702": (W, "Mars: taskRetryCount of the scheduler is not applied (a restarted scheduler has lost the cluster state)"),
+    # Compiling to a Kubernetes JobSet (--target jobset)
+    "E901": (E, "JobSet: a name cannot become a DNS label within JobSet's 63-character limits (empty, too long, or two task roles clash)"),
+    "W901": (W, "JobSet: minFailedInstances -1 or above 1 (tolerated failures) cannot be expressed: a failed instance fails the role's Job"),
+    "W902": (W, "JobSet: OpenPAI's \"every task finished, so the job succeeded\" fallback has no JobSet equivalent"),
+    "W903": (W, "JobSet: gang allocation needs a cluster add-on (Kueue); the profile names no queue"),
 }
 
 

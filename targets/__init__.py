@@ -25,6 +25,7 @@ class Target(Protocol):
 TARGETS: dict[str, str] = {
     "framework": "paictl.targets.framework.target",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
     "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
+    "jobset": "paictl.targets.jobset.target",        # Kubernetes JobSet (one Indexed Job per task role), Secrets
     "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
 }
 
