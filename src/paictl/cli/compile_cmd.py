@@ -11,7 +11,7 @@ import typer
 from paictl.errors import InvalidJobError, PaictlError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, USER_OPTION)
+                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 
 
 class CompileFormat(str, enum.Enum):
@@ -21,7 +21,8 @@ class CompileFormat(str, enum.Enum):
 
 def compile_command(
     job_path: str = JOB_ARGUMENT,
-    target: str = typer.Option("framework", "--target", "-t", help="What to compile to: framework, mars, local."),
+    target: str = typer.Option("framework", "--target", "-t",
+                               help="What to compile to: framework, mars, jobset, local."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (overrides the profile's)."),
@@ -33,6 +34,7 @@ def compile_command(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", metavar="DIR",
                                               help="Write one file per object into DIR instead of printing."),
     stdin_name: str = STDIN_NAME_OPTION,
+    strict: bool = STRICT_OPTION,
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 
@@ -47,7 +49,7 @@ def compile_command(
     try:
         compiled = compile_job(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                                parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
-                               stdin_name=stdin_name)
+                               stdin_name=stdin_name, strict=strict)
     except InvalidJobError as error:
         _report_invalid(error)
     except PaictlError as error:

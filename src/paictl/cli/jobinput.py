@@ -31,6 +31,8 @@ PARAMETERS_OPTION = typer.Option([], "--parameters", metavar="FILE",
                                  help="A YAML mapping of parameters to override (repeatable).")
 SECRETS_FROM_OPTION = typer.Option(None, "--secrets-from", metavar="NAME",
                                    help="Use this existing Secret for the job's secrets (Kubernetes targets).")
+STRICT_OPTION = typer.Option(False, "--strict", help="Warnings fail (exit 1), the target's too: e.g. what a "
+                                                      "JobSet cannot express (W901-W903).")
 STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                  help="File name to report for a job read from '-'.")
 
@@ -76,7 +78,7 @@ def parse_parameters(pairs: List[str], files: List[Path]) -> dict[str, Any]:
 
 def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                 parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                stdin_name: str) -> CompiledJob:
+                stdin_name: str, strict: bool = False) -> CompiledJob:
     """Validate (warnings to stderr), build the model, compile for `target` and check the output.
 
     Raises InvalidJobError (exit 1) for an invalid job, UsageError/InputError (exit 2), InternalError (exit 70).
@@ -100,7 +102,7 @@ def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str]
     name = stdin_name if job_path == "-" else job_path
     raw = sys.stdin.buffer.read() if job_path == "-" else read_source(job_path)
     result = validate_bytes(raw, name)
-    if result.warnings:
+    if result.warnings and not strict:
         typer.echo(text_report([dataclasses.replace(result, diagnostics=result.warnings)]), err=True)
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
@@ -111,6 +113,11 @@ def compile_job(*, job_path: str, target: str, profile: str, user: Optional[str]
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): shown like validation warnings.
     notes = module.compile_warnings(job, chosen, document) if hasattr(module, "compile_warnings") else []
+    if strict and (notes or result.warnings):
+        from paictl.protocol.diagnostics import Severity
+
+        # --strict: every warning, the validator's and the target's, is reported as an error (as validate --strict).
+        raise InvalidJobError([dataclasses.replace(d, severity=Severity.ERROR) for d in (*result.warnings, *notes)])
     if notes:
         typer.echo(text_report([dataclasses.replace(result, diagnostics=notes)]), err=True)
     objects = module.compile(job, chosen, parameters=overrides or None, secrets_from=secrets_from,

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .run_cmds import ClusterOptions
 
 PENDING_TIMEOUT_EXIT = 3
+#: The workload kinds looked for, in this order, when a command names a job without --target.
+KUBE_KINDS = ("framework", "mars", "jobset")
 
 
 def default_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
@@ -61,6 +63,10 @@ def workload(kind: str) -> Workload:
     from paictl.targets.kube.client import FRAMEWORK, MARSJOB
     from paictl.targets.kube.follow import Workload
 
+    if kind == "jobset":
+        from paictl.targets.jobset.kube import workload as jobset_workload
+
+        return jobset_workload()
     if kind == "framework":
         return Workload(resource=FRAMEWORK, pod_selector=lambda name: f"FC_FRAMEWORK_NAME={name}",
                         view=lambda job, pods: framework_status.job_view(job), pod_task=_framework_pod_task,
@@ -109,7 +115,7 @@ def submit_kube(compiled: CompiledJob, *, cluster: ClusterOptions, dry_run: bool
         if not follow:
             typer.echo(f"paictl: follow it with: paictl status {name} -n {namespace} --follow", err=True)
             return
-        kind = "framework" if job["kind"] == "Framework" else "mars"
+        kind = {"Framework": "framework", "JobSet": "jobset"}.get(job["kind"], "mars")
         _follow(connection, workload(kind), name, namespace, output_format=output_format,
                 pending_timeout=pending_timeout, diagnose=diagnose)
     finally:
@@ -138,7 +144,7 @@ def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Wor
     """The workload named NAME (or whose annotation `jobName` is NAME): a Framework first, then a MarsJob."""
     from paictl.targets.kube.client import ApiFailure, describe_failure, resource_installed
 
-    kinds = [target] if target else ["framework", "mars"]
+    kinds = [target] if target else list(KUBE_KINDS)
     missing = []
     for kind in kinds:
         chosen = workload(kind)
@@ -168,7 +174,8 @@ def find_job(connection: Cluster, name: str, target: Optional[str]) -> tuple[Wor
             raise UsageError(f"several {resource.plural} run a job named {name!r}: {', '.join(named)}; "
                              f"name one of them")
         missing.append(resource.kind)
-    kinds_text = " or ".join(missing) if missing else "Framework or MarsJob (neither is installed)"
+    kinds_text = (", ".join(missing[:-1]) + " or " + missing[-1] if len(missing) > 1 else "".join(missing)) \
+        if missing else "Framework, MarsJob or JobSet (none is installed)"
     raise NotFoundError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
 
 
@@ -178,7 +185,7 @@ def list_kube(*, target: Optional[str], cluster: ClusterOptions) -> list[JobView
 
     connection = _connect(cluster)
     views: list[JobView] = []
-    for kind in [target] if target else ["framework", "mars"]:
+    for kind in [target] if target else KUBE_KINDS:
         chosen = workload(kind)
         try:
             if not target and not resource_installed(connection, chosen.resource):
@@ -212,7 +219,8 @@ def status_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, fo
         connection.close()
 
 
-def stop_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, output_format: str) -> None:
+def stop_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, output_format: str,
+              suspend: bool = False) -> None:
     from paictl.targets.framework.status import job_state
     from paictl.targets.kube.apply import delete_marsjob, stop_framework
 
@@ -220,7 +228,13 @@ def stop_kube(name: str, *, target: Optional[str], cluster: ClusterOptions, outp
     try:
         chosen, found = find_job(connection, name, target)
         label = chosen.resource.label(found)
-        if chosen.resource.kind == "Framework":
+        if suspend and chosen.resource.kind != "JobSet":
+            raise UsageError(f"--suspend stops JobSets only; {label} is a {chosen.resource.kind}")
+        if chosen.resource.kind == "JobSet":
+            from paictl.targets.jobset.kube import stop_jobset
+
+            result = stop_jobset(connection, found, connection.namespace, suspend=suspend)
+        elif chosen.resource.kind == "Framework":
             current = connection.json("GET", chosen.resource.item(found, connection.namespace))
             if job_state(current).is_final:
                 result = "already finished"

@@ -17,10 +17,10 @@ import typer
 from paictl.errors import InvalidJobError, PaictlError, UsageError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, USER_OPTION)
+                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 
 DEFAULT_RUN_DIR = Path(".paictl") / "runs"
-KUBE_TARGETS = ("framework", "mars")
+KUBE_TARGETS = ("framework", "mars", "jobset")
 SUBMIT_TARGETS = ("local",) + KUBE_TARGETS
 
 
@@ -93,7 +93,7 @@ def _looked_everywhere(error: PaictlError, name: str, target: Optional[str], run
 def submit_command(
     job_path: str = JOB_ARGUMENT,
     target: Optional[str] = _target_option(
-        "local (this machine), framework or mars (Kubernetes). Default: framework when a kubeconfig is found, "
+        "local (this machine), framework, mars or jobset (Kubernetes). Default: framework when a kubeconfig is found, "
         "else local."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
@@ -110,6 +110,7 @@ def submit_command(
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Path = _RUN_DIR,
     stdin_name: str = STDIN_NAME_OPTION,
+    strict: bool = STRICT_OPTION,
 ) -> None:
     """Compile a job and run it: on this machine (local) or on Kubernetes (server-side apply).
 
@@ -132,7 +133,7 @@ def submit_command(
             namespace = default_namespace(context=context, kubeconfig=kubeconfig)  # kubectl's: the context's
         compiled = compile_job(job_path=job_path, target=target, profile=profile, user=user,
                                namespace=namespace, parameter=parameter, parameter_files=parameter_files,
-                               secrets_from=secrets_from, stdin_name=stdin_name)
+                               secrets_from=secrets_from, stdin_name=stdin_name, strict=strict)
         if target == "local":
             from .local_cmd import submit_local
 
@@ -226,6 +227,8 @@ def stop_command(
     kubeconfig: Optional[str] = _KUBECONFIG,
     output_format: str = _FORMAT,
     run_dir: Path = _RUN_DIR,
+    suspend: bool = typer.Option(False, "--suspend", help="JobSet: set spec.suspend instead of deleting it "
+                                                          "(its pods go; resume it by setting suspend: false)."),
 ) -> None:
     """Stop a job: every task is terminated, then killed after a grace period. A Framework gets executionType Stop.
 
@@ -245,7 +248,7 @@ def stop_command(
 
             stop_kube(name, target=None if chosen == "kube" else chosen,
                       cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
-                      output_format=output_format)
+                      output_format=output_format, suspend=suspend)
     except PaictlError as error:
         _fail(_looked_everywhere(error, name, target, run_dir))
 

@@ -247,7 +247,7 @@ def test_status_by_job_name_and_not_found(emulator):
     missing = paictl(emulator, "status", "nosuchjob")
     assert missing.returncode == 3
     assert missing.stderr == ("paictl: error: no local run 'nosuchjob' in .paictl/runs; on the cluster: "
-                              "no Framework or MarsJob named 'nosuchjob' in namespace default\n")
+                              "no Framework, MarsJob or JobSet named 'nosuchjob' in namespace default\n")
     explicit = paictl(emulator, "status", "nosuchjob", "--target", "framework")
     assert explicit.returncode == 3
     assert explicit.stderr == "paictl: error: no Framework named 'nosuchjob' in namespace default\n"
