@@ -26,7 +26,8 @@ from paictl.protocol.names import convert_name
 
 from paictl.targets.framework import native
 from paictl.targets.framework.env import framework_env
-from paictl.targets.framework.pod import SECRETS_MOUNT, MountedStorage, PodContext, _has_auth, _image, _storage_mounts
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _has_auth, _image,
+                                          secret_and_storage_volumes)
 from paictl.targets.framework.secrets import plain
 from paictl.targets.jobset.names import hostname
 
@@ -82,18 +83,9 @@ def pod_template(parts: PodParts, role: TaskRole, commands: str, substitutions: 
     shm = role.shm_mb or profile.default_shm_mb
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm}Mi"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if parts.secrets_secret:
-        volumes.append({"name": "job-secrets", "secret": {"secretName": parts.secrets_secret}})
-        mounts.append({"name": "job-secrets", "mountPath": SECRETS_MOUNT, "readOnly": True})
-    if parts.storages:
-        # The Framework's mounts (subPath <user> for storages that are not shared), from a context holding just them.
-        context = PodContext(job=parts.job, profile=profile, name="", virtual_cluster="", shared_env=[],
-                             hived_specs={}, secrets_secret=None, regcred=None, storages=parts.storages,
-                             priority_class=None)
-        mounts += _storage_mounts(context)
-        volumes += [{"name": f"{m.storage.name}-volume", "persistentVolumeClaim": {
-            "claimName": m.storage.name, **({"readOnly": True} if m.storage.read_only else {})}}
-            for m in parts.storages]
+    more_mounts, more_volumes = secret_and_storage_volumes(parts.job, profile, parts.secrets_secret, parts.storages)
+    mounts += more_mounts
+    volumes += more_volumes
     res = role.resources
     container: dict[str, Any] = {
         "name": CONTAINER,

@@ -34,12 +34,11 @@ Each inexpressible semantic is a located warning (`compile_warnings`) saying wha
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.findings import located, raise_if_any
 from paictl.targets.framework.env import min_failed, min_succeeded
-from paictl.targets.framework.secrets import config_secret, docker_secret
+from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.jobset.names import jobset_name, name_findings, replicated_job_names
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ def compile_jobset(job: Job, profile: Profile, *, parameters: Mapping[str, Any] 
     """
     from paictl.compiler.render import render_entrypoint
 
-    from paictl.targets.framework.native import allocate_ports, runtime_commands, secret_files
+    from paictl.targets.framework.native import allocate_ports, runtime_commands
     from paictl.targets.framework.target import _storages
     from paictl.targets.jobset.pod import PodParts, pod_template
 
@@ -76,21 +75,10 @@ def compile_jobset(job: Job, profile: Profile, *, parameters: Mapping[str, Any] 
     name = jobset_name(job, profile)
     rjobs = replicated_job_names(job)
     entrypoints = {role.name: render_entrypoint(job, role.name, parameters) for role in job.task_roles}
-    objects: list[dict[str, Any]] = []
-    secrets_secret = secrets_from
-    if secrets_from is None and job.secrets:
-        secret = config_secret(name, job, profile)
-        files = secret_files(job, entrypoints.values())
-        secret["data"].update((key, _b64(value)) for key, value in sorted(files.items()))
-        objects.append(secret)
-        secrets_secret = secret["metadata"]["name"]
-    regcred = docker_secret(name, job, profile)
-    if regcred is not None:
-        objects.append(regcred)
+    objects, secrets_secret, regcred = native_secret_objects(name, job, profile, entrypoints.values(), secrets_from)
 
     parts = PodParts(job=job, profile=profile, jobset=name, subdomain=name, rjobs=rjobs, ports=ports,
-                     secrets_secret=secrets_secret, regcred=regcred["metadata"]["name"] if regcred else None,
-                     storages=storages)
+                     secrets_secret=secrets_secret, regcred=regcred, storages=storages)
     replicated_jobs = []
     for role in job.task_roles:
         commands, substitutions = runtime_commands(entrypoints[role.name], secrets_secret is not None)
@@ -196,10 +184,6 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
 
 def _path(document: Document | None) -> str:
     return document.path if document is not None else "<job>"
-
-
-def _b64(value: str) -> str:
-    return base64.b64encode(value.encode("utf-8")).decode("ascii")
 
 
 #: The `Target` protocol's entry point (paictl.targets.get_target("jobset").compile).

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.framework.env import framework_env
 from paictl.targets.framework.native import SCRIPT_NAME, SHELL, container_ports, native_env, run_commands
-from paictl.targets.framework.pod import SECRETS_MOUNT, MountedStorage, PodContext, _has_auth, _image, _storage_mounts
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _has_auth, _image,
+                                          secret_and_storage_volumes)
 from paictl.targets.framework.secrets import plain
 from paictl.targets.mars.extras import cache_mb
 
@@ -56,18 +57,9 @@ def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: s
         shm = role.shm_mb or profile.default_shm_mb
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm}Mi"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-    if parts.secrets_secret:
-        volumes.append({"name": "job-secrets", "secret": {"secretName": parts.secrets_secret}})
-        mounts.append({"name": "job-secrets", "mountPath": SECRETS_MOUNT, "readOnly": True})
-    if parts.storages:
-        # The Framework's mounts (subPath <user> for storages that are not shared), from a context holding just them.
-        context = PodContext(job=parts.job, profile=profile, name="", virtual_cluster="", shared_env=[],
-                             hived_specs={}, secrets_secret=None, regcred=None, storages=parts.storages,
-                             priority_class=None)
-        mounts += _storage_mounts(context)
-        volumes += [{"name": f"{m.storage.name}-volume", "persistentVolumeClaim": {
-            "claimName": m.storage.name, **({"readOnly": True} if m.storage.read_only else {})}}
-            for m in parts.storages]
+    more_mounts, more_volumes = secret_and_storage_volumes(parts.job, profile, parts.secrets_secret, parts.storages)
+    mounts += more_mounts
+    volumes += more_volumes
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": _image(parts.job, role),

@@ -29,9 +29,9 @@ import copy
 import hashlib
 import random
 import string
-import uuid
 
 from .controller import Run
+from .kubelet import Kubelet
 from .pods import kubelet_event
 
 API = "jobset.x-k8s.io/v1alpha2"
@@ -39,9 +39,11 @@ PREFIX = "jobset.sigs.k8s.io/"
 INDEX = "batch.kubernetes.io/job-completion-index"
 
 
-class JobSetRun(Run):
+class JobSetRun(Kubelet, Run):
     manager = "jobset-controller"
     subresource = "status"
+    pod_ip, host_ip = "10.244.2.10", "10.0.0.12"
+    termination_message = True  # the pod template asks for FallbackToLogsOnError
 
     def run(self) -> None:
         p = self.params
@@ -243,45 +245,6 @@ class JobSetRun(Run):
             self._job_condition(f"{self.name}-{rjob['name']}-0", "Complete", "CompletionsReached")
             counts.update(active=0, ready=0, succeeded=1)
             self.write_status(copy.deepcopy(self.status))
-
-    # -- kubelet -----------------------------------------------------------------------------------------------
-
-    def _kubelet(self, name: str, change) -> None:
-        self.current()
-        self.emu.store.mutate(self.pods_rt, self.namespace, name, change, "kubelet", "status")
-
-    @staticmethod
-    def _statuses(pod: dict, state: dict, ready: bool) -> list[dict]:
-        return [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready, "restartCount": 0,
-                 "started": ready, "containerID": f"containerd://{uuid.uuid4().hex}", "state": copy.deepcopy(state)}
-                for c in pod["spec"].get("containers") or []]
-
-    def _waiting(self, reason: str):
-        def change(pod: dict) -> None:
-            pod["status"].update(phase="Pending", containerStatuses=self._statuses(pod, {"waiting": {
-                "reason": reason, "message": "Back-off pulling image"}}, False))
-        return change
-
-    def _running(self):
-        now = self.emu.clock.stamp()
-
-        def change(pod: dict) -> None:
-            self.set_log(pod["metadata"]["name"], self._log(pod["metadata"]["name"], False))
-            pod["spec"]["nodeName"] = pod["spec"].get("nodeName") or self.params.get("node", "node-0")
-            pod["status"].update(phase="Running", startTime=now, podIP="10.244.2.10", hostIP="10.0.0.12",
-                                 containerStatuses=self._statuses(pod, {"running": {"startedAt": now}}, True))
-        return change
-
-    def _terminated(self, code: int, log: str):
-        now = self.emu.clock.stamp()
-
-        def change(pod: dict) -> None:
-            self.set_log(pod["metadata"]["name"], log)
-            pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
-            pod["status"]["containerStatuses"] = self._statuses(pod, {"terminated": {
-                "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": now,
-                **({"message": log[-4096:]} if code and log else {})}}, False)
-        return change
 
     def _log(self, pod: str, finished: bool) -> str:
         host = pod.rsplit("-", 1)[0]

@@ -7,12 +7,10 @@ silently, so here it is an error. Without the corpus `crd_errors` returns [] and
 
 from __future__ import annotations
 
-import copy
 import functools
 
-import yaml
-
 from conftest import CORPUS
+from crd_schema import strict_validator
 from paictl.compiler.profiles import load_profile
 from paictl.protocol import load_job_text
 from paictl.protocol.loading import load_located
@@ -25,25 +23,7 @@ CRD = JOBSET_CORPUS / "jobset.x-k8s.io_jobsets.yaml"
 
 @functools.lru_cache(maxsize=None)
 def crd_validator():
-    import jsonschema
-
-    crd = yaml.safe_load(CRD.read_text(encoding="utf-8"))
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
-    return jsonschema.Draft7Validator(_pruning(copy.deepcopy(version["schema"]["openAPIV3Schema"])))
-
-
-def _pruning(node):
-    """Declared object properties become the only allowed ones, unless the CRD keeps unknown fields."""
-    if isinstance(node, dict):
-        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node \
-                and not node.get("x-kubernetes-preserve-unknown-fields"):
-            node["additionalProperties"] = False
-        for value in node.values():
-            _pruning(value)
-    elif isinstance(node, list):
-        for value in node:
-            _pruning(value)
-    return node
+    return strict_validator(CRD, "v1alpha2")
 
 
 def crd_errors(jobset: dict) -> list[str]:

@@ -10,22 +10,17 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import JOBS, ROOT
+from kube_cli import paictl, start, wait_for
 
 pytest.importorskip("kubernetes")
 
 API = "jobset.x-k8s.io/v1alpha2"
 JOB = str(JOBS / "kube" / "jobset-job.yaml")       # param_server x1, worker x2, jobRetryCount 1
 HELLO = str(ROOT / "examples" / "hello-world.yaml")  # one role, no retries
-
-
-def paictl(emu, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(emu.kubeconfig)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
 def submit(emu, job: str = JOB, *args: str) -> tuple[subprocess.CompletedProcess, str]:
@@ -37,16 +32,6 @@ def submit(emu, job: str = JOB, *args: str) -> tuple[subprocess.CompletedProcess
 
 def job_lines(out: str, name: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"{name}: ")]
-
-
-def wait_for(predicate, seconds: float = 20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_submit_follow_succeeded(emulator):
