@@ -258,3 +258,17 @@ def secret_and_storage_volumes(job: Job, profile: Profile, secrets_secret: str |
         volumes += [{"name": f"{m.storage.name}-volume", "persistentVolumeClaim": {
             "claimName": m.storage.name, **({"readOnly": True} if m.storage.read_only else {})}} for m in storages]
     return mounts, volumes
+
+
+def cluster_pod_settings(job: Job, role: TaskRole, profile: Profile, regcred: str | None) -> dict[str, Any]:
+    """The pod spec fields the profile and the registry Secret decide (service account, required node affinity,
+    image pull Secret), for the native-runtime pods of other targets."""
+    spec: dict[str, Any] = {}
+    if profile.service_account:
+        spec["serviceAccountName"] = profile.service_account
+    if profile.node_affinity:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [plain(e) for e in profile.node_affinity]}]}}}
+    if regcred and _has_auth(job, role):
+        spec["imagePullSecrets"] = [{"name": regcred}]
+    return spec

@@ -26,9 +26,8 @@ from paictl.protocol.names import convert_name
 
 from paictl.targets.framework import native
 from paictl.targets.framework.env import framework_env
-from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _has_auth, _image,
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _image, cluster_pod_settings,
                                           secret_and_storage_volumes)
-from paictl.targets.framework.secrets import plain
 from paictl.targets.jobset.names import hostname
 
 if TYPE_CHECKING:
@@ -103,13 +102,7 @@ def pod_template(parts: PodParts, role: TaskRole, commands: str, substitutions: 
     if ports:
         container["ports"] = ports
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container], "volumes": volumes}
-    if profile.service_account:
-        spec["serviceAccountName"] = profile.service_account
-    if profile.node_affinity:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [plain(e) for e in profile.node_affinity]}]}}}
-    if parts.regcred and _has_auth(parts.job, role):
-        spec["imagePullSecrets"] = [{"name": parts.regcred}]
+    spec.update(cluster_pod_settings(parts.job, role, profile, parts.regcred))
     return {"metadata": {"annotations": {ROLE_ANNOTATION: role.name}}, "spec": spec}
 
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.framework.env import framework_env
 from paictl.targets.framework.native import SCRIPT_NAME, SHELL, container_ports, native_env, run_commands
-from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _has_auth, _image,
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _image, cluster_pod_settings,
                                           secret_and_storage_volumes)
-from paictl.targets.framework.secrets import plain
 from paictl.targets.mars.extras import cache_mb
 
 if TYPE_CHECKING:
@@ -75,13 +74,7 @@ def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: s
     spec: dict[str, Any] = {"containers": [container]}
     if volumes:
         spec["volumes"] = volumes
-    if profile.service_account:
-        spec["serviceAccountName"] = profile.service_account
-    if profile.node_affinity:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [plain(e) for e in profile.node_affinity]}]}}}
-    if parts.regcred and _has_auth(parts.job, role):
-        spec["imagePullSecrets"] = [{"name": parts.regcred}]
+    spec.update(cluster_pod_settings(parts.job, role, profile, parts.regcred))
     return {"spec": spec}
 
 

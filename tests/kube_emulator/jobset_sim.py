@@ -32,7 +32,6 @@ import string
 
 from .controller import Run
 from .kubelet import Kubelet
-from .pods import kubelet_event
 
 API = "jobset.x-k8s.io/v1alpha2"
 PREFIX = "jobset.sigs.k8s.io/"
@@ -71,10 +70,7 @@ class JobSetRun(Kubelet, Run):
         while True:
             self._create_jobs(js, attempt)
             if scenario == "stuck-pending":
-                for pod in self._pods():
-                    self._kubelet(pod["metadata"]["name"], self._waiting("ImagePullBackOff"))
-                    image = (pod["spec"].get("containers") or [{}])[0].get("image", "")
-                    kubelet_event(self.emu, pod, "BackOff", f'Back-off pulling image "{image}"', "Normal")
+                self._pull_backoff(self._pods())
                 self.wait(None)
                 return
             self.wait(float(p.get("preparing_seconds", 5)))

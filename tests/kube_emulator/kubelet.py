@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import uuid
 
+from .pods import kubelet_event
+
 
 class Kubelet:
     pod_ip = "10.244.1.10"
@@ -32,6 +34,13 @@ class Kubelet:
             pod["status"].update(phase="Pending", containerStatuses=self._statuses(pod, {"waiting": {
                 "reason": reason, "message": "Back-off pulling image"}}, False))
         return change
+
+    def _pull_backoff(self, pods: list[dict]) -> None:
+        """Every pod waits on an image it cannot pull, with the kubelet's BackOff event."""
+        for pod in pods:
+            self._kubelet(pod["metadata"]["name"], self._waiting("ImagePullBackOff"))
+            image = (pod["spec"].get("containers") or [{}])[0].get("image", "")
+            kubelet_event(self.emu, pod, "BackOff", f'Back-off pulling image "{image}"', "Normal")
 
     def _running(self):
         now = self.emu.clock.stamp()

@@ -17,7 +17,6 @@ import copy
 
 from .controller import Run
 from .kubelet import Kubelet
-from .pods import kubelet_event
 
 ORDER = ("Scheduler", "WebService", "Worker")
 GROUP_LABEL = "training.kubedl.io"
@@ -44,10 +43,7 @@ class MarsRun(Kubelet, Run):
             for index in range(count):
                 self._create(job, rtype, index)
         if p["scenario"] == "stuck-pending":
-            for pod in self._pods():
-                self._kubelet(pod["metadata"]["name"], self._waiting("ImagePullBackOff"))
-                image = (pod["spec"].get("containers") or [{}])[0].get("image", "")
-                kubelet_event(self.emu, pod, "BackOff", f'Back-off pulling image "{image}"', "Normal")
+            self._pull_backoff(self._pods())
             self.wait(None)
             return
         self.wait(float(p.get("preparing_seconds", 5)))

@@ -65,7 +65,9 @@ def test_submit_follow_failed_says_why(emulator):
 
 
 def test_failed_after_every_restart_reached_max_restarts(emulator):
-    emulator.scenario("JobSet", "*", "failed", task_role="worker", task_index=1, exit_code=137)
+    # simulated seconds long enough (1 s each at speed 200) that a follower on a loaded machine sees every phase
+    emulator.scenario("JobSet", "*", "failed", task_role="worker", task_index=1, exit_code=137,
+                      preparing_seconds=200, run_seconds=200)
     done, name = submit(emulator, JOB, "--follow")
     assert done.returncode == 1, done.stderr
     lines = job_lines(done.stdout, name)
@@ -76,7 +78,8 @@ def test_failed_after_every_restart_reached_max_restarts(emulator):
 
 
 def test_restarted_then_succeeded(emulator):
-    emulator.scenario("JobSet", "*", "restarted", task_role="worker", task_index=0, exit_code=137)
+    emulator.scenario("JobSet", "*", "restarted", task_role="worker", task_index=0, exit_code=137,
+                      preparing_seconds=200, run_seconds=200)
     done, name = submit(emulator, JOB, "--follow", "--format", "json")
     assert done.returncode == 0, done.stderr
     views = [json.loads(line) for line in done.stdout.splitlines()[1:]]
