@@ -141,6 +141,7 @@ def compile_warnings(job: Job, profile: Profile, document: Document | None = Non
 
 def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
     from paictl.protocol.codes import finding
+    from paictl.protocol.diagnostics import Anchor
 
     findings: list[Finding] = []
     targeted = [role for role in job.task_roles if _can_trigger_success(role)]
@@ -174,11 +175,12 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
                 hint="give the role a minSucceededInstances it can reach, e.g. leave it out (all instances)"))
     if job.gang_allocation and not profile.jobset_queue_name:
         findings.append(finding(
-            "W903", "/extras/gangAllocation" if "gangAllocation" in job.extras else "",
+            "W903", "/extras/gangAllocation" if "gangAllocation" in job.extras else "/taskRoles",
             "gang allocation is on (OpenPAI's default) but JobSet starts each pod as soon as it is scheduled: on a "
             "busy cluster some tasks may run while others wait, holding their resources",
             hint="name a Kueue LocalQueue in the profile (jobset.queueName) to have the JobSet admitted as one "
-                 "unit, or set extras.gangAllocation: false"))
+                 "unit, or set extras.gangAllocation: false",
+            anchor=Anchor.KEY))
     return findings
 
 

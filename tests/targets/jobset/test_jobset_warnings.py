@@ -59,10 +59,10 @@ def test_w902_when_no_role_can_trigger_success():
 
 def test_gang_allocation_without_a_queue_is_w903():
     (default,) = warnings_of(job(role("a")))
-    assert default.startswith("1:1 W903 gang allocation is on (OpenPAI's default) but JobSet starts each pod as "
+    assert default.startswith("6:1 W903 gang allocation is on (OpenPAI's default) but JobSet starts each pod as "
                               "soon as it is scheduled")
     (explicit,) = warnings_of(job(role("a"), extras="  gangAllocation: true\n"))
-    assert explicit.startswith("13:19 W903")
+    assert explicit.startswith("13:3 W903")
     assert warnings_of(job(role("a")), queue_profile()) == []
 
 
