@@ -82,6 +82,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W901": (W, "JobSet: minFailedInstances -1 or above 1 (tolerated failures) cannot be expressed: a failed instance fails the role's Job"),
     "W902": (W, "JobSet: OpenPAI's \"every task finished, so the job succeeded\" fallback has no JobSet equivalent"),
     "W903": (W, "JobSet: gang allocation needs a cluster add-on (Kueue); the profile names no queue"),
+    "W904": (W, "JobSet: HiveD scheduling (extras.hivedScheduler: SKU types, pinned cells, priority) has no JobSet equivalent"),
 }
 
 

@@ -25,6 +25,7 @@ FrameworkController's as OpenPAI configures it (`minFailedInstances` default 1, 
     jobRetryCount 0                    | no failurePolicy: the first failed Job fails the JobSet | exact
     gang allocation                    | Kueue admits the JobSet as one Workload when the        | W903 without a
                                        | profile names a queue (`jobset.queueName`)              | queue
+    extras.hivedScheduler              | none: resources as resourcePerInstance states them      | W904
     peers                              | DNS hostnames on: `<js>-<rjob>-0-<i>.<subdomain>`       | names, not IPs
 
 Each inexpressible semantic is a located warning (`compile_warnings`) saying what will differ on a JobSet cluster;
@@ -135,7 +136,7 @@ def _can_trigger_success(role: TaskRole) -> bool:
 
 
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
-    """What a JobSet cluster will do differently from OpenPAI (W901, W902, W903), located; raised under --strict."""
+    """What a JobSet cluster will do differently from OpenPAI (W901-W904), located; raised under --strict."""
     return [located(w, document, _path(document)) for w in semantic_findings(job, profile)]
 
 
@@ -173,6 +174,13 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
                 f"minSucceededInstances {why} of task role '{role.name}' leaves the job to OpenPAI's fallback "
                 f"(every task finished, so the job succeeded), which JobSet does not have: {outcome}",
                 hint="give the role a minSucceededInstances it can reach, e.g. leave it out (all instances)"))
+    if "hivedScheduler" in job.extras:
+        findings.append(finding(
+            "W904", "/extras/hivedScheduler",
+            "HiveD scheduling (SKU types, pinned cells, job priority) has no JobSet equivalent: the pods ask for the "
+            "resources the task roles state (resourcePerInstance), on any node the Kubernetes scheduler picks",
+            hint="state the resources in resourcePerInstance; use node affinity in the profile to pick a node type",
+            anchor=Anchor.KEY))
     if job.gang_allocation and not profile.jobset_queue_name:
         findings.append(finding(
             "W903", "/extras/gangAllocation" if "gangAllocation" in job.extras else "/taskRoles",

@@ -25,7 +25,7 @@ PARAMETERS_OPTION = typer.Option([], "--parameters", metavar="FILE",
 SECRETS_FROM_OPTION = typer.Option(None, "--secrets-from", metavar="NAME",
                                    help="Use this existing Secret for the job's secrets (Kubernetes targets).")
 STRICT_OPTION = typer.Option(False, "--strict", help="Warnings fail (exit 1), the target's too: e.g. what a "
-                                                      "JobSet cannot express (W901-W903).")
+                                                      "JobSet cannot express (W901-W904).")
 STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                  help="File name to report for a job read from '-'.")
 

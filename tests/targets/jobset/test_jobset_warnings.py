@@ -96,3 +96,10 @@ def test_strict_passes_a_job_without_warnings(run_cli, tmp_path):
     path.write_text(job(role("a"), extras=NO_GANG))
     code, out, _ = run_cli("compile", str(path), "--target", "jobset", "--strict")
     assert code == 0 and "kind: JobSet" in out
+
+
+def test_hived_scheduling_is_w904():
+    text = job(role("a"), extras=NO_GANG + "  hivedScheduler:\n    jobPriorityClass: prod\n")
+    assert warnings_of(text) == [
+        "14:3 W904 HiveD scheduling (SKU types, pinned cells, job priority) has no JobSet equivalent: the pods ask "
+        "for the resources the task roles state (resourcePerInstance), on any node the Kubernetes scheduler picks"]
