@@ -89,6 +89,8 @@ class Profile:
     extra_limits: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     #: KubeDL MarsJob apiVersion (`mars.apiVersion`); the older `kubedl.io/v1alpha1` is what Mars's client targets.
     mars_api_version: str = "training.kubedl.io/v1alpha1"
+    #: Kueue LocalQueue for JobSets (`jobset.queueName`): the `kueue.x-k8s.io/queue-name` label, admission as one unit.
+    jobset_queue_name: str | None = None
 
     def with_user(self, user: str | None) -> Profile:
         """The profile for `--user`: the user is the one value people change per invocation."""
@@ -198,6 +200,8 @@ def _optional(data: Mapping[str, Any]) -> dict[str, Any]:
         values["barrier_service_account"] = barrier["serviceAccount"]
     if "apiVersion" in (data.get("mars") or {}):
         values["mars_api_version"] = data["mars"]["apiVersion"]
+    if "queueName" in (data.get("jobset") or {}):
+        values["jobset_queue_name"] = data["jobset"]["queueName"]
     values["extra_limits"] = MappingProxyType(dict(data.get("extraLimits") or {}))
     values["node_affinity"] = tuple(MappingProxyType(dict(e)) for e in data.get("nodeAffinity") or ())
     return values

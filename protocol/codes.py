@@ -85,6 +85,12 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W881": (W, "marketplace item: shared with groups only; the server never lists such items for non-admins"),
     "E801": (E, "Grass: a task role's commands use $secrets, which Grass cannot deliver without exposing them"),
     "E802": (E, "Grass: an extras.grass value is invalid (unknown key, allocation mode or metric, mount)"),
+    # Compiling to a Kubernetes JobSet (--target jobset)
+    "E901": (E, "JobSet: a name cannot become a DNS label within JobSet's 63-character limits (empty, too long, or two task roles clash)"),
+    "W901": (W, "JobSet: minFailedInstances -1 or above 1 (tolerated failures) cannot be expressed: a failed instance fails the role's Job"),
+    "W902": (W, "JobSet: OpenPAI's \"every task finished, so the job succeeded\" fallback has no JobSet equivalent"),
+    "W903": (W, "JobSet: gang allocation needs a cluster add-on (Kueue); the profile names no queue"),
+    "W904": (W, "JobSet: HiveD scheduling (extras.hivedScheduler: SKU types, pinned cells, priority) has no JobSet equivalent"),
 }
 
 

@@ -31,6 +31,7 @@ class Target(Protocol):
 TARGETS: dict[str, str] = {
     "framework": "paictl.targets.framework.target",  # FrameworkController Framework (+ HiveD), Secrets, PriorityClass
     "mars": "paictl.targets.mars.target",            # KubeDL MarsJob (Scheduler, WebService, Worker), Secrets
+    "jobset": "paictl.targets.jobset.target",        # Kubernetes JobSet (one Indexed Job per task role), Secrets
     "local": "paictl.targets.local.target",          # a LocalPlan: the processes `paictl submit --target local` starts
     "grass": "paictl.targets.grass.target",          # a MARO Grass job deployment file (+ the plan with --cluster)
     "openpai": "paictl.targets.openpai.target",      # the job protocol document POSTed to an OpenPAI REST server
@@ -47,6 +48,7 @@ RUNS_ON: dict[str, str] = {
     "local": "local",
     "framework": "kube",
     "mars": "kube",
+    "jobset": "kube",
     "grass": "grass",
     "openpai": "openpai",
 }

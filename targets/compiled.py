@@ -78,13 +78,15 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
                 user: Optional[str] = None, namespace: Optional[str] = None,
                 parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
                 name: Optional[str] = None, cluster: Optional[Sequence[str]] = None,
-                on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None) -> CompiledJob:
+                on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None, strict: bool = False) -> CompiledJob:
     """Validate, build the model, compile for `target` and check the output.
 
     `job` is a file path, "-" for standard input, or the job's bytes (`name` is then the file name reported).
     Warnings are returned in `CompiledJob.warnings`; `on_warnings`, when given, also receives each batch as soon as
     it is known (the CLI prints them before a later error). Raises InvalidJobError (exit 1) for an invalid job,
     UsageError/InputError (exit 2), InternalError (exit 70) for an object that fails its own schema.
+    With `strict`, any warning (the validator's, or the target's: e.g. what a JobSet cannot express) is raised as
+    an error instead, and `on_warnings` is not called.
     """
     from paictl.compiler.profiles import load_profile
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
@@ -109,7 +111,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         raw, path = read_source(str(job)), str(job)
     result = validate_bytes(raw, path)
     warnings: list[Diagnostic] = list(result.warnings)
-    if warnings and on_warnings is not None:
+    if warnings and on_warnings is not None and not strict:
         on_warnings(list(result.warnings))
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
@@ -120,6 +122,10 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []
+    if strict and (notes or warnings):
+        from paictl.protocol.diagnostics import Severity
+
+        raise InvalidJobError([dataclasses.replace(d, severity=Severity.ERROR) for d in (*warnings, *notes)])
     if notes:
         warnings += notes
         if on_warnings is not None:

@@ -72,6 +72,9 @@ _PAICTL_FRAMEWORK_RULES: dict[str, Any] = {
 #: KubeDL's MarsJob, in both API groups (targets/mars.py): `schemas/marsjob.schema.json`, and each replica type's
 #: pod template as a Kubernetes PodTemplateSpec (the CRD's copy of that schema is older and loose).
 MARSJOBS = (("training.kubedl.io/v1alpha1", "MarsJob"), ("kubedl.io/v1alpha1", "MarsJob"))
+#: Kubernetes JobSet (targets/jobset): `schemas/jobset.schema.json`, and each replicatedJob's template as a Kubernetes
+#: JobTemplateSpec (which holds the pod template).
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 
 _MAX_REPORTED = 10
 _ISSUES = "https://github.com/paictl/paictl/issues"
@@ -117,12 +120,14 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
         return errors
     if key in MARSJOBS:
         return _marsjob_errors(obj)
+    if key == JOBSET:
+        return _jobset_errors(obj)
     if key == LOCAL_PLAN:
         return _errors(_paictl_validator("localplan"), obj, "")
     if key in KIND_SCHEMAS:
         return (_errors(_kubernetes_validator(KIND_SCHEMAS[key]), obj, "")
                 + _metadata_errors(obj, ""))
-    known = ", ".join(f"{api}/{kind}" for api, kind in [*KIND_SCHEMAS, FRAMEWORK, *MARSJOBS, LOCAL_PLAN])
+    known = ", ".join(f"{api}/{kind}" for api, kind in [*KIND_SCHEMAS, FRAMEWORK, *MARSJOBS, JOBSET, LOCAL_PLAN])
     return [("/kind", f"no schema for apiVersion {key[0]!r} kind {key[1]!r} (paictl checks {known})")]
 
 
@@ -136,6 +141,21 @@ def _marsjob_errors(obj: dict[str, Any]) -> list[tuple[str, str]]:
             where = f"/spec/marsReplicaSpecs/{_escape(replica_type)}/template"
             errors += _errors(_kubernetes_validator("podtemplatespec-v1.json"), template, where)
             errors += _metadata_errors(template, where)
+    return errors
+
+
+def _jobset_errors(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    errors = _errors(_paictl_validator("jobset"), obj, "") + _metadata_errors(obj, "")
+    spec = obj.get("spec")
+    rjobs = spec.get("replicatedJobs") if isinstance(spec, dict) else None
+    for index, rjob in enumerate(rjobs if isinstance(rjobs, list) else ()):
+        template = rjob.get("template") if isinstance(rjob, dict) else None
+        if isinstance(template, dict):
+            where = f"/spec/replicatedJobs/{index}/template"
+            errors += _errors(_kubernetes_validator("jobtemplatespec-batch-v1.json"), template, where)
+            pod = (template.get("spec") or {}).get("template") if isinstance(template.get("spec"), dict) else None
+            if isinstance(pod, dict):
+                errors += _metadata_errors(pod, where + "/spec/template")
     return errors
 
 
@@ -248,7 +268,7 @@ def needed_definitions() -> dict[str, Any]:
 _TOP_LEVEL_KEY = re.compile(r'\n    "([^"]+)": ')
 #: A `$ref` to a shared definition, from a kind file (absolute path) or from another definition (same document).
 _REF = re.compile(r'"\$ref": "(?:/api/_definitions\.json)?#/\$defs/([^"#/]+)"')
-_ROOT_FILES = (*KIND_SCHEMAS.values(), "podtemplatespec-v1.json")
+_ROOT_FILES = (*KIND_SCHEMAS.values(), "podtemplatespec-v1.json", "jobtemplatespec-batch-v1.json")
 
 
 def _read(filename: str) -> Any:

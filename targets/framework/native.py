@@ -166,12 +166,13 @@ def _role_loop(role: TaskRole, ports: Ports) -> list[str]:
     return [f"for ((i = 0; i < {role.instances}; i++)); do", *body, "done"]
 
 
-def _http_port(role: TaskRole, ports: Ports) -> str:
+def http_port(role: TaskRole, ports: Ports) -> str:
+    """The role's http port (the one OpenPAI's host lists name), or "" when it asked for none."""
     return str(ports[role.name]["http"][0]) if ports[role.name]["http"] else ""
 
 
-def prelude(job: Job, ports: Ports, substitutions: list[tuple[str, str]], secrets_mount: str) -> str:
-    """The script run before the commands (see the module docstring); `$1` is the commands."""
+def port_lines(job: Job, ports: Ports) -> list[str]:
+    """The prelude's start, shared with the JobSet target: PAI_WORK_DIR and every task's port variables."""
     lines = [
         "# paictl native runtime: what openpai-runtime does before a task's commands, then the commands.",
         "export PAI_WORK_DIR=$PWD",
@@ -181,13 +182,19 @@ def prelude(job: Job, ports: Ports, substitutions: list[tuple[str, str]], secret
     for role in job.task_roles:
         lines += _role_loop(role, ports)
     lines.append('PAI_TASK_ROLE_INSTANCES=$(IFS=,; echo "${instances[*]}"); export PAI_TASK_ROLE_INSTANCES')
+    return lines
+
+
+def prelude(job: Job, ports: Ports, substitutions: list[tuple[str, str]], secrets_mount: str) -> str:
+    """The script run before the commands (see the module docstring); `$1` is the commands."""
+    lines = port_lines(job, ports)
     if job.gang_allocation:
         lines += [
             "# Peers: the frameworkbarrier init container waited for every task's IP and wrote injector.sh; with",
             "# each role's http port set, FB_<ROLE>_ADDRESSES is OpenPAI's ip:port host list.",
             'host_ips() { local i=0 ip IFS=,; for ip in $2; do export "PAI_HOST_IP_$1_$i=$ip"; i=$((i + 1)); done; }',
         ]
-        lines += [f"FB_{convert_name(r.name).upper()}_PORT={_http_port(r, ports)}" for r in job.task_roles]
+        lines += [f"FB_{convert_name(r.name).upper()}_PORT={http_port(r, ports)}" for r in job.task_roles]
         lines += ["set +o nounset", f". {BARRIER_MOUNT}/injector.sh >&2", "set -o nounset"]
         for role in job.task_roles:
             name, upper = convert_name(role.name), convert_name(role.name).upper()

@@ -241,3 +241,34 @@ def _has_auth(job: Job, role: TaskRole) -> bool:
     prerequisite = job.prerequisite("dockerimage", role.docker_image)
     return prerequisite is not None and prerequisite.auth is not None
 
+
+def secret_and_storage_volumes(job: Job, profile: Profile, secrets_secret: str | None,
+                               storages: tuple[MountedStorage, ...]) -> tuple[list[dict[str, Any]], list[dict]]:
+    """(mounts, volumes) of the job's Secret (read-only at SECRETS_MOUNT) and its storages (subPath <user> for
+    storages that are not shared, as the Framework mounts them): for the native-runtime pods of other targets."""
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    if secrets_secret:
+        volumes.append({"name": "job-secrets", "secret": {"secretName": secrets_secret}})
+        mounts.append({"name": "job-secrets", "mountPath": SECRETS_MOUNT, "readOnly": True})
+    if storages:
+        context = PodContext(job=job, profile=profile, name="", virtual_cluster="", shared_env=[], hived_specs={},
+                             secrets_secret=None, regcred=None, storages=storages, priority_class=None)
+        mounts += _storage_mounts(context)
+        volumes += [{"name": f"{m.storage.name}-volume", "persistentVolumeClaim": {
+            "claimName": m.storage.name, **({"readOnly": True} if m.storage.read_only else {})}} for m in storages]
+    return mounts, volumes
+
+
+def cluster_pod_settings(job: Job, role: TaskRole, profile: Profile, regcred: str | None) -> dict[str, Any]:
+    """The pod spec fields the profile and the registry Secret decide (service account, required node affinity,
+    image pull Secret), for the native-runtime pods of other targets."""
+    spec: dict[str, Any] = {}
+    if profile.service_account:
+        spec["serviceAccountName"] = profile.service_account
+    if profile.node_affinity:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [plain(e) for e in profile.node_affinity]}]}}}
+    if regcred and _has_auth(job, role):
+        spec["imagePullSecrets"] = [{"name": regcred}]
+    return spec

@@ -13,7 +13,7 @@ import base64
 import io
 import json
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 if TYPE_CHECKING:
     from paictl.compiler.profiles import Profile
@@ -218,3 +218,26 @@ def priority_class(name: str, priority: int) -> dict[str, Any]:
         "preemptionPolicy": "PreemptLowerPriority",
         "globalDefault": False,
     }
+
+
+def native_secret_objects(name: str, job: Job, profile: Profile, entrypoints: Iterable[str],
+                          secrets_from: str | None) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """The Secrets of a target whose pods run the native runtime's prelude (MarsJob, JobSet): the job's secrets with
+    one `secret.<path>` key per secret the commands use (framework/native.py), and the registry credentials.
+
+    Returns (objects, the Secret to mount as job-secrets or None, the registry Secret's name or None).
+    """
+    from paictl.targets.framework.native import secret_files
+
+    objects: list[dict[str, Any]] = []
+    secrets_secret = secrets_from
+    if secrets_from is None and job.secrets:
+        secret = config_secret(name, job, profile)
+        files = secret_files(job, entrypoints)
+        secret["data"].update((key, _b64(value.encode("utf-8"))) for key, value in sorted(files.items()))
+        objects.append(secret)
+        secrets_secret = secret["metadata"]["name"]
+    regcred = docker_secret(name, job, profile)
+    if regcred is not None:
+        objects.append(regcred)
+    return objects, secrets_secret, regcred["metadata"]["name"] if regcred else None

@@ -26,7 +26,7 @@ from paictl.targets.kube.client import (
     resource_for,
 )
 
-WORKLOAD_KINDS = frozenset({"Framework", "MarsJob"})
+WORKLOAD_KINDS = frozenset({"Framework", "MarsJob", "JobSet"})
 #: Fields that change on every write (or are the server's): compared away to tell "configured" from "unchanged"
 #: in a dry run, where the resourceVersion does not move.
 _VOLATILE = ("resourceVersion", "managedFields", "generation")
@@ -102,7 +102,7 @@ def _get(cluster: Cluster, resource: Resource, path: str, name: str,
         # 404 naming the object: it does not exist yet. A 404 without it (no such resource type) is explained.
         if isinstance(exc, ApiFailure) and exc.status == 404 and (
                 (exc.body.get("details") or {}).get("name") == name or resource.plural not in ("frameworks",
-                                                                                               "marsjobs")):
+                                                                                               "marsjobs", "jobsets")):
             return None
         raise describe_failure(cluster, exc, verb="get", resource=resource, name=name,
                                namespace=namespace) from None

@@ -131,8 +131,8 @@ class KubeBackend:
                 raise UsageError(f"several {resource.plural} run a job named {name!r}: {', '.join(named)}; "
                                  f"name one of them")
             missing.append(resource.kind)
-        known = " or ".join(workload(kind).resource.kind for kind in kinds)
-        kinds_text = " or ".join(missing) if missing else f"{known} (neither is installed)"
+        known = _either([workload(kind).resource.kind for kind in kinds])
+        kinds_text = _either(missing) if missing else f"{known} (none is installed)"
         raise NotFoundError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
 
     def is_configured(self) -> bool:
@@ -153,7 +153,7 @@ class KubeBackend:
 
     def not_found(self, name: str) -> str:
         kinds = [self.options.target] if self.options.target else list(WORKLOADS)
-        return f"no {' or '.join(workload(kind).resource.kind for kind in kinds)} named {name!r}"
+        return f"no {_either([workload(kind).resource.kind for kind in kinds])} named {name!r}"
 
     def describe(self, name: str) -> JobView:
         from .follow import snapshot
@@ -206,7 +206,14 @@ class KubeBackend:
         chosen, found = self._find(name)
         connection = self._cluster()
         label = chosen.resource.label(found)
-        if chosen.resource.kind == "Framework":
+        suspend = bool(self.options.extra.get("suspend"))
+        if suspend and chosen.resource.kind != "JobSet":
+            raise UsageError(f"--suspend stops JobSets only; {label} is a {chosen.resource.kind}")
+        if chosen.resource.kind == "JobSet":
+            from paictl.targets.jobset.kube import stop_jobset
+
+            result = stop_jobset(connection, found, connection.namespace, suspend=suspend)
+        elif chosen.resource.kind == "Framework":
             current = connection.json("GET", chosen.resource.item(found, connection.namespace))
             if job_state(current).is_final:
                 result = "already finished"
@@ -298,3 +305,7 @@ class KubeBackend:
             else:
                 yield line
 
+
+def _either(kinds: list[str]) -> str:
+    """`Framework, MarsJob or JobSet`."""
+    return ", ".join(kinds[:-1]) + " or " + kinds[-1] if len(kinds) > 1 else "".join(kinds)

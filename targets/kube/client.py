@@ -59,6 +59,7 @@ class Resource:
 
 FRAMEWORK = Resource(kind="Framework", api_version="frameworkcontroller.microsoft.com/v1", plural="frameworks")
 MARSJOB = Resource(kind="MarsJob", api_version="training.kubedl.io/v1alpha1", plural="marsjobs")
+JOBSET = Resource(kind="JobSet", api_version="jobset.x-k8s.io/v1alpha2", plural="jobsets")
 POD = Resource(kind="Pod", api_version="v1", plural="pods")
 KNOWN_RESOURCES = (
     Resource(kind="Secret", api_version="v1", plural="secrets"),
@@ -68,12 +69,13 @@ KNOWN_RESOURCES = (
     Resource(kind="PriorityClass", api_version="scheduling.k8s.io/v1", plural="priorityclasses", namespaced=False),
     FRAMEWORK,
     MARSJOB,
+    JOBSET,
     # KubeDL before its 2021 group rename (reference marsjob.md 0): still what the Mars client submits.
     Resource(kind="MarsJob", api_version="kubedl.io/v1alpha1", plural="marsjobs"),
     POD,
 )
 #: Who provides a custom resource, for "X is not installed in this cluster".
-PROVIDERS = {"frameworks": "FrameworkController", "marsjobs": "KubeDL (MarsJob)"}
+PROVIDERS = {"frameworks": "FrameworkController", "marsjobs": "KubeDL (MarsJob)", "jobsets": "JobSet"}
 
 
 def resource_for(obj: Mapping[str, Any]) -> Resource:

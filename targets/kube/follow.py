@@ -306,7 +306,8 @@ class PodDiagnoser:
 
     def enrich(self, view: JobView, pods: list, job: Optional[Mapping[str, Any]] = None) -> JobView:
         by_task = {}
-        for pod in pods:
+        # Oldest first, so a task's newest pod wins (a JobSet keeps a retried index's failed pods).
+        for pod in sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or "")):
             task = self.workload.pod_task(pod)
             if task is not None:
                 by_task[task] = pod

@@ -1,6 +1,7 @@
 """The workload kinds the Kubernetes backend runs, one entry each: how to find a job's pods, how to read its state.
 
-Each kind's state table lives beside its target (`targets/framework/status.py`, `targets/mars/status.py`); this
+Each kind's state table lives beside its target (`targets/framework/status.py`, `targets/mars/status.py`,
+`targets/jobset/status.py`); this
 module only connects them to the follower. Adding a Kubernetes target is one entry in `WORKLOADS` (and its name in
 `paictl.targets.RUNS_ON`).
 """
@@ -44,10 +45,17 @@ def _mars_pod_task(pod: dict) -> Optional[tuple[str, int]]:
     return (role, int(index)) if role and index.isdigit() else None
 
 
+def _jobset() -> Workload:
+    from paictl.targets.jobset.kube import workload as jobset_workload
+
+    return jobset_workload()
+
+
 #: Target name -> its workload, in the order a job NAME is looked for when no --target is given.
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "framework": _framework,
     "mars": _mars,
+    "jobset": _jobset,
 }
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.framework.env import framework_env
 from paictl.targets.framework.native import SCRIPT_NAME, SHELL, container_ports, native_env, run_commands
-from paictl.targets.framework.pod import SECRETS_MOUNT, MountedStorage, PodContext, _has_auth, _image, _storage_mounts
-from paictl.targets.framework.secrets import plain
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _image, cluster_pod_settings,
+                                          secret_and_storage_volumes)
 from paictl.targets.mars.extras import cache_mb
 
 if TYPE_CHECKING:
@@ -56,18 +56,9 @@ def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: s
         shm = role.shm_mb or profile.default_shm_mb
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm}Mi"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-    if parts.secrets_secret:
-        volumes.append({"name": "job-secrets", "secret": {"secretName": parts.secrets_secret}})
-        mounts.append({"name": "job-secrets", "mountPath": SECRETS_MOUNT, "readOnly": True})
-    if parts.storages:
-        # The Framework's mounts (subPath <user> for storages that are not shared), from a context holding just them.
-        context = PodContext(job=parts.job, profile=profile, name="", virtual_cluster="", shared_env=[],
-                             hived_specs={}, secrets_secret=None, regcred=None, storages=parts.storages,
-                             priority_class=None)
-        mounts += _storage_mounts(context)
-        volumes += [{"name": f"{m.storage.name}-volume", "persistentVolumeClaim": {
-            "claimName": m.storage.name, **({"readOnly": True} if m.storage.read_only else {})}}
-            for m in parts.storages]
+    more_mounts, more_volumes = secret_and_storage_volumes(parts.job, profile, parts.secrets_secret, parts.storages)
+    mounts += more_mounts
+    volumes += more_volumes
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": _image(parts.job, role),
@@ -83,13 +74,7 @@ def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: s
     spec: dict[str, Any] = {"containers": [container]}
     if volumes:
         spec["volumes"] = volumes
-    if profile.service_account:
-        spec["serviceAccountName"] = profile.service_account
-    if profile.node_affinity:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": [plain(e) for e in profile.node_affinity]}]}}}
-    if parts.regcred and _has_auth(parts.job, role):
-        spec["imagePullSecrets"] = [{"name": parts.regcred}]
+    spec.update(cluster_pod_settings(parts.job, role, profile, parts.regcred))
     return {"spec": spec}
 
 

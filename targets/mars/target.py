@@ -35,13 +35,12 @@ The API group comes from the profile (`mars.apiVersion`). Other Mars settings ar
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.findings import located, raise_if_any
-from paictl.targets.framework.secrets import config_secret, docker_secret
+from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.mars.extras import MarsSettings, read_settings
 from paictl.targets.mars.status import API_VERSIONS, CONTAINER, KIND, PLURAL, REPLICA_TYPES, job_state, job_view, task_views
 
@@ -71,7 +70,7 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
     """
     from paictl.compiler.render import render_entrypoint
 
-    from paictl.targets.framework.native import allocate_ports, runtime_commands, secret_files
+    from paictl.targets.framework.native import allocate_ports, runtime_commands
 
     from paictl.targets.framework.target import _storages
 
@@ -83,22 +82,12 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
 
     name = marsjob_name(job, profile)
     entrypoints = {role.name: render_entrypoint(job, role.name, parameters) for role in job.task_roles}
-    objects: list[dict[str, Any]] = []
-    secrets_secret = secrets_from
-    if secrets_from is None and job.secrets:
-        secret = config_secret(name, job, profile)
-        files = secret_files(job, entrypoints.values())
-        secret["data"].update((key, _b64(value)) for key, value in sorted(files.items()))
-        objects.append(secret)
-        secrets_secret = secret["metadata"]["name"]
-    regcred = docker_secret(name, job, profile)
-    if regcred is not None:
-        objects.append(regcred)
+    objects, secrets_secret, regcred = native_secret_objects(name, job, profile, entrypoints.values(), secrets_from)
 
     from paictl.targets.mars.pod import PodParts, pod_template
 
     parts = PodParts(job=job, profile=profile, ports=ports, secrets_secret=secrets_secret,
-                     regcred=regcred["metadata"]["name"] if regcred else None, settings=settings,
+                     regcred=regcred, settings=settings,
                      storages=storages)
     replica_specs = {}
     for replica_type in REPLICA_TYPES:
@@ -234,10 +223,6 @@ def _port_findings(job: Job, ports: Mapping[str, Mapping[str, tuple[int, ...]]])
 
 def _role_pointer(role: TaskRole) -> str:
     return "/taskRoles/" + role.name.replace("~", "~0").replace("/", "~1")
-
-
-def _b64(value: str) -> str:
-    return base64.b64encode(value.encode("utf-8")).decode("ascii")
 
 
 #: The `Target` protocol's entry point (paictl.targets.get_target("mars").compile).

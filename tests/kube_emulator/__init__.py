@@ -2,8 +2,8 @@
 
 No real API server can run where the tests run, so this one answers on 127.0.0.1 with the REST dialect that the
 official python client and real `kubectl` speak (tests/test_kubectl_crosscheck.py proves the latter), and a
-scripted controller moves Frameworks and MarsJobs, their ConfigMaps, pods and services through the state sequences
-in /work/shared/reference (frameworkcontroller.md, marsjob.md).
+scripted controller moves Frameworks, MarsJobs and JobSets, their ConfigMaps, Jobs, pods and services through the
+state sequences in /work/shared/reference (frameworkcontroller.md, marsjob.md, jobset.md).
 
     with Emulator(speed=200) as emu:
         emu.scenario("Framework", "demo", "failed", exit_code=137)

@@ -1,8 +1,8 @@
-"""The scripted controller: when a Framework or MarsJob is created, run the scenario registered for it.
+"""The scripted controller: when a Framework, MarsJob or JobSet is created, run the scenario registered for it.
 
 Each object gets a thread that writes what the real controller would write, in the order the references give
-(FrameworkController: /work/shared/reference/frameworkcontroller.md b, d, g; KubeDL: marsjob.md 3, 4), sleeping
-simulated time between steps. The thread wakes early when its object changes (a Stop) and ends when the object is
+(FrameworkController: /work/shared/reference/frameworkcontroller.md b, d, g; KubeDL: marsjob.md 3, 4; JobSet:
+jobset.md 1.2-1.4), sleeping simulated time between steps. The thread wakes early when its object changes (a Stop) and ends when the object is
 gone. Objects without a registered scenario are left alone (status stays null, as with no controller running).
 """
 
@@ -17,6 +17,7 @@ from .store import Event
 SCENARIOS = {
     "Framework": ("succeeded", "failed", "stopped", "stuck-pending", "running"),
     "MarsJob": ("succeeded", "failed", "stuck-pending", "running"),
+    "JobSet": ("succeeded", "failed", "restarted", "stuck-pending", "running"),
 }
 
 
@@ -141,9 +142,10 @@ class Controller:
 
     def _make(self, kind: str, obj: dict, scenario: str, params: dict) -> Run:
         from .framework_sim import FrameworkRun
+        from .jobset_sim import JobSetRun
         from .mars_sim import MarsRun
 
-        cls = FrameworkRun if kind == "Framework" else MarsRun
+        cls = {"Framework": FrameworkRun, "JobSet": JobSetRun}.get(kind, MarsRun)
         rt = self.emu.registry.by_kind(obj["apiVersion"], kind)
         meta = obj["metadata"]
         return cls(self.emu, rt, meta.get("namespace", ""), meta["name"], meta["uid"], dict(params, scenario=scenario))

@@ -89,6 +89,37 @@ def _marsjob(obj: dict) -> list[Cause]:
     return causes
 
 
+def _jobset(obj: dict) -> list[Cause]:
+    """What JobSet's validating webhook refuses that a client can trip over (reference jobset.md 1.1, 1.3): no
+    replicatedJobs, names that are not DNS-1035 labels, and Job or pod names longer than 63 characters."""
+    spec = obj.get("spec") or {}
+    rjobs = spec.get("replicatedJobs")
+    if not rjobs:
+        return [("spec.replicatedJobs", "FieldValueRequired", "Required value")]
+    name = obj["metadata"]["name"]
+    causes: list[Cause] = []
+    if not DNS1035_LABEL.match(name) or len(name) > 63:
+        causes.append(("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": a DNS-1035 label must '
+                       "consist of lower case alphanumeric characters or '-', start with an alphabetic character, "
+                       "and end with an alphanumeric character"))
+    for i, rjob in enumerate(rjobs):
+        rname = str(rjob.get("name") or "")
+        replicas = int(rjob.get("replicas", 1))
+        job_spec = (rjob.get("template") or {}).get("spec") or {}
+        if not DNS1035_LABEL.match(rname):
+            causes.append((f"spec.replicatedJobs[{i}].name", "FieldValueInvalid", f'Invalid value: "{rname}"'))
+        longest_job = f"{name}-{rname}-{max(replicas - 1, 0)}"
+        if len(longest_job) > 63:
+            causes.append(("spec.replicatedJobs", "FieldValueInvalid", f'Invalid value: "{longest_job}": must be no '
+                           "more than 63 characters"))
+        if job_spec.get("completionMode", "Indexed") == "Indexed" and job_spec.get("completions"):
+            longest_pod = f"{longest_job}-{int(job_spec['completions']) - 1}-abcde"
+            if len(longest_pod) > 63:
+                causes.append(("spec.replicatedJobs", "FieldValueInvalid", f'Invalid value: "{longest_pod}": must '
+                               "be no more than 63 characters"))
+    return causes
+
+
 def _secret(obj: dict) -> list[Cause]:
     causes: list[Cause] = []
     for key, value in (obj.get("data") or {}).items():
@@ -121,7 +152,7 @@ def _priority_class(obj: dict) -> list[Cause]:
     return []
 
 
-_CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "Secret": _secret, "Pod": _pod,
+_CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "JobSet": _jobset, "Secret": _secret, "Pod": _pod,
            "PriorityClass": _priority_class}
 
 
@@ -143,6 +174,18 @@ def default(rt, obj: dict, cluster_ip: str) -> None:
         for key, value in string_data.items():
             data[key] = base64.b64encode(str(value).encode()).decode()
         obj.setdefault("type", "Opaque")
+    elif rt.kind == "JobSet":
+        # JobSet's defaulting webhook: DNS hostnames on, success policy All, Indexed Jobs, pods OnFailure.
+        spec = obj.setdefault("spec", {})
+        network = spec.setdefault("network", {})
+        network.setdefault("enableDNSHostnames", True)
+        network.setdefault("publishNotReadyAddresses", True)
+        spec.setdefault("successPolicy", {"operator": "All"})
+        for rjob in spec.get("replicatedJobs") or []:
+            rjob.setdefault("replicas", 1)
+            job_spec = rjob.setdefault("template", {}).setdefault("spec", {})
+            job_spec.setdefault("completionMode", "Indexed")
+            job_spec.setdefault("template", {}).setdefault("spec", {}).setdefault("restartPolicy", "OnFailure")
     elif rt.kind == "Service":
         spec = obj.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")

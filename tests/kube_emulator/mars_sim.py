@@ -14,18 +14,18 @@ worker_restarts (0), log / logs ({pod name: text}).
 from __future__ import annotations
 
 import copy
-import uuid
 
 from .controller import Run
-from .pods import kubelet_event
+from .kubelet import Kubelet
 
 ORDER = ("Scheduler", "WebService", "Worker")
 GROUP_LABEL = "training.kubedl.io"
 
 
-class MarsRun(Run):
+class MarsRun(Kubelet, Run):
     manager = "kubedl"
     subresource = "status"
+    pod_ip, host_ip = "10.244.1.10", "10.0.0.11"
 
     def run(self) -> None:
         p = self.params
@@ -43,10 +43,7 @@ class MarsRun(Run):
             for index in range(count):
                 self._create(job, rtype, index)
         if p["scenario"] == "stuck-pending":
-            for pod in self._pods():
-                self._kubelet(pod["metadata"]["name"], self._waiting("ImagePullBackOff"))
-                image = (pod["spec"].get("containers") or [{}])[0].get("image", "")
-                kubelet_event(self.emu, pod, "BackOff", f'Back-off pulling image "{image}"', "Normal")
+            self._pull_backoff(self._pods())
             self.wait(None)
             return
         self.wait(float(p.get("preparing_seconds", 5)))
@@ -141,42 +138,6 @@ class MarsRun(Run):
         if self.emu.store.find(self.svc_rt, self.namespace, name) is None:
             self.emu.store.create(self.svc_rt, self.namespace, service, "kubedl")
         self.set_log(name, "")
-
-    def _kubelet(self, name: str, change) -> None:
-        self.current()
-        self.emu.store.mutate(self.pods_rt, self.namespace, name, change, "kubelet", "status")
-
-    @staticmethod
-    def _statuses(pod: dict, state: dict, ready: bool) -> list[dict]:
-        return [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready, "restartCount": 0,
-                 "started": ready, "containerID": f"containerd://{uuid.uuid4().hex}", "state": copy.deepcopy(state)}
-                for c in pod["spec"].get("containers") or []]
-
-    def _waiting(self, reason: str):
-        def change(pod: dict) -> None:
-            pod["status"].update(phase="Pending", containerStatuses=self._statuses(pod, {"waiting": {
-                "reason": reason, "message": "Back-off pulling image"}}, False))
-        return change
-
-    def _running(self):
-        now = self.emu.clock.stamp()
-
-        def change(pod: dict) -> None:
-            self.set_log(pod["metadata"]["name"], self._log(pod["metadata"]["name"], False))
-            pod["spec"]["nodeName"] = pod["spec"].get("nodeName") or self.params.get("node", "node-0")
-            pod["status"].update(phase="Running", startTime=now, podIP="10.244.1.10", hostIP="10.0.0.11",
-                                 containerStatuses=self._statuses(pod, {"running": {"startedAt": now}}, True))
-        return change
-
-    def _terminated(self, code: int, log: str):
-        now = self.emu.clock.stamp()
-
-        def change(pod: dict) -> None:
-            self.set_log(pod["metadata"]["name"], log)
-            pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
-            pod["status"]["containerStatuses"] = self._statuses(pod, {"terminated": {
-                "exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": now}}, False)
-        return change
 
     def _log(self, pod: str, finished: bool) -> str:
         logs = self.params.get("logs") or {}

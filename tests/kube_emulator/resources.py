@@ -1,7 +1,7 @@
 """The kinds the emulator serves, and the discovery documents built from them.
 
 The facts (group, version, kind, plural, scope, subresources) are hard-coded so that the emulator works without
-../shared: they come from the FrameworkController and KubeDL CRDs and from the core API. Discovery is served in the
+../shared: they come from the FrameworkController, KubeDL and JobSet CRDs and from the core API. Discovery is served in the
 legacy (unaggregated) form only: kubectl asks for aggregated discovery in its Accept header and falls back to the
 legacy documents when the answer is plain `application/json`, as it does against any server older than 1.26.
 """
@@ -70,6 +70,11 @@ BUILTIN: tuple[ResourceType, ...] = (
     # KubeDL: status subresource enabled.
     ResourceType(group="training.kubedl.io", version="v1alpha1", kind="MarsJob", plural="marsjobs", custom=True,
                  status_subresource=True),
+    # Kubernetes JobSet (its CRD: status subresource, no short names) and the batch Jobs it creates.
+    ResourceType(group="jobset.x-k8s.io", version="v1alpha2", kind="JobSet", plural="jobsets", custom=True,
+                 status_subresource=True),
+    ResourceType(group="batch", version="v1", kind="Job", plural="jobs", status_subresource=True,
+                 categories=("all",)),
 )
 
 

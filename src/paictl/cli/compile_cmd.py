@@ -11,7 +11,7 @@ import typer
 from paictl.errors import InvalidJobError, PaictlError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, USER_OPTION)
+                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 
 
 class CompileFormat(str, enum.Enum):
@@ -21,7 +21,8 @@ class CompileFormat(str, enum.Enum):
 
 def compile_command(
     job_path: str = JOB_ARGUMENT,
-    target: str = typer.Option("framework", "--target", "-t", help="What to compile to: framework, mars, local, grass."),
+    target: str = typer.Option("framework", "--target", "-t",
+                               help="What to compile to: framework, jobset, mars, local, grass, openpai."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace (overrides the profile's)."),
@@ -36,6 +37,7 @@ def compile_command(
     cluster: Optional[List[str]] = typer.Option(None, "--cluster", metavar="FILE",
                                                 help="grass: the cluster file (repeatable: MARO's create file and "
                                                      "node-join files); adds the plan."),
+    strict: bool = STRICT_OPTION,
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 
@@ -50,7 +52,7 @@ def compile_command(
     try:
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                                parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
-                               stdin_name=stdin_name, cluster=cluster)
+                               stdin_name=stdin_name, cluster=cluster, strict=strict)
     except InvalidJobError as error:
         report_invalid(error)
     except PaictlError as error:

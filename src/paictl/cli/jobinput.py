@@ -24,13 +24,15 @@ PARAMETERS_OPTION = typer.Option([], "--parameters", metavar="FILE",
                                  help="A YAML mapping of parameters to override (repeatable).")
 SECRETS_FROM_OPTION = typer.Option(None, "--secrets-from", metavar="NAME",
                                    help="Use this existing Secret for the job's secrets (Kubernetes targets).")
+STRICT_OPTION = typer.Option(False, "--strict", help="Warnings fail (exit 1), the target's too: e.g. what a "
+                                                      "JobSet cannot express (W901-W904).")
 STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                  help="File name to report for a job read from '-'.")
 
 
 def compile_for_command(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                         parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                        stdin_name: str, cluster: Optional[List[str]] = None) -> CompiledJob:
+                        stdin_name: str, cluster: Optional[List[str]] = None, strict: bool = False) -> CompiledJob:
     """`compile_job` with the command line's spelling of its inputs; warnings printed on standard error."""
     from paictl.targets.compiled import compile_job, parse_parameters
 
@@ -44,4 +46,5 @@ def compile_for_command(*, job_path: str, target: str, profile: str, user: Optio
     overrides = parse_parameters(parameter, parameter_files)
     return compile_job(job_path, target=target, profile=profile, user=user, namespace=namespace,
                        parameters=overrides, secrets_from=secrets_from,
-                       name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings)
+                       name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings,
+                       strict=strict)

@@ -18,7 +18,7 @@ import typer
 from paictl.errors import ClusterError, InvalidJobError, NotFoundError, PaictlError, UsageError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, USER_OPTION)
+                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend, BackendOptions, Submission
@@ -202,6 +202,7 @@ def submit_command(
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Path = _RUN_DIR,
     stdin_name: str = STDIN_NAME_OPTION,
+    strict: bool = STRICT_OPTION,
 ) -> None:
     """Compile a job and run it: on this machine (local) or on Kubernetes (server-side apply).
 
@@ -225,7 +226,7 @@ def submit_command(
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,
-                                       stdin_name=stdin_name)
+                                       stdin_name=stdin_name, strict=strict)
         submission = backend.submit(compiled, dry_run=dry_run, attach=follow)
         for note in submission.notes:
             typer.echo(note, err=True)
@@ -345,8 +346,11 @@ def stop_command(
     cluster: Optional[List[str]] = _CLUSTER,
     output_format: str = _FORMAT,
     run_dir: Path = _RUN_DIR,
+    suspend: bool = typer.Option(False, "--suspend", help="JobSet: set spec.suspend instead of deleting it "
+                                                          "(its pods go; resume it with suspend: false)."),
 ) -> None:
-    """Stop a job: every task is terminated, then killed after a grace period. A Framework gets executionType Stop.
+    """Stop a job: every task is terminated, then killed after a grace period. A Framework gets executionType Stop;
+    a MarsJob or JobSet is deleted in the foreground (a JobSet is suspended instead with --suspend).
 
     Exit status: 0 stop requested (or already finished); 3 cluster error or not found.
     """
@@ -358,7 +362,8 @@ def stop_command(
         _check_format(output_format)
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
-                                                               cluster=cluster))
+                                                               cluster=cluster,
+                                                               extra={"suspend": True} if suspend else {}))
         result = backend.stop(name)
         if output_format == "json":
             _echo_json(result.data)

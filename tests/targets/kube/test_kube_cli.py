@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JOBS, ROOT
+from kube_cli import paictl, start, wait_for
 
 pytest.importorskip("kubernetes")
 
@@ -24,16 +25,6 @@ HELLO = str(ROOT / "examples" / "hello-world.yaml")
 TWO_ROLES = str(JOBS / "kube" / "two-roles.yaml")
 CANARY_JOB = str(JOBS / "kube" / "secret-job.yaml")
 CANARIES = ("canary-token-5d2e81", "canary-user-9b7c40", "canary-password-e13f6a")
-
-
-def paictl(emu, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(emu.kubeconfig)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-
-
-def start(emu, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(emu.kubeconfig)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
 def applied_name(stdout: str) -> str:
@@ -49,16 +40,6 @@ def submit(emu, job: str = HELLO, *args: str) -> tuple[subprocess.CompletedProce
     done = paictl(emu, "submit", job, "--target", "framework", *args)
     assert "Traceback" not in done.stderr
     return done, applied_name(done.stdout) if "framework." in done.stdout else ""
-
-
-def wait_for(predicate, seconds: float = 20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_submit_follow_succeeded(emulator):
@@ -247,7 +228,7 @@ def test_status_by_job_name_and_not_found(emulator):
     missing = paictl(emulator, "status", "nosuchjob")
     assert missing.returncode == 3
     assert missing.stderr == ("paictl: error: no local run 'nosuchjob' in .paictl/runs; on the cluster: "
-                              "no Framework or MarsJob named 'nosuchjob' in namespace default\n")
+                              "no Framework, MarsJob or JobSet named 'nosuchjob' in namespace default\n")
     explicit = paictl(emulator, "status", "nosuchjob", "--target", "framework")
     assert explicit.returncode == 3
     assert explicit.stderr == "paictl: error: no Framework named 'nosuchjob' in namespace default\n"

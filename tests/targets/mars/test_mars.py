@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from conftest import CORPUS, ROOT
+from crd_schema import strict_validator
 from paictl.compiler.profiles import load_profile, profile_from_text
 from paictl.errors import InvalidJobError
 from paictl.protocol import load_job_text
@@ -55,25 +56,7 @@ WEB = """\
 
 @functools.lru_cache(maxsize=None)
 def crd_validator(api_version: str):
-    import jsonschema
-
-    crd = yaml.safe_load(CRDS[api_version].read_text(encoding="utf-8"))
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return jsonschema.Draft7Validator(_pruning(copy.deepcopy(schema)))
-
-
-def _pruning(node):
-    """Declared object properties become the only allowed ones, unless the CRD keeps unknown fields."""
-    if isinstance(node, dict):
-        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node \
-                and not node.get("x-kubernetes-preserve-unknown-fields"):
-            node["additionalProperties"] = False
-        for value in node.values():
-            _pruning(value)
-    elif isinstance(node, list):
-        for value in node:
-            _pruning(value)
-    return node
+    return strict_validator(CRDS[api_version])
 
 
 def crd_errors(marsjob: dict) -> list[str]:

@@ -1,0 +1,1 @@
+"""Kubernetes JobSet target: target.py (compile), names.py, pod.py, status.py (JobSet status -> job states)."""

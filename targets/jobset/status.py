@@ -1,0 +1,161 @@
+"""A JobSet's status in paictl's words (targets/states.py): pure functions over the objects the API server returns.
+
+The JobSet controller writes conditions, `terminalState`, `restarts` and per-replicatedJob counts of child Jobs
+(reference jobset.md 1.4). The mapping, in the order it is decided (the first row that matches wins):
+
+    JobSet                                                    | JobState   | why
+    ----------------------------------------------------------+------------+-----------------------------------------
+    status.terminalState "Completed", or a condition          | SUCCEEDED  | the successPolicy was met (reason
+    Completed with status True                                |            | AllJobsCompleted)
+    status.terminalState "Failed", or a condition Failed      | FAILED     | FailedJobs (a Job failed, no restarts
+    with status True                                          |            | allowed), ReachedMaxRestarts (it failed
+                                                              |            | again after maxRestarts),
+                                                              |            | FailJobSetFailurePolicyAction
+    metadata.deletionTimestamp set                            | STOPPING   | `paictl stop` deletes it (foreground)
+    spec.suspend true and paictl's stop annotation            | STOPPED    | `paictl stop --suspend`
+    spec.suspend true, or a condition Suspended True          | PENDING    | suspended: Kueue has not admitted it yet
+    a condition RestartingJobSet with status True             | RESTARTING | a Job failed, all are being recreated
+    a child Job ready, succeeded or failed, or a pod running  | RUNNING    |
+    anything else (no status yet, Jobs created, pods pending) | PENDING    |
+
+The attempt is `status.restarts` (every recreation of the Jobs, as a new FrameworkAttempt). The controller's own
+`jobSetFinished` reads exactly the Completed and Failed conditions; terminalState says the same in one field, and
+either is enough. A JobSet that is gone (404) after `ttlSecondsAfterFinished` is the caller's business.
+
+Tasks come from the pods, which JobSet and the Job controller label: `jobset.sigs.k8s.io/jobset-name`,
+`jobset.sigs.k8s.io/replicatedjob-name`, `jobset.sigs.k8s.io/restart-attempt` and the completion index
+(`batch.kubernetes.io/job-completion-index`, label or annotation). A retried index has several pods (restartPolicy
+Never leaves failed ones): the newest pod of the current restart attempt is the task, the older ones its attempts.
+The role shown is the task role's own name, from the pod annotation paictl sets (replicatedJob names are converted).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from paictl.targets.mars.status import _get, _pod_state  # the same reading of a pod's main container
+from paictl.targets.states import JobState, JobView, TaskView
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KIND = "JobSet"
+PLURAL = "jobsets"
+CONTAINER = "app"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+RJOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+RESTART_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"
+ROLE_ANNOTATION = "paictl.dev/task-role"
+#: Set by `paictl stop --suspend` beside `spec.suspend: true`, so that a suspension paictl made reads as stopped
+#: while one Kueue made (a JobSet waiting for admission) reads as pending.
+SUSPENDED_BY_ANNOTATION = "paictl.dev/suspended-by"
+
+_COUNTS = ("ready", "active", "succeeded", "failed", "suspended")
+
+
+def job_state(jobset: Mapping[str, Any]) -> JobState:
+    return _decide(jobset, [])[0]
+
+
+def pod_task(pod: Mapping[str, Any]) -> Optional[tuple[str, int]]:
+    """(task role, index) of a JobSet pod, or None for a pod that is not one."""
+    meta = pod.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    index = str(labels.get(INDEX_KEY, annotations.get(INDEX_KEY, "")))
+    role = annotations.get(ROLE_ANNOTATION) or labels.get(RJOB_LABEL)
+    return (str(role), int(index)) if role and index.isdigit() else None
+
+
+def task_views(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[TaskView, ...]:
+    """One TaskView per task (role, index) of the current restart attempt, in spec order, then by index."""
+    name = _get(jobset, "metadata", "name")
+    restarts = str(_get(jobset, "status", "restarts") or 0)
+    by_task: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    rjob_of: dict[str, str] = {}
+    for pod in pods:
+        labels = _get(pod, "metadata", "labels") or {}
+        task = pod_task(pod)
+        if labels.get(JOBSET_LABEL) != name or task is None or str(labels.get(RESTART_LABEL, "0")) != restarts:
+            continue
+        by_task.setdefault(task, []).append(pod)
+        rjob_of[task[0]] = str(labels.get(RJOB_LABEL))
+    order = {str(r.get("name")): i for i, r in enumerate(_get(jobset, "spec", "replicatedJobs") or ())
+             if isinstance(r, Mapping)}
+    views = []
+    for (role, index), attempts in by_task.items():
+        attempts.sort(key=_created)
+        pod = attempts[-1]
+        container = next((c for c in _get(pod, "status", "containerStatuses") or ()
+                          if isinstance(c, Mapping) and c.get("name") == CONTAINER), {})
+        terminated = _get(container, "state", "terminated")
+        views.append(TaskView(role=role, index=index, state=_pod_state(pod, container), attempt=len(attempts) - 1,
+                              node=_get(pod, "spec", "nodeName") or None,
+                              exit_code=terminated.get("exitCode") if isinstance(terminated, Mapping) else None))
+    return tuple(sorted(views, key=lambda v: (order.get(rjob_of[v.role], len(order)), v.role, v.index)))
+
+
+def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobView:
+    state, condition = _decide(jobset, pods)
+    tasks = task_views(jobset, pods)
+    if condition is not None:
+        text = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+        message = " ".join(text.split()) or str(condition.get("type"))
+    elif state is JobState.STOPPING:
+        message = "the JobSet is being deleted"
+    elif state is JobState.STOPPED:
+        message = "suspended by paictl stop --suspend (resume: kubectl patch jobset NAME --type merge -p " \
+                  "'{\"spec\":{\"suspend\":false}}')"
+    else:
+        message = progress(jobset) or "waiting for the JobSet controller"
+    triggered_by = completion_code = None
+    if state is JobState.FAILED:
+        failed = [t for t in tasks if t.exit_code not in (None, 0)]
+        if failed:
+            triggered_by, completion_code = (failed[0].role, failed[0].index), failed[0].exit_code
+    elif state is JobState.SUCCEEDED:
+        completion_code = 0
+    namespace = _get(jobset, "metadata", "namespace") or "default"
+    return JobView(name=str(_get(jobset, "metadata", "name")), state=state,
+                   attempt=int(_get(jobset, "status", "restarts") or 0), tasks=tasks, message=message,
+                   completion_code=completion_code, triggered_by=triggered_by,
+                   where=f"{KIND} {namespace}/{_get(jobset, 'metadata', 'name')}")
+
+
+def progress(jobset: Mapping[str, Any]) -> str:
+    """Per task role (replicatedJob), its child Jobs by state: `worker: 1 ready; ps: 1 active`."""
+    parts = []
+    for status in _get(jobset, "status", "replicatedJobsStatus") or ():
+        if not isinstance(status, Mapping):
+            continue
+        counts = ", ".join(f"{status[key]} {key}" for key in _COUNTS if status.get(key))
+        if counts:
+            parts.append(f"{status.get('name')}: {counts}")
+    return "; ".join(parts)
+
+
+def _decide(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[JobState, Optional[Mapping]]:
+    """The state and the condition that decided it (None when no condition did)."""
+    conditions = [c for c in _get(jobset, "status", "conditions") or () if isinstance(c, Mapping)]
+    true = {str(c.get("type")): c for c in conditions if c.get("status") == "True"}
+    terminal = _get(jobset, "status", "terminalState") or ""
+    for kind, state in (("Completed", JobState.SUCCEEDED), ("Failed", JobState.FAILED)):
+        if terminal == kind or kind in true:
+            return state, true.get(kind)
+    if _get(jobset, "metadata", "deletionTimestamp"):
+        return JobState.STOPPING, None
+    if _get(jobset, "spec", "suspend") is True:
+        if (_get(jobset, "metadata", "annotations") or {}).get(SUSPENDED_BY_ANNOTATION):
+            return JobState.STOPPED, None
+        return JobState.PENDING, true.get("Suspended")
+    if "Suspended" in true:
+        return JobState.PENDING, true["Suspended"]
+    if "RestartingJobSet" in true:
+        return JobState.RESTARTING, true["RestartingJobSet"]
+    counts = [s for s in _get(jobset, "status", "replicatedJobsStatus") or () if isinstance(s, Mapping)]
+    if any(s.get(key) for s in counts for key in ("ready", "succeeded", "failed")) or any(
+            _get(pod, "status", "phase") == "Running" for pod in pods):
+        return JobState.RUNNING, None
+    return JobState.PENDING, None
+
+
+def _created(pod: Mapping[str, Any]) -> tuple[str, str]:
+    return str(_get(pod, "metadata", "creationTimestamp") or ""), str(_get(pod, "metadata", "name") or "")

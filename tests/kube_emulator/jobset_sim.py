@@ -1,0 +1,252 @@
+"""JobSet's controller (with the Job controller and the kubelet under it), scripted (reference jobset.md 1.2-1.4).
+
+On create: the headless Service `<subdomain>`; per replicatedJob one batch/v1 Job `<js>-<rjob>-0` per replica, owned
+by the JobSet; per Job index a pod `<js>-<rjob>-0-<index>-<5 chars>` owned by the Job, with hostname
+`<js>-<rjob>-0-<index>`, the JobSet's subdomain, JOB_COMPLETION_INDEX, and the labels and annotations JobSet and
+the Job controller put on it (jobset-name, replicatedjob-name, job-index, restart-attempt, job-key...,
+batch.kubernetes.io/job-completion-index, job-name). Status is written through the status subresource by
+`jobset-controller`: `replicatedJobsStatus` counts of child Jobs (active, ready, succeeded, failed), `restarts`.
+
+Scenarios:
+- succeeded: pods Pending, Running (ready), exit 0; every Job Complete; condition Completed (AllJobsCompleted,
+  "jobset completed successfully"), terminalState Completed.
+- failed: one pod (`task_role`/`task_index` params, default the first replicatedJob, index 0) exits `exit_code`
+  (1); its Job fails (BackoffLimitExceeded); then as the failurePolicy says: without one, Failed (FailedJobs); with
+  restarts left, a restart (RestartingJobSet True, restarts + 1, all Jobs deleted and recreated with restart-attempt
+  + 1); once maxRestarts are used up, Failed (ReachedMaxRestarts). So "failed" fails every attempt.
+- restarted: the first `failures` attempts (default 1) fail as above, the next one succeeds.
+- stuck-pending: pods stay Pending with ImagePullBackOff.
+- running: runs for `seconds` (default forever), then succeeds.
+When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
+
+Params (simulated seconds): preparing_seconds (5), run_seconds (30), exit_code (1), task_role, task_index,
+failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0").
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+import string
+
+from .controller import Run
+from .kubelet import Kubelet
+
+API = "jobset.x-k8s.io/v1alpha2"
+PREFIX = "jobset.sigs.k8s.io/"
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+class JobSetRun(Kubelet, Run):
+    manager = "jobset-controller"
+    subresource = "status"
+    pod_ip, host_ip = "10.244.2.10", "10.0.0.12"
+    termination_message = True  # the pod template asks for FallbackToLogsOnError
+
+    def run(self) -> None:
+        p = self.params
+        self.pods_rt = self.emu.registry.by_kind("v1", "Pod")
+        self.jobs_rt = self.emu.registry.by_kind("batch/v1", "Job")
+        svc_rt = self.emu.registry.by_kind("v1", "Service")
+        js = self.current()
+        spec = js["spec"]
+        self.rjobs = spec["replicatedJobs"]
+        self.subdomain = (spec.get("network") or {}).get("subdomain") or self.name
+        failure_policy = spec.get("failurePolicy")
+        max_restarts = int((failure_policy or {}).get("maxRestarts", 0))
+        self.status = {"restarts": 0, "restartsCountTowardsMax": 0, "conditions": [],
+                       "replicatedJobsStatus": [self._counts(r["name"]) for r in self.rjobs]}
+        self.write_status(copy.deepcopy(self.status))
+        if self.emu.store.find(svc_rt, self.namespace, self.subdomain) is None:
+            self.emu.store.create(svc_rt, self.namespace, {
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": self.subdomain, "namespace": self.namespace, "ownerReferences": self._owner()},
+                "spec": {"clusterIP": "None", "selector": {PREFIX + "jobset-name": self.name},
+                         "publishNotReadyAddresses": True}}, self.manager)
+        scenario = p["scenario"]
+        failures = {"failed": None, "restarted": int(p.get("failures", 1))}.get(scenario, 0)
+        attempt = 0
+        while True:
+            self._create_jobs(js, attempt)
+            if scenario == "stuck-pending":
+                self._pull_backoff(self._pods())
+                self.wait(None)
+                return
+            self.wait(float(p.get("preparing_seconds", 5)))
+            for pod in self._pods():
+                self._kubelet(pod["metadata"]["name"], self._running())
+            for counts in self.status["replicatedJobsStatus"]:
+                counts.update(ready=counts["active"])
+            if attempt > 0:
+                self._condition("RestartingJobSet", "False", "JobsReady", "jobs are ready")
+            else:
+                self.write_status(copy.deepcopy(self.status))
+            seconds = p.get("seconds") if scenario == "running" else p.get("run_seconds", 30)
+            if seconds is None:
+                self.wait(None)
+                return
+            self.wait(float(seconds))
+            if failures is None or attempt < failures:
+                failed_job = self._fail_one()
+                if attempt < max_restarts:
+                    self._restart(attempt)
+                    attempt += 1
+                    continue
+                reason, message = ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts") \
+                    if failure_policy else ("FailedJobs", "jobset failed due to one or more job failures")
+                self._finish("Failed", reason, f"{message} (first failed job: {failed_job})")
+                return
+            self._succeed_all()
+            self._finish("Completed", "AllJobsCompleted", "jobset completed successfully")
+            return
+
+    # -- status ------------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _counts(name: str) -> dict:
+        return {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+
+    def _condition(self, kind: str, status: str, reason: str, message: str) -> None:
+        now = self.emu.clock.stamp()
+        conditions = [c for c in self.status["conditions"] if c["type"] != kind]
+        conditions.append({"type": kind, "status": status, "reason": reason, "message": message,
+                           "lastTransitionTime": now})
+        self.status["conditions"] = conditions
+        self.write_status(copy.deepcopy(self.status))
+
+    def _finish(self, kind: str, reason: str, message: str) -> None:
+        """Terminal: delete the still-active Jobs (and their pods), then the condition and terminalState."""
+        for job in self._jobs():
+            if not (job.get("status") or {}).get("conditions"):
+                self._delete_job(job["metadata"]["name"])
+        for counts in self.status["replicatedJobsStatus"]:
+            counts.update(active=0, ready=0)
+        self.status["terminalState"] = kind
+        self._condition(kind, "True", reason, message)
+
+    # -- Jobs and pods ---------------------------------------------------------------------------------------------
+
+    def _owner(self, kind: str = "JobSet", api: str = API, name: str | None = None, uid: str | None = None) -> list:
+        return [{"apiVersion": api, "kind": kind, "name": name or self.name, "uid": uid or self.uid,
+                 "controller": True, "blockOwnerDeletion": True}]
+
+    def _labels(self, rjob: dict, attempt: int, index: int) -> dict:
+        job_name = f"{self.name}-{rjob['name']}-0"
+        return {PREFIX + "jobset-name": self.name, PREFIX + "replicatedjob-name": rjob["name"],
+                PREFIX + "replicatedjob-replicas": str(rjob.get("replicas", 1)),
+                PREFIX + "job-index": "0", PREFIX + "restart-attempt": str(attempt),
+                PREFIX + "job-key": hashlib.sha1(f"{self.namespace}/{job_name}".encode()).hexdigest(),
+                INDEX: str(index), "batch.kubernetes.io/job-name": job_name, "job-name": job_name}
+
+    def _create_jobs(self, js: dict, attempt: int) -> None:
+        for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):
+            template = copy.deepcopy(rjob["template"])
+            job_name = f"{self.name}-{rjob['name']}-0"
+            labels = {k: v for k, v in self._labels(rjob, attempt, 0).items() if k != INDEX}
+            self.current()
+            job = self.emu.store.create(self.jobs_rt, self.namespace, {
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": job_name, "namespace": self.namespace, "labels": labels,
+                             "annotations": dict(labels), "ownerReferences": self._owner()},
+                "spec": {**template["spec"], "template": template["spec"]["template"]}}, self.manager)
+            completions = int(template["spec"].get("completions") or 1)
+            for index in range(completions):
+                self._create_pod(rjob, template["spec"]["template"], job, attempt, index)
+            counts.update(active=1, ready=0, succeeded=0, failed=0)
+        self.write_status(copy.deepcopy(self.status))
+
+    def _create_pod(self, rjob: dict, template: dict, job: dict, attempt: int, index: int) -> None:
+        pod = copy.deepcopy(template)
+        meta = pod.setdefault("metadata", {})
+        host = f"{self.name}-{rjob['name']}-0-{index}"
+        suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+        labels = self._labels(rjob, attempt, index)
+        meta.update(name=f"{host}-{suffix}", namespace=self.namespace,
+                    ownerReferences=self._owner("Job", "batch/v1", job["metadata"]["name"], job["metadata"]["uid"]))
+        meta.setdefault("labels", {}).update(labels)
+        meta.setdefault("annotations", {}).update(labels)
+        spec = pod.setdefault("spec", {})
+        spec.update(hostname=host, subdomain=self.subdomain)
+        for container in spec.get("containers") or []:
+            container.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX}']"}}})
+        self.current()
+        created = self.emu.store.create(self.pods_rt, self.namespace, {"apiVersion": "v1", "kind": "Pod", **pod},
+                                        "kube-controller-manager")
+        self.set_log(created["metadata"]["name"], "")
+
+    def _pods(self, attempt_only: bool = True) -> list[dict]:
+        attempt = str(self.status["restarts"])
+        return self.emu.store.list(self.pods_rt, self.namespace, lambda o: (
+            (o["metadata"].get("labels") or {}).get(PREFIX + "jobset-name") == self.name
+            and (not attempt_only or (o["metadata"].get("labels") or {}).get(PREFIX + "restart-attempt") == attempt)
+        ))[0]
+
+    def _jobs(self) -> list[dict]:
+        return self.emu.store.list(self.jobs_rt, self.namespace, lambda o: (
+            (o["metadata"].get("labels") or {}).get(PREFIX + "jobset-name") == self.name))[0]
+
+    def _delete_job(self, name: str) -> None:
+        if self.emu.store.find(self.jobs_rt, self.namespace, name) is not None:
+            self.emu.store.delete(self.jobs_rt, self.namespace, name, propagation="Foreground")
+
+    def _job_condition(self, name: str, kind: str, reason: str) -> None:
+        now = self.emu.clock.stamp()
+
+        def change(job: dict) -> None:
+            job.setdefault("status", {})["conditions"] = [{"type": kind, "status": "True", "reason": reason,
+                                                            "lastTransitionTime": now}]
+        self.current()
+        self.emu.store.mutate(self.jobs_rt, self.namespace, name, change, "kube-controller-manager", "status")
+
+    def _task_pod(self) -> dict:
+        role = self.params.get("task_role")
+        rjob = next((r for r in self.rjobs if role in (None, r["name"])), self.rjobs[0])
+        index = str(self.params.get("task_index", 0))
+        return next(pod for pod in self._pods()
+                    if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]
+                    and pod["metadata"]["labels"][INDEX] == index)
+
+    def _fail_one(self) -> str:
+        """One task fails: its pod exits, its Job fails, the counts say so. Returns the failed Job's name."""
+        pod = self._task_pod()
+        name = pod["metadata"]["name"]
+        self._kubelet(name, self._terminated(int(self.params.get("exit_code", 1)), self._log(name, True)))
+        job_name = pod["metadata"]["labels"]["batch.kubernetes.io/job-name"]
+        self._job_condition(job_name, "Failed", "BackoffLimitExceeded")
+        rjob = pod["metadata"]["labels"][PREFIX + "replicatedjob-name"]
+        for counts in self.status["replicatedJobsStatus"]:
+            if counts["name"] == rjob:
+                counts.update(active=0, ready=0, failed=1)
+        self.write_status(copy.deepcopy(self.status))
+        return job_name
+
+    def _restart(self, attempt: int) -> None:
+        """RestartJobSet: count the restart, delete every Job of this attempt (BlockingRecreate: wait until they and
+        their pods are gone), then the caller creates the next attempt's."""
+        self.status["restarts"] = attempt + 1
+        self.status["restartsCountTowardsMax"] = attempt + 1
+        self._condition("RestartingJobSet", "True", "Restarting", f"restarting jobset, attempt {attempt + 1}")
+        for job in self._jobs():
+            self._delete_job(job["metadata"]["name"])
+        self.wait(30, until=lambda _: not self._jobs())
+
+    def _succeed_all(self) -> None:
+        for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):
+            for pod in self._pods():
+                if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]:
+                    name = pod["metadata"]["name"]
+                    self._kubelet(name, self._terminated(0, self._log(name, True)))
+            self._job_condition(f"{self.name}-{rjob['name']}-0", "Complete", "CompletionsReached")
+            counts.update(active=0, ready=0, succeeded=1)
+            self.write_status(copy.deepcopy(self.status))
+
+    def _log(self, pod: str, finished: bool) -> str:
+        host = pod.rsplit("-", 1)[0]
+        logs = self.params.get("logs") or {}
+        if host in logs:
+            return logs[host]
+        if finished and "log" in self.params:
+            return self.params["log"]
+        return f"[{host}] started\n" + (f"[{host}] exiting\n" if finished else "")

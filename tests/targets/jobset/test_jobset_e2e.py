@@ -1,0 +1,162 @@
+"""`paictl submit/status/stop/logs --target jobset` end to end: the real CLI (a subprocess) against the Kubernetes
+API emulator, whose scripted JobSet controller follows the reference's state sequences (tests/kube_emulator/
+jobset_sim.py): succeeded (exit 0), failed (exit 1, with the reason and the task that failed), restarted then
+succeeded (exit 0 at attempt 1), stopped by a foreground delete (exit 4), suspended, stuck pending (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import JOBS, ROOT
+from kube_cli import paictl, start, wait_for
+
+pytest.importorskip("kubernetes")
+
+API = "jobset.x-k8s.io/v1alpha2"
+JOB = str(JOBS / "kube" / "jobset-job.yaml")       # param_server x1, worker x2, jobRetryCount 1
+HELLO = str(ROOT / "examples" / "hello-world.yaml")  # one role, no retries
+
+
+def submit(emu, job: str = JOB, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+    done = paictl(emu, "submit", job, "--target", "jobset", *args)
+    assert "Traceback" not in done.stderr
+    found = re.search(r"jobset\.jobset\.x-k8s\.io/([-a-z0-9]+)[ \"]", done.stdout)
+    return done, found.group(1) if found else ""
+
+
+def job_lines(out: str, name: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"{name}: ")]
+
+
+def test_submit_follow_succeeded(emulator):
+    emulator.scenario("JobSet", "*", "succeeded")
+    done, name = submit(emulator, JOB, "--follow")
+    assert done.returncode == 0, done.stderr
+    assert f"jobset.jobset.x-k8s.io/{name} created" in done.stdout
+    assert job_lines(done.stdout, name)[-1] == (f"{name}: succeeded (attempt 0), code 0: AllJobsCompleted: jobset "
+                                                "completed successfully")
+    assert "  param_server-0  Completed  attempt 0  on node-0  exit 0" in done.stdout  # the role's own name
+    assert "  worker-1  Completed  attempt 0  on node-0  exit 0" in done.stdout
+    jobset = emulator.get_object(API, "JobSet", "default", name)
+    assert jobset["metadata"]["managedFields"][0]["manager"] == "paictl"
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 1, "restartStrategy": "BlockingRecreate"}
+    # the controller's headless Service and child Jobs, owned by the JobSet
+    assert emulator.get_object("v1", "Service", "default", name)["spec"]["clusterIP"] == "None"
+    jobs = sorted(j["metadata"]["name"] for j in emulator.list_objects("batch/v1", "Job", "default"))
+    assert jobs == [f"{name}-param-server-0", f"{name}-worker-0"]
+
+
+def test_submit_follow_failed_says_why(emulator):
+    emulator.scenario("JobSet", "*", "failed", exit_code=1, log="Traceback (most recent call last):\n"
+                      "  File \"train.py\", line 3\nSyntaxError: invalid syntax\n")
+    done, name = submit(emulator, HELLO, "--follow")
+    assert done.returncode == 1, done.stderr
+    assert job_lines(done.stdout, name)[-1] == (
+        f"{name}: failed (attempt 0), code 1, decided by main-0: FailedJobs: jobset failed due to one or more job "
+        f"failures (first failed job: {name}-main-0)")
+    assert "main-0  Error  attempt 0  on node-0  exit 1  231 ContainerSyntaxError" in done.stdout
+    assert "W903" in done.stderr  # hello-world is gang-allocated and the profile names no Kueue queue
+
+
+def test_failed_after_every_restart_reached_max_restarts(emulator):
+    # simulated seconds long enough (1 s each at speed 200) that a follower on a loaded machine sees every phase
+    emulator.scenario("JobSet", "*", "failed", task_role="worker", task_index=1, exit_code=137,
+                      preparing_seconds=200, run_seconds=200)
+    done, name = submit(emulator, JOB, "--follow")
+    assert done.returncode == 1, done.stderr
+    lines = job_lines(done.stdout, name)
+    assert any(line.startswith(f"{name}: restarting (attempt 1)") for line in lines)
+    assert lines[-1] == (f"{name}: failed (attempt 1), code 137, decided by worker-1: ReachedMaxRestarts: jobset "
+                         f"failed due to reaching max number of restarts (first failed job: {name}-worker-0)")
+    assert emulator.get_object(API, "JobSet", "default", name)["status"]["restarts"] == 1
+
+
+def test_restarted_then_succeeded(emulator):
+    emulator.scenario("JobSet", "*", "restarted", task_role="worker", task_index=0, exit_code=137,
+                      preparing_seconds=200, run_seconds=200)
+    done, name = submit(emulator, JOB, "--follow", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    views = [json.loads(line) for line in done.stdout.splitlines()[1:]]
+    states = [(v["state"], v["attempt"]) for v in views]
+    assert ("running", 0) in states and ("restarting", 1) in states
+    assert states.index(("running", 0)) < states.index(("restarting", 1))
+    assert states[-1] == ("succeeded", 1)
+    failed_first = next(v for v in views if v["attempt"] == 0 and any(t["exit_code"] == 137 for t in v["tasks"]))
+    assert {"role": "worker", "index": 0} in [{"role": t["role"], "index": t["index"]} for t in failed_first["tasks"]
+                                              if t["exit_code"] == 137]
+    assert [t["exit_code"] for t in views[-1]["tasks"]] == [0, 0, 0]  # attempt 1's pods only
+
+
+def test_stop_deletes_in_the_foreground_and_a_follower_sees_stopped(emulator):
+    emulator.scenario("JobSet", "*", "running")
+    follower = subprocess.Popen([sys.executable, "-m", "paictl", "submit", JOB, "--target", "jobset", "--follow",
+                                 "--kubeconfig", str(emulator.kubeconfig)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    name = wait_for(lambda: next((j["metadata"]["name"] for j in emulator.list_objects(API, "JobSet")
+                                  if any(c.get("ready") for c in (j.get("status") or {}).get(
+                                      "replicatedJobsStatus") or [])), None))
+    stopped = paictl(emulator, "stop", "kube-jobset")  # the job's name, found through the jobName annotation
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} deleted (foreground)\n"
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 4, err
+    assert job_lines(out, name)[-1] == f"{name}: stopped (attempt 0): the JobSet was deleted"
+    wait_for(lambda: not emulator.list_objects("v1", "Pod", "default")
+             and not emulator.list_objects("batch/v1", "Job", "default"))
+    assert emulator.get_object(API, "JobSet", "default", name) is None
+
+
+def test_stop_suspend_keeps_the_jobset_suspended(emulator):
+    emulator.scenario("JobSet", "*", "running")
+    done, name = submit(emulator)
+    assert done.returncode == 0, done.stderr
+    assert f"paictl status {name} -n default --follow" in done.stderr
+    stopped = paictl(emulator, "stop", name, "--suspend", "--format", "json")
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout) == {"stopped": f"jobset.jobset.x-k8s.io/{name}", "name": name,
+                                          "namespace": "default", "result": "suspended"}
+    jobset = emulator.get_object(API, "JobSet", "default", name)
+    assert jobset["spec"]["suspend"] is True
+    assert "paictl-stop" in {entry["manager"] for entry in jobset["metadata"]["managedFields"]}
+    shown = paictl(emulator, "status", name, "--follow")
+    assert shown.returncode == 4, shown.stderr
+    assert job_lines(shown.stdout, name)[-1].startswith(f"{name}: stopped (attempt 0): suspended by paictl stop "
+                                                        "--suspend")
+    listed = json.loads(paictl(emulator, "status", "--target", "jobset", "--format", "json").stdout)
+    assert [(v["name"], v["state"]) for v in listed] == [(name, "stopped")]
+    other = paictl(emulator, "stop", name, "--suspend", "--target", "framework")
+    assert other.returncode == 3 and "no Framework named" in other.stderr
+
+
+def test_stuck_pending_times_out(emulator):
+    emulator.scenario("JobSet", "*", "stuck-pending")
+    done, name = submit(emulator, HELLO, "--follow", "--pending-timeout", "1.5")
+    assert done.returncode == 3, done.stderr
+    assert re.search(rf"paictl: error: {name}: still pending after 1.5s: main-0: ImagePullBackOff: "
+                     r"Back-off pulling image", done.stderr), done.stderr
+
+
+def test_logs_by_role_and_index(emulator):
+    emulator.scenario("JobSet", "*", "succeeded", logs={})
+    done, name = submit(emulator, JOB, "--follow")
+    assert done.returncode == 0, done.stderr
+    shown = paictl(emulator, "logs", name, "worker", "1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"[{name}-worker-0-1] started\n[{name}-worker-0-1] exiting\n"
+    every = paictl(emulator, "logs", name)
+    assert every.returncode == 0
+    assert f"[param_server-0] [{name}-param-server-0-0] exiting" in every.stdout.splitlines()
+
+
+def test_missing_jobset_crd_is_named(emulator):
+    emulator.uninstall("jobsets")
+    done = paictl(emulator, "submit", HELLO, "--target", "jobset")
+    assert done.returncode == 3
+    assert "paictl: error: JobSet is not installed in this cluster: no jobsets.jobset.x-k8s.io resource" \
+        in done.stderr

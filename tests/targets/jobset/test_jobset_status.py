@@ -1,0 +1,116 @@
+"""targets/jobset/status.py: each row of its table, on JobSet and pod objects as the JobSet controller writes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from paictl.targets.jobset.status import job_state, job_view, pod_task, progress
+from paictl.targets.states import JobState
+
+NAME = "demo-1234abcd"
+
+
+def jobset(status=None, *, suspend=None, deleting=False, annotations=None) -> dict:
+    obj = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+           "metadata": {"name": NAME, "namespace": "team", "annotations": annotations or {"jobName": "demo"}},
+           "spec": {"replicatedJobs": [{"name": "ps-server"}, {"name": "worker"}]}}
+    if suspend is not None:
+        obj["spec"]["suspend"] = suspend
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+def condition(kind: str, status: str = "True", reason: str = "", message: str = "") -> dict:
+    return {"type": kind, "status": status, "reason": reason, "message": message}
+
+
+def counts(name: str, **values) -> dict:
+    return {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0, **values}
+
+
+def pod(role_label: str, index: int, *, role: str | None = None, attempt: int = 0, created: str = "2026-01-01T00:00:01Z",
+        state: dict | None = None, name: str | None = None) -> dict:
+    return {"metadata": {"name": name or f"{NAME}-{role_label}-0-{index}-abcde", "creationTimestamp": created,
+                         "labels": {"jobset.sigs.k8s.io/jobset-name": NAME,
+                                    "jobset.sigs.k8s.io/replicatedjob-name": role_label,
+                                    "jobset.sigs.k8s.io/restart-attempt": str(attempt),
+                                    "batch.kubernetes.io/job-completion-index": str(index)},
+                         "annotations": {"paictl.dev/task-role": role or role_label}},
+            "spec": {"nodeName": "node-1"},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "restartCount": 0,
+                                                                 "state": state or {"running": {}}}]}}
+
+
+@pytest.mark.parametrize("obj, expected", [
+    (jobset(), JobState.PENDING),
+    (jobset({"replicatedJobsStatus": [counts("worker", active=1)]}), JobState.PENDING),
+    (jobset({"replicatedJobsStatus": [counts("worker", active=1, ready=1)]}), JobState.RUNNING),
+    (jobset({"terminalState": "Completed"}), JobState.SUCCEEDED),
+    (jobset({"conditions": [condition("Completed", reason="AllJobsCompleted")]}), JobState.SUCCEEDED),
+    (jobset({"terminalState": "Failed"}), JobState.FAILED),
+    (jobset({"conditions": [condition("Failed", reason="FailedJobs")]}), JobState.FAILED),
+    (jobset({"conditions": [condition("Completed", "False")]}), JobState.PENDING),
+    (jobset({"conditions": [condition("RestartingJobSet", reason="Restarting")], "restarts": 1}),
+     JobState.RESTARTING),
+    (jobset({"conditions": [condition("RestartingJobSet", "False", "JobsReady")],
+             "replicatedJobsStatus": [counts("worker", ready=1)]}), JobState.RUNNING),
+    (jobset(suspend=True), JobState.PENDING),
+    (jobset({"conditions": [condition("Suspended", reason="SuspendedJobs")]}), JobState.PENDING),
+    (jobset(suspend=True, annotations={"paictl.dev/suspended-by": "paictl stop --suspend"}), JobState.STOPPED),
+    (jobset(deleting=True), JobState.STOPPING),
+    (jobset({"terminalState": "Failed"}, deleting=True), JobState.FAILED),  # a verdict outlives the deletion
+])
+def test_state_table(obj, expected):
+    assert job_state(obj) is expected
+
+
+def test_a_running_pod_makes_it_running_before_the_counts_do():
+    view = job_view(jobset({"replicatedJobsStatus": [counts("worker", active=1)]}), [pod("worker", 0)])
+    assert view.state is JobState.RUNNING
+
+
+def test_failed_view_names_the_failed_task_and_the_reason():
+    failed = {"terminated": {"exitCode": 137, "reason": "Error"}}
+    status = {"terminalState": "Failed", "restarts": 1,
+              "conditions": [condition("Failed", reason="ReachedMaxRestarts",
+                                       message="jobset failed due to reaching max number of restarts")]}
+    pods = [pod("worker", 0, attempt=1), pod("worker", 1, attempt=1, state=failed),
+            pod("worker", 1, attempt=0, state=failed, name="old")]  # the previous attempt's pod is not shown
+    view = job_view(jobset(status), pods)
+    assert view.state is JobState.FAILED and view.attempt == 1
+    assert view.message == "ReachedMaxRestarts: jobset failed due to reaching max number of restarts"
+    assert (view.triggered_by, view.completion_code) == (("worker", 1), 137)
+    assert [(t.role, t.index, t.state, t.exit_code) for t in view.tasks] == [
+        ("worker", 0, "Running", None), ("worker", 1, "Error", 137)]
+    assert view.where == f"JobSet team/{NAME}"
+
+
+def test_a_retried_index_shows_its_newest_pod_and_counts_attempts():
+    first = pod("worker", 0, created="2026-01-01T00:00:01Z", state={"terminated": {"exitCode": 1}}, name="b")
+    second = pod("worker", 0, created="2026-01-01T00:00:09Z", name="a")
+    (task,) = job_view(jobset({}), [first, second]).tasks
+    assert (task.state, task.attempt) == ("Running", 1)
+
+
+def test_tasks_in_spec_order_with_original_role_names():
+    pods = [pod("worker", 1), pod("worker", 0), pod("ps-server", 0, role="ps_server")]
+    tasks = job_view(jobset({}), pods).tasks
+    assert [(t.role, t.index) for t in tasks] == [("ps_server", 0), ("worker", 0), ("worker", 1)]
+
+
+def test_progress_per_role():
+    obj = jobset({"replicatedJobsStatus": [counts("ps-server", active=1, ready=1), counts("worker", succeeded=1)]})
+    assert progress(obj) == "ps-server: 1 ready, 1 active; worker: 1 succeeded"
+    assert job_view(obj, []).message == progress(obj)
+
+
+def test_pod_task_reads_the_completion_index_label_or_annotation():
+    assert pod_task(pod("ps-server", 3, role="ps_server")) == ("ps_server", 3)
+    bare = pod("worker", 2)
+    index = bare["metadata"]["labels"].pop("batch.kubernetes.io/job-completion-index")
+    bare["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = index
+    assert pod_task(bare) == ("worker", 2)
+    assert pod_task({"metadata": {"name": "x"}}) is None
