@@ -78,7 +78,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     """
     from paictl.compiler.profiles import load_profile
     from paictl.protocol import job_from_data, read_source, validate_bytes
-    from paictl.protocol.loading import decode_source, load_located
+    from paictl.protocol.loading import Document, decode_source
 
     from . import TARGETS, get_target
     from .output_check import check_objects
@@ -106,7 +106,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     model = job_from_data(result.data)
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
-    document = load_located(decode_source(raw, path), path)
+    document = Document(path=path, text=decode_source(raw, path), data=result.data)  # indexed only if needed
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []
