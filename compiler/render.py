@@ -90,6 +90,8 @@ def render_with_secrets(text: str, secrets: Mapping[str, Any]) -> str:
 def render(text: str, context: Mapping[str, Any]) -> str:
     """`text` rendered with OpenPAI's renderer semantics against `context` (a mapping of root name to value)."""
     compiled = _compile(text)
+    if compiled.template is None:  # no name tag: the text is its own output, and jinja2 is not even imported
+        return "".join(compiled.texts)  # type: ignore[arg-type]
     view = dict(context)
     lookup = functools.partial(_name_value, compiled.names, view)
     return compiled.template.render(t=compiled.texts, n=lookup)
@@ -110,7 +112,8 @@ def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int)
 
 @dataclasses.dataclass(frozen=True)
 class _Compiled:
-    template: Template
+    #: None when the text has no name tag to fill in (most commands): nothing to render.
+    template: Template | None
     #: Per token: its text (None for a name token).
     texts: tuple[str | None, ...]
     #: Per token: its tag (None for a text token).
@@ -125,6 +128,8 @@ def _compile(text: str) -> _Compiled:
     names = tuple(token if isinstance(token, Tag) else None for token in tokens)
     source = "".join("<% t[{0}] %>".format(i) if isinstance(token, str) else "<% n({0}) %>".format(i)
                      for i, token in enumerate(tokens))
+    if not any(names):
+        return _Compiled(None, texts, names)
     return _Compiled(_template(source), texts, names)
 
 

@@ -40,6 +40,8 @@ class CompiledJob:
 
 def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> dict[str, Any]:
     """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2)."""
+    if not pairs and not files:
+        return {}  # and ruamel.yaml is not imported
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 

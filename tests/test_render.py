@@ -316,7 +316,9 @@ def test_a_key_that_looks_like_an_attribute_is_just_a_key():
 
 
 def test_rendering_never_imports_jinja_until_used():
-    probe = ("import sys\nimport paictl.compiler.render\nprint('jinja2' in sys.modules)\n"
-             "paictl.compiler.render.render('x', {})\nprint('jinja2' in sys.modules)")
+    """Text without a name tag is its own output (no template); the first name tag brings jinja2 in."""
+    probe = ("import sys\nimport paictl.compiler.render as r\nprint('jinja2' in sys.modules)\n"
+             "print(r.render('x <%! dropped %> y', {}), 'jinja2' in sys.modules)\n"
+             "print(r.render('x <% $p %>', {'$p': 1}), 'jinja2' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.stdout.split() == ["False", "True"], done.stderr
+    assert done.stdout.split() == ["False", "x", "y", "False", "x", "1", "True"], done.stderr

@@ -26,10 +26,11 @@ from typing import Any, Iterator, Mapping, Optional
 
 from paictl.compiler.exit_rules import LOG_TAIL, RuleSet, analyse
 
+from paictl.targets.local import watchdog
 from paictl.targets.local.target import NODE
 from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, Outcome, RetryPolicy, \
     attempt_completion, decide_retry
-from paictl.targets.local.runtime import Ports, allocate_ports, peer_env, task_argv, task_env
+from paictl.targets.local.runtime import Ports, allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.local.store import PORTS, owner_record, stop_requested, task_log, write_json, write_state
 from paictl.targets.states import JobState, JobView, TaskView
 
@@ -80,6 +81,7 @@ class LocalRunner:
         self.last: Optional[JobView] = None
         self._ports: Ports = {}
         self._peers: dict[str, str] = {}
+        self._shared_env: dict[str, str] = {}
         self._watchdog: Optional[subprocess.Popen[bytes]] = None
         self._owner = owner_record(os.getpid())
 
@@ -154,6 +156,7 @@ class LocalRunner:
         self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
         self._ports, self._peers = ports, peers
+        self._shared_env = attempt_env(self.plan, peers)
         for task in self.tasks:  # gang allocation or not, every local task can start at once
             task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
             self._start_task(task)
@@ -162,7 +165,8 @@ class LocalRunner:
         argv, extra = task_argv(task.role, self.secrets)
         env = task_env(self.plan, task.role, task.index, peers=self._peers,
                        own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
-                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id)
+                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
+                       shared=self._shared_env)
         env.update(extra)
         assert task.log is not None
         with open(task.log, "ab") as log:
@@ -275,7 +279,8 @@ class LocalRunner:
         self._tell_watchdog(f"-{task.process.pid}")
 
     def _start_watchdog(self) -> None:
-        self._watchdog = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.watchdog"],
+        # Run as a script without site (-I -S): it is stdlib-only, and the run's verdict waits for it to exit.
+        self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__],
                                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL, start_new_session=True)
 
