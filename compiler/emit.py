@@ -73,9 +73,9 @@ class _Emitter:
         self.keys: dict[str, str] = {}
         self.values: dict[str, str] = {}
         self.blocks: dict[tuple[str, str], str] = {}
-        #: (id of a flat list-entry mapping, indent) -> its text, or None when it is not flat; per object, so an id
-        #: always names a live object.
-        self.entries: dict[tuple[int, str], str | None] = {}
+        #: Per indentation, id of a flat list-entry mapping -> its text; per object, so an id always names a live
+        #: object (one that is part of the object being written).
+        self.entries: dict[str, dict[int, str]] = {}
 
     def document(self, obj: Mapping[str, Any]) -> None:
         self.parts.append("---")
@@ -149,24 +149,30 @@ class _Emitter:
         parts.append("\n")
         dash = indent + "-"
         child = indent + "  "
-        entries = self.entries
+        # id of a flat mapping entry -> its whole text from the dash on; the hot loop is one lookup and one append.
+        known = self.entries.setdefault(dash, {})
+        get = known.get
+        append = parts.append
         for item in value:
-            parts.append(dash)
+            text = get(id(item))
+            if text is not None:
+                append(text)
+                continue
             if type(item) is dict and item:
-                slot = (id(item), child)
-                text = entries.get(slot, "")
-                if text == "":
-                    text = entries[slot] = self.flat_entry(item, child)
+                text = self.flat_entry(item, child)
                 if text is not None:
-                    parts.append(text)
-                else:
-                    self.mapping(item, child, first_inline=True)
-            elif isinstance(item, dict) and item:
+                    text = known[id(item)] = dash + text
+                    append(text)
+                    continue
+            append(dash)
+            if isinstance(item, dict) and item:
                 self.mapping(item, child, first_inline=True)
             else:
                 self.node(item, child)
             if len(parts) >= _FLUSH_AT:
                 self.flush()
+        if len(parts) >= _FLUSH_AT:
+            self.flush()
 
     def flat_entry(self, item: dict, indent: str) -> str | None:
         """The text of a list entry whose values are all scalars (first key after the dash), else None."""
