@@ -35,17 +35,6 @@ class BackendOptions:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Applied:
-    """One object a submission created or changed, reported as kubectl reports it (never its content)."""
-
-    label: str                  # e.g. "framework.frameworkcontroller.microsoft.com/demo"
-    kind: str
-    name: str
-    namespace: Optional[str]
-    result: str                 # created / configured / unchanged / started
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class Attached:
     """A job that runs inside this process (the local runner under `--follow`): iterating `views` drives it, and it
     ends with this process, so `interrupt` must be called on any exception while iterating."""
@@ -64,7 +53,6 @@ class Submission:
     where: str = ""
     uid: Optional[str] = None
     dry_run: bool = False
-    applied: tuple[Applied, ...] = ()
     notes: tuple[str, ...] = ()          # before anything ran: to standard error
     lines: tuple[str, ...] = ()          # what happened: to standard output (text format)
     data: tuple[dict[str, Any], ...] = ()  # what happened: JSON lines (json format)
@@ -84,7 +72,18 @@ class LogLine:
     role: str
     index: int
     text: str                   # one line of the task's output, without its newline
-    stream: str = "out"         # "out"; "note" for a line paictl adds (e.g. no log yet), shown on stderr
+    #: "out": the task's output; "note": paictl's remark on standard error (e.g. no log yet), never prefixed;
+    #: "error": a stream that broke while others go on, shown in place of the task's output.
+    stream: str = "out"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Logs:
+    """The tasks chosen (known before any line is read, so a reader can decide on ROLE-INDEX prefixes) and their
+    lines, lazily: with follow, the iterator ends when the tasks end."""
+
+    tasks: tuple[tuple[str, int], ...]
+    lines: Iterator[LogLine]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -111,8 +110,17 @@ class Backend(Protocol):
         run the job inside this process returns it in `Submission.attached`; the others ignore attach."""
         ...
 
+    def is_configured(self) -> bool:
+        """Whether the user has set this place up (e.g. a kubeconfig exists), so that listing every job may ask it
+        and `submit` may choose it by default. Cheap: never connects."""
+        ...
+
     def has_job(self, name: str) -> bool:
         """Whether a job of that name is known here, cheaply (used to pick a backend when --target is omitted)."""
+        ...
+
+    def not_found(self, name: str) -> str:
+        """One phrase saying that no job of that name is here, naming where it looked (for "not found" errors)."""
         ...
 
     def describe(self, name: str) -> JobView:
@@ -126,7 +134,7 @@ class Backend(Protocol):
         ...
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Iterator[LogLine]:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         ...
 
     def list(self) -> list[JobView]:

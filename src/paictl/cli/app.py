@@ -13,7 +13,9 @@ from typing import List, Optional
 import typer
 
 from paictl import __version__
-from paictl.errors import InvalidJobError, PaictlError, UsageError
+from paictl.errors import PaictlError, UsageError
+
+from .errors import fail
 
 app = typer.Typer(
     name="paictl",
@@ -80,7 +82,7 @@ def schema(
     from paictl.schemas import load_schema, schema_names
 
     if name not in schema_names():
-        _fail(UsageError(f"unknown schema {name!r}; available: {', '.join(schema_names())}"))
+        fail(UsageError(f"unknown schema {name!r}; available: {', '.join(schema_names())}"))
     typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
 
 
@@ -95,7 +97,7 @@ def explain(
     from paictl.protocol.codes import CODES
 
     if code is not None and code.upper() not in CODES:
-        _fail(UsageError(f"unknown code {code!r}; run `paictl explain` for the list"))
+        fail(UsageError(f"unknown code {code!r}; run `paictl explain` for the list"))
     selected = {code.upper(): CODES[code.upper()]} if code else CODES
     if output_format is OutputFormat.json:
         typer.echo(json.dumps([{"code": c, "severity": s.value, "title": t} for c, (s, t) in selected.items()],
@@ -105,24 +107,8 @@ def explain(
             typer.echo(f"{c}  {severity.value:<7}  {title}")
 
 
-def _report_invalid(error: InvalidJobError) -> None:
-    """Diagnostics of a job a command refuses, on standard error (standard output stays clean for pipes)."""
-    from .report import text_report
-    from paictl.protocol.validate import ValidationResult
-
-    errors = [d for d in error.diagnostics if d.is_error]
-    typer.echo(text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)]), err=True)
-    raise typer.Exit(error.exit_code)
-
-
-def _fail(error: PaictlError) -> None:
-    typer.echo(f"paictl: error: {error}", err=True)
-    raise typer.Exit(error.exit_code)
-
-
-from .compile_cmd import compile_command  # noqa: E402 - registered after the helpers it uses are defined
+from .compile_cmd import compile_command  # noqa: E402 - commands are defined in their own modules
 from .diagnose_cmd import diagnose_command  # noqa: E402
-
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
 
 app.command("compile")(compile_command)
@@ -148,6 +134,6 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupted)
     try:
         app()
-    except PaictlError as error:  # pragma: no cover - commands normally route through _fail
+    except PaictlError as error:  # pragma: no cover - commands normally route through errors.fail
         typer.echo(f"paictl: error: {error}", err=True)
         sys.exit(error.exit_code)

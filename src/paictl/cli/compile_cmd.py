@@ -42,17 +42,17 @@ def compile_command(
     """
     from paictl.compiler import emit
 
-    from .app import _fail, _report_invalid
-    from .jobinput import compile_job
+    from .errors import fail, report_invalid
+    from .jobinput import compile_for_command
 
     try:
-        compiled = compile_job(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
+        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                                parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
                                stdin_name=stdin_name)
     except InvalidJobError as error:
-        _report_invalid(error)
+        report_invalid(error)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
     objects = compiled.objects
     if output_dir is not None:
         for path in emit.write_files(objects, output_dir):

@@ -43,16 +43,16 @@ def diagnose_command(
     """
     from paictl.compiler.exit_rules import analyse, load_rule_set
 
-    from .app import _fail, _report_invalid
+    from .errors import fail, report_invalid
 
     try:
         rules = load_rule_set(exit_spec)
         user_text = _read_log(log, "--log")
         platform_text = _read_log(platform_log, "--platform-log")
     except InputError as exc:
-        _fail(exc)
+        fail(exc)
     except InvalidJobError as exc:
-        _report_invalid(exc)
+        report_invalid(exc)
     verdict = analyse(exit_code, user_text, platform_text, rules)
     report = _report(verdict)
     if output_format is DiagnoseFormat.json:

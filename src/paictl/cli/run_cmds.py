@@ -1,48 +1,58 @@
-"""`paictl submit`, `status`, `stop` and `logs`: one set of commands over the local runner and Kubernetes.
+"""`paictl submit`, `status`, `stop` and `logs`: one set of commands over every backend.
 
-This module only parses options and picks the backend; `local_cmd` drives the local runner, `kube_cmd` a
-cluster. Each backend raises `typer.Exit` with the documented status (0 succeeded, 1 failed, 3 cluster error,
-4 stopped, 130 interrupted).
+These functions parse options, open the backend that runs the chosen target (`paictl.targets.open_backend`), call
+it, and render what it returns (`live.py` draws job views). They know no backend: a new place to run jobs needs
+no change here beyond the options it takes. Exit statuses: 0 submitted / succeeded, 1 failed, 3 cluster error or
+not found (or still pending at --pending-timeout), 4 stopped, 130 interrupted.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
+import contextlib
+import signal
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Iterable, List, Optional
 
 import typer
 
-from paictl.errors import InvalidJobError, PaictlError, UsageError
+from paictl.errors import ClusterError, InvalidJobError, NotFoundError, PaictlError, UsageError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, USER_OPTION)
 
-DEFAULT_RUN_DIR = Path(".paictl") / "runs"
-KUBE_TARGETS = ("framework", "mars")
-SUBMIT_TARGETS = ("local",) + KUBE_TARGETS
+if TYPE_CHECKING:
+    from paictl.targets.backend import Backend, BackendOptions, Submission
+    from paictl.targets.states import JobView
+
+DEFAULT_RUN_DIR = Path(".paictl") / "runs"   # the local backend's default, spelt out for --help
+INTERRUPTED = 130
+PENDING_TIMEOUT_EXIT = 3
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ClusterOptions:
-    """kubectl's connection flags; None means what kubectl would use (current context, its namespace)."""
+def _target_names() -> tuple[str, ...]:
+    from paictl.targets import RUNS_ON
 
-    context: Optional[str] = None
-    namespace: Optional[str] = None
-    kubeconfig: Optional[str] = None
+    return tuple(RUNS_ON)
 
 
-def _has_kubeconfig(context: Optional[str], kubeconfig: Optional[str]) -> bool:
-    """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
-    from paictl.targets.kube.client import kubeconfig_path  # stdlib only until it connects
+def _options(**given) -> BackendOptions:
+    from paictl.targets.backend import BackendOptions
 
-    return bool(context or kubeconfig or os.environ.get("KUBECONFIG")) or os.path.isfile(kubeconfig_path())
+    return BackendOptions(**given)
+
+
+def _open(target: str, options: BackendOptions) -> Backend:
+    from paictl.targets import BACKENDS, RUNS_ON, open_backend
+
+    if target not in RUNS_ON and target not in BACKENDS:
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(RUNS_ON)}")
+    return open_backend(target, options)
 
 
 def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> str:
     """A cluster when kubectl would find one, otherwise this machine: `paictl submit` always has somewhere to run."""
-    return "framework" if _has_kubeconfig(context, kubeconfig) else "local"
+    kube = _open("framework", _options(context=context, kubeconfig=kubeconfig))
+    return "framework" if kube.is_configured() else "local"
 
 
 def _target_option(help_text: str):
@@ -67,27 +77,96 @@ def _check_format(output_format: str) -> None:
         raise UsageError(f"--format {output_format!r}: expected text or json")
 
 
-def _resolve_target(name: str, target: Optional[str], run_dir: Path) -> str:
-    """An explicit --target wins; otherwise a local run of that name, otherwise the cluster (Framework or MarsJob)."""
+def _backend_for(name: str, target: Optional[str], options: BackendOptions) -> tuple[Backend, list[str]]:
+    """An explicit --target (checked against the target names) wins; otherwise the first backend in `LOOKUP_ORDER` that has a job of that name, else
+    the last one. Returns the backend and what the ones passed over said ("no local run ...")."""
+    from paictl.targets import LOOKUP_ORDER
+
     if target is not None:
-        if target not in SUBMIT_TARGETS:
-            raise UsageError(f"unknown target {target!r}; available: {', '.join(SUBMIT_TARGETS)}")
-        return target
-    from .local_cmd import find_local_run
+        if target not in _target_names():
+            raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+        return _open(target, options), []
+    absent: list[str] = []
+    for candidate in LOOKUP_ORDER[:-1]:
+        backend = _open(candidate, options)
+        if backend.has_job(name):
+            return backend, []
+        absent.append(backend.not_found(name))
+    return _open(LOOKUP_ORDER[-1], options), absent
 
-    return "local" if find_local_run(name, run_dir) else "kube"
 
-
-def _looked_everywhere(error: PaictlError, name: str, target: Optional[str], run_dir: Path) -> PaictlError:
-    """Without --target, "not found" on the cluster also says that no local run of that name exists (both were
-    looked at)."""
-    from paictl.errors import NotFoundError
-
-    from .local_cmd import find_local_run
-
-    if target is None and isinstance(error, NotFoundError) and not find_local_run(name, run_dir):
-        return NotFoundError(f"no local run {name!r} in {run_dir}; on the cluster: {error}")
+def _looked_everywhere(error: PaictlError, absent: list[str]) -> PaictlError:
+    """Without --target, "not found" on the cluster also says where else paictl looked."""
+    if absent and isinstance(error, NotFoundError):
+        return NotFoundError(f"{'; '.join(absent)}; on the cluster: {error}")
     return error
+
+
+def _echo_json(data: dict) -> None:
+    import json
+
+    typer.echo(json.dumps(data, ensure_ascii=False))
+
+
+def _finish(backend: Backend, name: str, last: Optional[JobView], output_format: str) -> None:
+    """The last view becomes the exit status; a failed job's deciding task shows its last lines (text only)."""
+    from paictl.targets.states import VERDICT_EXIT_CODES
+
+    if last is None:
+        raise ClusterError(f"{name}: nothing was reported about the job")
+    if not last.state.is_final:
+        typer.echo(f"paictl: error: {name}: {last.message}", err=True)
+        raise typer.Exit(PENDING_TIMEOUT_EXIT)
+    if output_format == "text":
+        _show_excerpt(backend, last)
+    raise typer.Exit(VERDICT_EXIT_CODES[last.state])
+
+
+def _show_excerpt(backend: Backend, view: JobView) -> None:
+    excerpt = backend.failure_excerpt(view)
+    if excerpt is not None:
+        typer.echo(f"last lines of {excerpt.label}:")
+        for line in excerpt.lines:
+            typer.echo(f"  {line}")
+
+
+def _draw(views: Iterable[JobView], output_format: str) -> Optional[JobView]:
+    from .live import follow
+
+    with contextlib.closing(views) if hasattr(views, "close") else contextlib.nullcontext(views) as stream:
+        return follow(stream, output_format=output_format)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise SystemExit(INTERRUPTED)
+
+
+def _run_attached(backend: Backend, submission: Submission, output_format: str) -> None:
+    """A job running inside this process: Ctrl-C, SIGTERM or a failure while drawing must stop every task."""
+    from .live import follow
+
+    attached = submission.attached
+    assert attached is not None
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        last = follow(attached.views, output_format=output_format)
+    except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it
+        interrupted = isinstance(exc, (SystemExit, KeyboardInterrupt))
+        try:
+            attached.interrupt("interrupted: paictl received Ctrl-C or SIGTERM" if interrupted else
+                               f"stopped: paictl failed while following ({type(exc).__name__})")
+        finally:
+            attached.close()
+        if not interrupted:
+            raise
+        typer.echo(f"paictl: {submission.name}: interrupted; every task was stopped", err=True)
+        raise typer.Exit(INTERRUPTED)
+    finally:
+        attached.close()
+        signal.signal(signal.SIGTERM, previous)
+    if last is None or not last.state.is_final:
+        raise typer.Exit(INTERRUPTED)
+    _finish(backend, submission.name, last, output_format)
 
 
 def submit_command(
@@ -116,39 +195,51 @@ def submit_command(
     Exit status without --follow: 0 submitted. With --follow: 0 succeeded, 1 failed, 4 stopped, 130 interrupted
     (Ctrl-C). Always: 1 invalid job, 2 usage error, 3 cluster error.
     """
-    from .app import _fail, _report_invalid
-    from .jobinput import compile_job
+    from .errors import fail, report_invalid
+    from .jobinput import compile_for_command
 
+    backend = None
     try:
         _check_format(output_format)
         if target is None:
             target = default_submit_target(context, kubeconfig)
-            typer.echo(f"paictl: target {target} (choose with --target {'|'.join(SUBMIT_TARGETS)})", err=True)
-        if target not in SUBMIT_TARGETS:
-            raise UsageError(f"unknown target {target!r}; available: {', '.join(SUBMIT_TARGETS)}")
-        if target != "local" and namespace is None:
-            from .kube_cmd import default_namespace
-
-            namespace = default_namespace(context=context, kubeconfig=kubeconfig)  # kubectl's: the context's
-        compiled = compile_job(job_path=job_path, target=target, profile=profile, user=user,
-                               namespace=namespace, parameter=parameter, parameter_files=parameter_files,
-                               secrets_from=secrets_from, stdin_name=stdin_name)
-        if target == "local":
-            from .local_cmd import submit_local
-
-            submit_local(compiled, follow=follow, output_format=output_format, run_dir=run_dir,
-                         exit_spec=exit_spec, dry_run=dry_run)
+            typer.echo(f"paictl: target {target} (choose with --target {'|'.join(_target_names())})", err=True)
+        if target not in _target_names():
+            raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+        backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
+                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout))
+        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
+                                       namespace=backend.namespace, parameter=parameter,
+                                       parameter_files=parameter_files, secrets_from=secrets_from,
+                                       stdin_name=stdin_name)
+        submission = backend.submit(compiled, dry_run=dry_run, attach=follow)
+        for note in submission.notes:
+            typer.echo(note, err=True)
+        if output_format == "json":
+            for record in submission.data:
+                _echo_json(record)
         else:
-            from .kube_cmd import submit_kube
-
-            submit_kube(compiled, cluster=ClusterOptions(context=context, namespace=namespace,
-                                                         kubeconfig=kubeconfig),
-                        dry_run=dry_run, follow=follow, output_format=output_format,
-                        pending_timeout=pending_timeout, exit_spec=exit_spec)
+            for line in submission.lines:
+                typer.echo(line)
+        if submission.dry_run:
+            if follow:
+                typer.echo("paictl: --follow ignored: a dry run creates nothing to follow", err=True)
+            return
+        if not follow:
+            for hint in submission.hints:
+                typer.echo(hint, err=True)
+            return
+        if submission.attached is not None:
+            _run_attached(backend, submission, output_format)
+        last = _draw(backend.watch(submission.name, uid=submission.uid), output_format)
+        _finish(backend, submission.name, last, output_format)
     except InvalidJobError as error:
-        _report_invalid(error)
+        report_invalid(error)
     except PaictlError as error:
-        _fail(error)
+        fail(error)
+    finally:
+        if backend is not None:
+            backend.close()
 
 
 def status_command(
@@ -173,48 +264,60 @@ def status_command(
     Exit status: 0 shown (without --follow); with --follow 0 succeeded, 1 failed, 4 stopped; 3 cluster error or
     not found.
     """
-    from .app import _fail
+    from .errors import fail
 
+    options = _options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
+                       exit_spec=exit_spec, pending_timeout=pending_timeout)
     if name is None:
         try:
             _check_format(output_format)
             if follow:
                 raise UsageError("--follow needs a job NAME")
-            _list_jobs(target=target, cluster=ClusterOptions(context=context, namespace=namespace,
-                                                             kubeconfig=kubeconfig),
-                       run_dir=run_dir, output_format=output_format)
+            _list_jobs(target=target, options=options, output_format=output_format)
         except PaictlError as error:
-            _fail(error)
+            fail(error)
         return
+    absent: list[str] = []
+    backend = None
     try:
         _check_format(output_format)
-        chosen = _resolve_target(name, target, run_dir)
-        if chosen == "local":
-            from .local_cmd import status_local
+        backend, absent = _backend_for(name, target, options)
+        if follow:
+            _finish(backend, name, _draw(backend.watch(name), output_format), output_format)
+        view = backend.describe(name)
+        if output_format == "json":
+            from paictl.targets.states import view_to_data
 
-            status_local(name, run_dir=run_dir, follow=follow, output_format=output_format)
+            _echo_json(view_to_data(view))
         else:
-            from .kube_cmd import status_kube
+            from .live import follow as draw
 
-            status_kube(name, target=None if chosen == "kube" else chosen,
-                        cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
-                        follow=follow, output_format=output_format, pending_timeout=pending_timeout,
-                        exit_spec=exit_spec)
+            draw(iter([view]), output_format="text", live=False)
+            _show_excerpt(backend, view)
     except PaictlError as error:
-        _fail(_looked_everywhere(error, name, target, run_dir))
+        fail(_looked_everywhere(error, absent))
+    finally:
+        if backend is not None:
+            backend.close()
 
 
-def _list_jobs(*, target: Optional[str], cluster: ClusterOptions, run_dir: Path, output_format: str) -> None:
+def _list_jobs(*, target: Optional[str], options: BackendOptions, output_format: str) -> None:
+    """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`."""
+    from paictl.targets import LOOKUP_ORDER
+
     from .live import job_list
-    from .local_cmd import list_local
 
-    if target is not None and target not in SUBMIT_TARGETS:
-        raise UsageError(f"unknown target {target!r}; available: {', '.join(SUBMIT_TARGETS)}")
-    views = list_local(run_dir) if target in (None, "local") else []
-    if target in KUBE_TARGETS or (target is None and _has_kubeconfig(cluster.context, cluster.kubeconfig)):
-        from .kube_cmd import list_kube
-
-        views += list_kube(target=target, cluster=cluster)
+    if target is not None and target not in _target_names():
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+    backends = [_open(target, options)] if target is not None else [_open(name, options) for name in LOOKUP_ORDER]
+    views: list[JobView] = []
+    try:
+        for backend in backends:
+            if target is not None or backend.is_configured():
+                views += backend.list()
+    finally:
+        for backend in backends:
+            backend.close()
     job_list(views, output_format=output_format)
 
 
@@ -231,23 +334,24 @@ def stop_command(
 
     Exit status: 0 stop requested (or already finished); 3 cluster error or not found.
     """
-    from .app import _fail
+    from .errors import fail
 
+    absent: list[str] = []
+    backend = None
     try:
         _check_format(output_format)
-        chosen = _resolve_target(name, target, run_dir)
-        if chosen == "local":
-            from .local_cmd import stop_local
-
-            stop_local(name, run_dir=run_dir, output_format=output_format)
+        backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
+                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+        result = backend.stop(name)
+        if output_format == "json":
+            _echo_json(result.data)
         else:
-            from .kube_cmd import stop_kube
-
-            stop_kube(name, target=None if chosen == "kube" else chosen,
-                      cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
-                      output_format=output_format)
+            typer.echo(result.line)
     except PaictlError as error:
-        _fail(_looked_everywhere(error, name, target, run_dir))
+        fail(_looked_everywhere(error, absent))
+    finally:
+        if backend is not None:
+            backend.close()
 
 
 def logs_command(
@@ -267,22 +371,22 @@ def logs_command(
 
     Exit status: 0; 2 no such role or index; 3 cluster error or not found.
     """
-    from .app import _fail
+    from .errors import fail
 
+    absent: list[str] = []
+    backend = None
     try:
-        chosen = _resolve_target(name, target, run_dir)
-        if chosen == "local":
-            from .local_cmd import logs_local
-
-            logs_local(name, role, index, run_dir=run_dir, follow=follow, attempt=attempt)
-        else:
-            if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
-                raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
-                                 "are deleted")
-            from .kube_cmd import logs_kube
-
-            logs_kube(name, role, index, target=None if chosen == "kube" else chosen,
-                      cluster=ClusterOptions(context=context, namespace=namespace, kubeconfig=kubeconfig),
-                      follow=follow)
+        backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
+                                                               kubeconfig=kubeconfig, run_dir=run_dir))
+        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow)
+        prefixed = len(logs.tasks) > 1
+        for line in logs.lines:
+            if line.stream == "note":
+                typer.echo(line.text, err=True)
+            else:
+                typer.echo((f"[{line.role}-{line.index}] " if prefixed else "") + line.text)
     except PaictlError as error:
-        _fail(_looked_everywhere(error, name, target, run_dir))
+        fail(_looked_everywhere(error, absent))
+    finally:
+        if backend is not None:
+            backend.close()

@@ -166,7 +166,7 @@ def test_paictl_compile_does_not_import_the_kubernetes_client():
 
 def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
     """In-process, with a short backoff: the give-up path a real outage takes after about a minute."""
-    from paictl.cli.kube_cmd import workload
+    from paictl.targets.kube.workloads import workload
     from paictl.errors import ClusterError
     from paictl.targets.kube.client import connect
     from paictl.targets.kube.follow import Backoff, follow_job

@@ -1,0 +1,300 @@
+"""A Kubernetes cluster as a `Backend`: every workload kind in `workloads.WORKLOADS` (Framework, MarsJob, ...)
+through one implementation, so that `submit`, `status`, `stop` and `logs` behave the same whichever kind runs a job.
+
+The connection is opened on first use (kubectl's flags: context, namespace, kubeconfig) and kept until `close()`.
+Nothing returned here comes from a Secret: applied objects are reported by kind, name and outcome only.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+from paictl.errors import ClusterError, NotFoundError, UsageError
+from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
+from paictl.targets.states import JobView
+
+from .workloads import WORKLOADS, target_of, workload
+
+if TYPE_CHECKING:
+    from paictl.targets.compiled import CompiledJob
+
+    from .client import Cluster
+    from .follow import Workload
+
+
+class KubeBackend:
+    """Runs the Kubernetes targets (see the module docstring). `options.target` narrows lookups to one kind."""
+
+    targets = tuple(WORKLOADS)
+
+    def __init__(self, options: BackendOptions = BackendOptions()):
+        self.options = options
+        self._connection: Optional[Cluster] = None
+        self._diagnose: Optional[Callable[[int, str], str]] = None
+        self._submitted: dict[str, str] = {}     # job name -> target, for a watch right after submit
+        self._namespace = options.namespace
+
+    @property
+    def namespace(self) -> Optional[str]:
+        """kubectl's choice: --namespace, else the kubeconfig context's namespace (None: the profile decides)."""
+        if self._namespace is None:
+            from .client import context_namespace
+
+            self._namespace = context_namespace(context=self.options.context, kubeconfig=self.options.kubeconfig)
+        return self._namespace
+
+    def _cluster(self) -> Cluster:
+        if self._connection is None:
+            from .client import connect
+
+            self._connection = connect(context=self.options.context, namespace=self._namespace,
+                                       kubeconfig=self.options.kubeconfig)
+        return self._connection
+
+    def diagnoser(self) -> Callable[[int, str], str]:
+        """Exit code + log tail -> "code Phrase" from the exit rules (the built-in ones, or --exit-spec)."""
+        if self._diagnose is None:
+            from paictl.compiler.exit_rules import analyse, load_rule_set
+
+            rules = load_rule_set(self.options.exit_spec)
+
+            def diagnose(exit_code: int, log: str) -> str:
+                rule = analyse(exit_code, log, rules=rules).rule
+                return f"{rule.code} {rule.phrase}"
+
+            self._diagnose = diagnose
+        return self._diagnose
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    # -- submit -------------------------------------------------------------------------------------------------
+
+    def submit(self, compiled: CompiledJob, *, dry_run: bool = False, attach: bool = False) -> Submission:
+        from .apply import WORKLOAD_KINDS, apply_objects
+
+        if attach:
+            self.diagnoser()  # a bad --exit-spec fails before anything is applied
+        job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
+        name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
+        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run)
+        lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
+        if all(item.result == "unchanged" for item in applied):
+            lines.append(f"{name}: nothing changed, the job is already submitted")
+        data = tuple({"applied": item.label, "kind": item.kind, "name": item.name, "namespace": item.namespace,
+                      "result": item.result, "dryRun": dry_run} for item in applied)
+        if not dry_run:
+            self._submitted[name] = target_of(job["kind"])
+        return Submission(name=name, where=f"{namespace}/{job['kind']}", dry_run=dry_run, lines=tuple(lines),
+                          data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
+
+    # -- finding and reading jobs -------------------------------------------------------------------------------
+
+    def _find(self, name: str) -> tuple[Workload, str]:
+        """The workload named NAME (or whose annotation `jobName` is NAME), in `WORKLOADS` order."""
+        from .client import ApiFailure, describe_failure, resource_installed
+
+        connection = self._cluster()
+        target = self.options.target
+        kinds = [target] if target else list(WORKLOADS)
+        missing = []
+        for kind in kinds:
+            chosen = workload(kind)
+            resource = chosen.resource
+            try:
+                connection.json("GET", resource.item(name, connection.namespace))
+                return chosen, name
+            except ApiFailure as failure:
+                if failure.status != 404:
+                    raise describe_failure(connection, failure, verb="get", resource=resource, name=name) from None
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
+            try:
+                installed = resource_installed(connection, resource)
+                listed = connection.json("GET", resource.collection(connection.namespace)) if installed else {}
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(connection, exc, verb="list", resource=resource) from None
+            if not installed:
+                if target:
+                    raise describe_failure(connection, ApiFailure(404, "{}"), verb="get", resource=resource,
+                                           name=name)
+                continue
+            named = sorted(item["metadata"]["name"] for item in listed.get("items") or []
+                           if ((item["metadata"].get("annotations") or {}).get("jobName")) == name)
+            if len(named) == 1:
+                return chosen, named[0]
+            if len(named) > 1:
+                raise UsageError(f"several {resource.plural} run a job named {name!r}: {', '.join(named)}; "
+                                 f"name one of them")
+            missing.append(resource.kind)
+        known = " or ".join(workload(kind).resource.kind for kind in kinds)
+        kinds_text = " or ".join(missing) if missing else f"{known} (neither is installed)"
+        raise NotFoundError(f"no {kinds_text} named {name!r} in namespace {connection.namespace}")
+
+    def is_configured(self) -> bool:
+        """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
+        import os
+
+        from .client import kubeconfig_path  # stdlib only until it connects
+
+        return (bool(self.options.context or self.options.kubeconfig or os.environ.get("KUBECONFIG"))
+                or os.path.isfile(kubeconfig_path()))
+
+    def has_job(self, name: str) -> bool:
+        try:
+            self._find(name)
+        except NotFoundError:
+            return False
+        return True
+
+    def not_found(self, name: str) -> str:
+        kinds = [self.options.target] if self.options.target else list(WORKLOADS)
+        return f"no {' or '.join(workload(kind).resource.kind for kind in kinds)} named {name!r}"
+
+    def describe(self, name: str) -> JobView:
+        from .follow import snapshot
+
+        chosen, found = self._find(name)
+        connection = self._cluster()
+        return snapshot(connection, chosen, found, connection.namespace, diagnose=self.diagnoser())
+
+    def watch(self, name: str, *, uid: Optional[str] = None) -> Iterator[JobView]:
+        from .follow import follow_job
+
+        if name in self._submitted:
+            chosen, found = workload(self._submitted[name]), name
+        else:
+            chosen, found = self._find(name)
+        connection = self._cluster()
+        return follow_job(connection, chosen, found, connection.namespace,
+                          pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
+
+    def list(self) -> list[JobView]:
+        """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read)."""
+        from .client import ApiFailure, describe_failure, resource_installed
+
+        connection = self._cluster()
+        target = self.options.target
+        views: list[JobView] = []
+        for kind in [target] if target else list(WORKLOADS):
+            chosen = workload(kind)
+            try:
+                if not target and not resource_installed(connection, chosen.resource):
+                    continue
+                listed = connection.json("GET", chosen.resource.collection(connection.namespace))
+            except ApiFailure as failure:
+                raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(connection, exc, verb="list", resource=chosen.resource) from None
+            views += [chosen.view(item, []) for item in listed.get("items") or []]
+        return sorted(views, key=lambda view: view.name)
+
+    def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
+        return None  # the diagnosis in the task rows already quotes the failed container's message
+
+    # -- acting on jobs -----------------------------------------------------------------------------------------
+
+    def stop(self, name: str) -> StopResult:
+        from paictl.targets.framework.status import job_state
+
+        from .apply import delete_marsjob, stop_framework
+
+        chosen, found = self._find(name)
+        connection = self._cluster()
+        label = chosen.resource.label(found)
+        if chosen.resource.kind == "Framework":
+            current = connection.json("GET", chosen.resource.item(found, connection.namespace))
+            if job_state(current).is_final:
+                result = "already finished"
+            else:
+                stop_framework(connection, found, connection.namespace)
+                result = "stop requested"
+        else:
+            delete_marsjob(connection, found, connection.namespace)
+            result = "deleted (foreground)"
+        return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
+                                                          "namespace": connection.namespace, "result": result})
+
+    def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
+        from .follow import list_pods
+
+        if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
+            raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
+                             "are deleted")
+        chosen, found = self._find(name)
+        connection = self._cluster()
+        pods = [(chosen.pod_task(pod), pod) for pod in list_pods(connection, chosen, found, connection.namespace)
+                .values()]
+        pods = sorted(((task, pod) for task, pod in pods if task is not None), key=lambda item: item[0])
+        roles = sorted({task[0] for task, _ in pods})
+        if role is not None:
+            matching = [(t, p) for t, p in pods if t[0].lower() == role.lower()]
+            if not matching:
+                raise UsageError(f"{found} has no task role {role!r} with pods; roles: {', '.join(roles) or 'none'}")
+            pods = matching
+        if index is not None:
+            pods = [(t, p) for t, p in pods if t[1] == index]
+            if not pods:
+                raise UsageError(f"{found} has no task {role or '*'}-{index}")
+        if not pods:
+            raise ClusterError(f"{found} has no pods yet")
+        tasks = tuple(task for task, _ in pods)
+        if follow and len(pods) > 1:
+            return Logs(tasks=tasks, lines=self._merged(pods))
+        return Logs(tasks=tasks, lines=(line for task, pod in pods
+                                        for line in self._pod_lines(task, pod, follow=follow)))
+
+    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool) -> Iterator[LogLine]:
+        from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
+
+        connection = self._cluster()
+        name = pod["metadata"]["name"]
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
+        if follow:
+            query.append(("follow", "true"))
+        try:
+            response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
+                                          stream=True)
+        except ApiFailure as failure:
+            if failure.status == 400:  # e.g. the container is still waiting to start
+                yield LogLine(role=task[0], index=task[1], stream="note",
+                              text=f"paictl: {name}: no log yet: {failure.message}")
+                return
+            raise describe_failure(connection, failure, verb="get", resource=POD, name=f"{name}/log") from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="get", resource=POD, name=f"{name}/log") from None
+        try:
+            for line in iter_lines(response):
+                yield LogLine(role=task[0], index=task[1], text=line.decode("utf-8", errors="replace").rstrip("\r"))
+        finally:
+            close_stream(response)
+
+    def _merged(self, pods: list[tuple[tuple[str, int], dict]]) -> Iterator[LogLine]:
+        """Several pods followed at once: one thread per stream, lines yielded as they come."""
+        lines: "queue.Queue[Optional[LogLine]]" = queue.Queue()
+
+        def pump(task: tuple[str, int], pod: dict) -> None:
+            try:
+                for line in self._pod_lines(task, pod, follow=True):
+                    lines.put(line)
+            except ClusterError as error:
+                lines.put(LogLine(role=task[0], index=task[1], stream="error", text=f"paictl: {error}"))
+            finally:
+                lines.put(None)
+
+        for task, pod in pods:
+            threading.Thread(target=pump, args=(task, pod), daemon=True).start()
+        open_streams = len(pods)
+        while open_streams:
+            line = lines.get()
+            if line is None:
+                open_streams -= 1
+            else:
+                yield line
+

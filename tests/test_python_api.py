@@ -1,0 +1,62 @@
+"""The README's Python API example runs as written and takes a job to its verdict on the local backend; the API
+is lazy (importing paictl imports nothing else) and raises the errors the CLI maps to exit codes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Python API"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readme_example_runs_a_job_to_its_verdict(tmp_path):
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    done = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1].startswith("verdict: succeeded"), done.stdout
+    assert any(line.startswith("running ") for line in lines), done.stdout
+    assert (tmp_path / ".paictl" / "runs" / "local-ping-pong" / "state.json").is_file()
+
+
+def test_importing_paictl_imports_nothing_else():
+    code = "import sys, paictl; print(sorted(m for m in sys.modules if m.startswith('paictl')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "['paictl']"
+
+
+def test_api_errors_carry_the_cli_exit_codes(tmp_path):
+    import paictl
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n")
+    with pytest.raises(paictl.InvalidJobError) as caught:
+        paictl.compile_job(bad, target="framework")
+    assert caught.value.exit_code == 1 and {d.code for d in caught.value.diagnostics} >= {"E201", "E202"}
+    with pytest.raises(paictl.UsageError) as usage:
+        paictl.compile_job(bad, target="nowhere")
+    assert usage.value.exit_code == 2
+    with pytest.raises(paictl.NotFoundError):
+        paictl.open_backend("local", run_dir=tmp_path / "runs").describe("nosuchjob")
+    assert not paictl.validate(bad).ok and paictl.validate(ROOT / "examples" / "hello-world.yaml").ok
+
+
+def test_compile_job_returns_the_warnings_it_reports(tmp_path):
+    import paictl
+
+    job = tmp_path / "job.yaml"
+    job.write_text((ROOT / "tests" / "cases" / "semantic" / "W405-task-retry-ignored.yaml").read_text())
+    compiled = paictl.compile_job(job, target="framework")
+    assert [w.code for w in compiled.warnings] == ["W405"]
+    assert {obj["kind"] for obj in compiled.objects} >= {"Framework"}
