@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.resources
 import os
 import re
 from pathlib import Path
@@ -110,7 +109,8 @@ def _builtin() -> RuleSet:
 
 
 def builtin_text() -> str:
-    return importlib.resources.files(__package__).joinpath("exit_rules.yaml").read_text(encoding="utf-8")
+    # A plain file beside this module (package data); importlib.resources would cost more to import than to read.
+    return Path(__file__).with_name("exit_rules.yaml").read_text(encoding="utf-8")
 
 
 def rules_from_text(text: str, path: str = "<exit rules>") -> RuleSet:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.resources
 import os
 from pathlib import Path
 from types import MappingProxyType
@@ -135,7 +134,8 @@ def profile_from_text(text: str, path: str = "<profile>") -> Profile:
 def _read(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     name = os.fspath(name_or_path)
     if name in BUILTIN_PROFILES:
-        resource = importlib.resources.files(__package__).joinpath("profiles", f"{name}.yaml")
+        # Plain files beside this module (package data), read without importlib.resources' import cost.
+        resource = Path(__file__).parent / "profiles" / f"{name}.yaml"
         return resource.read_text(encoding="utf-8"), f"<profile {name}>"
     try:
         return Path(name).read_text(encoding="utf-8"), name
