@@ -44,18 +44,18 @@ def main() -> int:
         (folder / "one.yaml").write_text(job("bench-one", 1))
         (folder / "many.yaml").write_text(job("bench-many", MANY))
 
-        def submit(name: str) -> list[str]:
-            return [paictl, "submit", str(folder / name), "--target", "local", "--follow",
-                    "--run-dir", str(folder / "runs")]
+        def submit(name: str, round_: int) -> list[str]:
+            # A run folder per round: replacing the previous run's folder (200 logs) is not part of running.
+            return [paictl, "submit", str(folder / f"{name}.yaml"), "--target", "local", "--follow",
+                    "--run-dir", str(folder / f"runs-{round_}")]
 
-        bare_many = ["bash", "-c", f"for i in $(seq {MANY}); do /bin/true & done; wait"]
-        pairs = {"one": (submit("one.yaml"), ["/bin/true"]), "many": (submit("many.yaml"), bare_many)}
-        differences: dict[str, list[float]] = {name: [] for name in pairs}
-        walls: dict[str, list[tuple[float, float]]] = {name: [] for name in pairs}
+        bare = {"one": ["/bin/true"], "many": ["bash", "-c", f"for i in $(seq {MANY}); do /bin/true & done; wait"]}
+        differences: dict[str, list[float]] = {name: [] for name in bare}
+        walls: dict[str, list[tuple[float, float]]] = {name: [] for name in bare}
         for round_ in range(args.rounds + 1):  # the first round warms up
-            for name, (ours, bare) in pairs.items():
-                mine, _, code = run_once(ours)
-                theirs, _, bare_code = run_once(bare)
+            for name in bare:
+                mine, _, code = run_once(submit(name, round_))
+                theirs, _, bare_code = run_once(bare[name])
                 assert code == 0 and bare_code == 0, f"{name}: exit {code} / {bare_code}"
                 if round_:
                     differences[name].append(mine - theirs)
