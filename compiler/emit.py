@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 
 # Why not a YAML library: OpenPAI puts every task role's variables into every pod, so a Framework grows with the
@@ -52,50 +52,155 @@ def _block(text: str, indent: str) -> str | None:
     return f"|{chomp}\n{lines}" + "\n" * (text.count("\n", len(body)) - 1 if chomp == "+" else 0)
 
 
-def _emit(value: Any, indent: str, out: list[str]) -> None:
-    """Append `value` as a block node whose own lines start at `indent`; the caller wrote what precedes it."""
-    if isinstance(value, dict):
-        if not value:
-            out.append(" {}\n")
-            return
-        out.append("\n")
-        for key, item in value.items():
-            out.append(f"{indent}{_scalar(str(key))}:")
-            _emit(item, indent + "  ", out)
-    elif isinstance(value, list):
-        if not value:
-            out.append(" []\n")
-            return
-        out.append("\n")
-        for item in value:
-            out.append(f"{indent}-")
-            _emit_item(item, indent + "  ", out)
-    else:
+#: Pieces buffered before they are written out: output is streamed, so a 700 MB Framework never sits in memory.
+_FLUSH_AT = 8192
+
+
+class _Emitter:
+    """Writes block YAML to `write`, object by object, in pieces.
+
+    The output of a big job is mostly repetition: OpenPAI's per-pod environment puts the same few thousand
+    `{name, value}` entries into every container. So the text of every scalar is computed once (`_scalar` and
+    `_block` were called 349,000 times for 100 task roles), and a list entry that is a flat mapping of scalars is
+    rendered once per object and indentation and then copied. The bytes are exactly those of the plain recursive
+    emitter (tests/emit_reference.py, compared in tests/test_emit.py).
+    """
+
+    def __init__(self, write: Callable[[str], Any]) -> None:
+        self.write = write
+        self.parts: list[str] = []
+        #: str key -> `key:`; single-line str value -> ` value\n`; (multi-line str, indent) -> ` |...\n`.
+        self.keys: dict[str, str] = {}
+        self.values: dict[str, str] = {}
+        self.blocks: dict[tuple[str, str], str] = {}
+        #: Per indentation, id of a flat list-entry mapping -> its text; per object, so an id always names a live
+        #: object (one that is part of the object being written).
+        self.entries: dict[str, dict[int, str]] = {}
+
+    def document(self, obj: Mapping[str, Any]) -> None:
+        self.parts.append("---")
+        self.node(obj if type(obj) is dict else dict(obj), "")
+        self.entries.clear()
+        self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            self.write("".join(self.parts))
+            self.parts.clear()
+
+    def key(self, key: Any) -> str:
+        if type(key) is not str:
+            return f"{_scalar(str(key))}:"
+        text = self.keys.get(key)
+        if text is None:
+            text = self.keys[key] = f"{_scalar(key)}:"
+        return text
+
+    def scalar(self, value: Any, indent: str) -> str | None:
+        """` text\n` for a scalar value, None for a mapping or a list."""
+        if type(value) is str:
+            text = self.values.get(value)
+            if text is not None:
+                return text
+            if "\n" not in value:
+                text = self.values[value] = f" {_scalar(value)}\n"
+                return text
+            text = self.blocks.get((value, indent))
+            if text is None:
+                block = _block(value, indent)
+                text = self.blocks[(value, indent)] = f" {block}\n" if block is not None else f" {_scalar(value)}\n"
+            return text
+        if isinstance(value, (dict, list)):
+            return None
         block = _block(value, indent) if isinstance(value, str) else None
-        out.append(f" {block}\n" if block is not None else f" {_scalar(value)}\n")
+        return f" {block}\n" if block is not None else f" {_scalar(value)}\n"
 
+    def node(self, value: Any, indent: str) -> None:
+        """Append `value` as a block node whose own lines start at `indent`; the caller wrote what precedes it."""
+        text = self.scalar(value, indent)
+        if text is not None:
+            self.parts.append(text)
+        elif isinstance(value, dict):
+            if not value:
+                self.parts.append(" {}\n")
+                return
+            self.parts.append("\n")
+            self.mapping(value, indent, first_inline=False)
+        else:
+            self.sequence(value, indent)
 
-def _emit_item(item: Any, indent: str, out: list[str]) -> None:
-    if isinstance(item, dict) and item:
-        first = True
+    def mapping(self, value: dict, indent: str, *, first_inline: bool) -> None:
+        append = self.parts.append
+        child = indent + "  "
+        for key, item in value.items():
+            if first_inline:
+                append(" ")
+                first_inline = False
+            else:
+                append(indent)
+            append(self.key(key))
+            self.node(item, child)
+
+    def sequence(self, value: list, indent: str) -> None:
+        parts = self.parts
+        if not value:
+            parts.append(" []\n")
+            return
+        parts.append("\n")
+        dash = indent + "-"
+        child = indent + "  "
+        # id of a flat mapping entry -> its whole text from the dash on; the hot loop is one lookup and one append.
+        known = self.entries.setdefault(dash, {})
+        get = known.get
+        append = parts.append
+        for item in value:
+            text = get(id(item))
+            if text is not None:
+                append(text)
+                continue
+            if type(item) is dict and item:
+                text = self.flat_entry(item, child)
+                if text is not None:
+                    text = known[id(item)] = dash + text
+                    append(text)
+                    continue
+            append(dash)
+            if isinstance(item, dict) and item:
+                self.mapping(item, child, first_inline=True)
+            else:
+                self.node(item, child)
+            if len(parts) >= _FLUSH_AT:
+                self.flush()
+        if len(parts) >= _FLUSH_AT:
+            self.flush()
+
+    def flat_entry(self, item: dict, indent: str) -> str | None:
+        """The text of a list entry whose values are all scalars (first key after the dash), else None."""
+        pieces = []
         for key, value in item.items():
-            out.append(f" {_scalar(str(key))}:" if first else f"{indent}{_scalar(str(key))}:")
-            _emit(value, indent + "  ", out)
-            first = False
-    else:
-        _emit(item, indent, out)
+            text = self.scalar(value, indent + "  ")
+            if text is None:
+                return None
+            pieces.append(f"{indent if pieces else ' '}{self.key(key)}{text}")
+        return "".join(pieces)
 
 
-def to_yaml(objects: Iterable[Mapping[str, Any]]) -> str:
-    """Multi-document YAML, `---` before every object, ready for `kubectl apply -f -`.
+def write_yaml(objects: Iterable[Mapping[str, Any]], write: Callable[[str], Any]) -> None:
+    """Multi-document YAML, `---` before every object, ready for `kubectl apply -f -`, passed to `write` in pieces
+    as it is made (e.g. `sys.stdout.write`): memory stays flat however large the output.
 
     Readable by YAML 1.1 readers (kubectl's) and YAML 1.2 readers alike: a string never looks like anything else.
     """
-    out: list[str] = []
+    emitter = _Emitter(write)
     for obj in objects:
-        out.append("---")
-        _emit(dict(obj), "", out)
-    return "".join(out)
+        emitter.document(obj)
+
+
+def to_yaml(objects: Iterable[Mapping[str, Any]]) -> str:
+    """`write_yaml`'s output as one string."""
+    chunks: list[str] = []
+    write_yaml(objects, chunks.append)
+    return "".join(chunks)
 
 
 def to_json_list(objects: Iterable[Mapping[str, Any]]) -> str:

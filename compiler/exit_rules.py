@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.resources
 import os
 import re
 from pathlib import Path
@@ -98,8 +97,20 @@ def load_rule_set(path: str | os.PathLike[str] | None = None) -> RuleSet:
 
 @functools.lru_cache(maxsize=1)
 def _builtin() -> RuleSet:
-    text = importlib.resources.files(__package__).joinpath("exit_rules.yaml").read_text(encoding="utf-8")
-    return rules_from_text(text, BUILTIN_NAME)
+    """The shipped rules, trusted: the tests check them against the schema and the consistency rules
+    (tests/test_exit_rules.py), so they are only parsed here (checking them cost ~80 ms of every local run)."""
+    from paictl.protocol.loading import load_fast
+
+    text = builtin_text()
+    data = load_fast(text)
+    if data is None:  # pragma: no cover - the fast loader reads the shipped file (tested)
+        return rules_from_text(text, BUILTIN_NAME)
+    return _rule_set(data, BUILTIN_NAME)
+
+
+def builtin_text() -> str:
+    # A plain file beside this module (package data); importlib.resources would cost more to import than to read.
+    return Path(__file__).with_name("exit_rules.yaml").read_text(encoding="utf-8")
 
 
 def rules_from_text(text: str, path: str = "<exit rules>") -> RuleSet:
@@ -107,7 +118,10 @@ def rules_from_text(text: str, path: str = "<exit rules>") -> RuleSet:
     from paictl.protocol.validate import load_checked
 
     document = load_checked(text, path, "exit-rules", _consistency)
-    data = document.data
+    return _rule_set(document.data, path)
+
+
+def _rule_set(data: Mapping[str, Any], path: str) -> RuleSet:
     return RuleSet(source=path, rules=tuple(_rule(r) for r in data["rules"]), default_code=data["default"])
 
 

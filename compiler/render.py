@@ -7,12 +7,13 @@ escaping). Every other tag is dropped, and a section with everything inside it. 
 container's `USER_CMD`, so any difference here is a different program run; the upstream corpus checks it byte for
 byte.
 
-Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
-jinja source: the template is built here from the mustache token list, as `<% t[i] %>` for text (the text is passed
-in as a value) and `<% n(i) %>` for a name (a plain function that walks dict keys and list indexes only and returns
-the JavaScript string or the literal tag). So `{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert
-text or a name that is not found, and no attribute of a Python object is reachable. jinja2 is imported on first
-render only: `paictl validate` never loads it.
+Rendering is that loop and nothing more: the text is split into mustache tokens once (cached per text), and a
+render joins the text tokens with each name's value. A name is looked up by a plain function that walks dict keys
+and list indexes only and returns the JavaScript string or the literal tag, so no user text is ever template source
+of any engine: `{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert text or a name that is not
+found, and no attribute of a Python object is reachable. (An earlier version fed the token list to jinja2's
+sandbox as `<% t[i] %><% n(i) %>...`; the output is the same, and importing jinja2 alone cost more than a whole
+compile of a small job.)
 """
 
 from __future__ import annotations
@@ -27,18 +28,10 @@ from paictl.protocol.templates import JS_WHITESPACE, Tag, TagKind, js_trim, reso
 from .jsstring import js_string
 
 if TYPE_CHECKING:
-    from jinja2 import Template
-
     from paictl.protocol.model import Job
 
 #: The prerequisite types a task role selects by name, as the context roots the rest-server gives them.
 ROLE_ROOTS = (("$script", "script"), ("$output", "output"), ("$data", "data"))
-
-#: jinja2 needs block and comment delimiters; these (private-use characters) never occur in the generated source.
-_UNUSED_DELIMITERS = {
-    "block_start_string": "\ue000{%", "block_end_string": "%}\ue000",
-    "comment_start_string": "\ue000{#", "comment_end_string": "#}\ue000",
-}
 
 #: mustache.js `isWhitespace`: not matched by JavaScript's `\S`.
 _JS_SPACE = frozenset(JS_WHITESPACE)
@@ -90,9 +83,12 @@ def render_with_secrets(text: str, secrets: Mapping[str, Any]) -> str:
 def render(text: str, context: Mapping[str, Any]) -> str:
     """`text` rendered with OpenPAI's renderer semantics against `context` (a mapping of root name to value)."""
     compiled = _compile(text)
+    if not compiled.has_names:
+        return "".join(compiled.texts)  # type: ignore[arg-type]
     view = dict(context)
-    lookup = functools.partial(_name_value, compiled.names, view)
-    return compiled.template.render(t=compiled.texts, n=lookup)
+    names = compiled.names
+    return "".join(piece if piece is not None else _name_value(names, view, index)
+                   for index, piece in enumerate(compiled.texts))
 
 
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
@@ -110,31 +106,20 @@ def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int)
 
 @dataclasses.dataclass(frozen=True)
 class _Compiled:
-    template: Template
     #: Per token: its text (None for a name token).
     texts: tuple[str | None, ...]
     #: Per token: its tag (None for a text token).
     names: tuple[Tag | None, ...]
+    has_names: bool
 
 
 @functools.lru_cache(maxsize=512)
 def _compile(text: str) -> _Compiled:
-    """The jinja template for `text`; its source holds only token indexes, never a character of `text`."""
+    """`text`'s output tokens, split once: commands repeat across renders (task roles, instances, profiles)."""
     tokens = output_tokens(text)
     texts = tuple(token if isinstance(token, str) else None for token in tokens)
     names = tuple(token if isinstance(token, Tag) else None for token in tokens)
-    source = "".join("<% t[{0}] %>".format(i) if isinstance(token, str) else "<% n({0}) %>".format(i)
-                     for i, token in enumerate(tokens))
-    return _Compiled(_environment().from_string(source), texts, names)
-
-
-@functools.cache
-def _environment():
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(variable_start_string="<%", variable_end_string="%>", autoescape=False,
-                                undefined=StrictUndefined, **_UNUSED_DELIMITERS)
+    return _Compiled(texts, names, any(name is not None for name in names))
 
 
 def output_tokens(text: str) -> list[str | Tag]:
@@ -206,7 +191,7 @@ def _chars(text: str) -> list[str]:
 
 
 def _squash(tokens: Any) -> list[str | Tag]:
-    """Adjacent text pieces joined into one (mustache.js `squashTokens`), so the jinja template stays short."""
+    """Adjacent text pieces joined into one (mustache.js `squashTokens`)."""
     out: list[str | Tag] = []
     for token in tokens:
         if isinstance(token, str) and out and isinstance(out[-1], str):

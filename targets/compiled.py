@@ -40,6 +40,8 @@ class CompiledJob:
 
 def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> dict[str, Any]:
     """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2)."""
+    if not pairs and not files:
+        return {}  # and ruamel.yaml is not imported
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -90,7 +92,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     """
     from paictl.compiler.profiles import load_profile
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
-    from paictl.protocol.loading import decode_source, load_located
+    from paictl.protocol.loading import Document, decode_source
 
     from . import TARGETS, get_target
     from .output_check import check_objects
@@ -118,7 +120,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     model = job_from_data(result.data)
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
-    document = load_located(decode_source(raw, path), path)
+    document = Document(path=path, text=decode_source(raw, path), data=result.data)  # indexed only if needed
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []

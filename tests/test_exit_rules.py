@@ -118,6 +118,14 @@ def test_builtin_rules_validate_and_every_regex_compiles():
     jsonschema.Draft202012Validator(load_schema("exit-rules")).validate(data)
 
 
+def test_builtin_rules_pass_every_check_and_the_trusted_load_agrees():
+    """The shipped rules are trusted at run time (parsed, not re-validated): this is where they are checked."""
+    from paictl.compiler.exit_rules import BUILTIN_NAME, builtin_text
+
+    checked = rules_from_text(builtin_text(), BUILTIN_NAME)  # schema + consistency rules; raises if broken
+    assert load_rule_set() == checked
+
+
 def test_user_replacement_rules():
     rule_set = rules_from_text(SMALL_RULES, "mine.yaml")
     assert diagnose(1, "write: No space left on device", rules=rule_set).phrase == "DiskFull"

@@ -28,6 +28,18 @@ storages:
 
 
 @pytest.mark.parametrize("name", BUILTIN_PROFILES)
+def test_builtins_pass_every_check_and_the_trusted_load_agrees(name):
+    """Built-in profiles are trusted at run time (parsed, not re-validated): this is where they are checked."""
+    from importlib.resources import files
+
+    from paictl.compiler.profiles import profile_from_text
+
+    text = files("paictl.compiler").joinpath("profiles", f"{name}.yaml").read_text(encoding="utf-8")
+    checked = profile_from_text(text, f"<profile {name}>")  # schema + consistency rules; raises if broken
+    assert load_profile(name) == checked
+
+
+@pytest.mark.parametrize("name", BUILTIN_PROFILES)
 def test_builtins_load(name):
     profile = load_profile(name)
     assert profile.namespace == "default"

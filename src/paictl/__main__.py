@@ -1,3 +1,3 @@
-from paictl.cli.app import main
+from paictl.cli.entry import main
 
 main()

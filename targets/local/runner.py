@@ -26,21 +26,25 @@ from typing import Any, Iterator, Mapping, Optional
 
 from paictl.compiler.exit_rules import LOG_TAIL, RuleSet, analyse
 
+from paictl.targets.local import watchdog
 from paictl.targets.local.target import NODE
 from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, Outcome, RetryPolicy, \
     attempt_completion, decide_retry
-from paictl.targets.local.runtime import Ports, allocate_ports, peer_env, task_argv, task_env
+from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.local.store import PORTS, owner_record, stop_requested, task_log, write_json, write_state
 from paictl.targets.states import JobState, JobView, TaskView
 
 POLL_SECONDS = 0.05
+#: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
+#: whole poll period, while a long run still costs one poll every POLL_SECONDS.
+FIRST_POLL_SECONDS = 0.002
 
 
 @dataclasses.dataclass(kw_only=True)
 class _Task:
     role: dict[str, Any]
     index: int
-    process: Optional[subprocess.Popen[bytes]] = None
+    process: Any = None  # subprocess.Popen, or runtime.SpawnedTask (the same methods)
     log: Optional[Path] = None
     offset: int = 0
     state: str = "pending"
@@ -80,6 +84,8 @@ class LocalRunner:
         self.last: Optional[JobView] = None
         self._ports: Ports = {}
         self._peers: dict[str, str] = {}
+        self._shared_env: dict[str, str] = {}
+        self._spawner: Optional[Spawner] = None
         self._watchdog: Optional[subprocess.Popen[bytes]] = None
         self._owner = owner_record(os.getpid())
 
@@ -93,6 +99,7 @@ class LocalRunner:
         while True:
             self._start_attempt()
             completion = None
+            pause = FIRST_POLL_SECONDS
             while completion is None:
                 if stop_requested(self.folder):
                     yield self._publish(JobState.STOPPING, message="stop requested")
@@ -101,7 +108,8 @@ class LocalRunner:
                 completion = self._poll()
                 yield self._publish(JobState.RUNNING)
                 if completion is None:
-                    time.sleep(POLL_SECONDS)
+                    time.sleep(pause)
+                    pause = min(pause * 2, POLL_SECONDS)
             trigger = self._task(*completion.trigger) if completion.trigger else None
             code = trigger.rule.code if completion.outcome == "failed" and trigger else 0
             if any(t.state == "running" for t in self.tasks):  # the others are stopped with -220 first
@@ -154,6 +162,8 @@ class LocalRunner:
         self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
         self._ports, self._peers = ports, peers
+        self._shared_env = attempt_env(self.plan, peers)
+        self._spawner = Spawner(self.work_dir, self._shared_env.get("PATH", os.defpath))
         for task in self.tasks:  # gang allocation or not, every local task can start at once
             task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
             self._start_task(task)
@@ -162,7 +172,8 @@ class LocalRunner:
         argv, extra = task_argv(task.role, self.secrets)
         env = task_env(self.plan, task.role, task.index, peers=self._peers,
                        own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
-                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id)
+                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
+                       shared=self._shared_env)
         env.update(extra)
         assert task.log is not None
         with open(task.log, "ab") as log:
@@ -170,8 +181,7 @@ class LocalRunner:
                       f"starts\n".encode())
             log.flush()
             task.offset = log.tell()
-            task.process = subprocess.Popen(argv, cwd=self.work_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            task.process = self._spawner.spawn(argv, env, log)
         task.group_gone = False
         self._tell_watchdog(str(task.process.pid))
         task.state, task.exit_code, task.diagnosis = "running", None, None
@@ -275,7 +285,8 @@ class LocalRunner:
         self._tell_watchdog(f"-{task.process.pid}")
 
     def _start_watchdog(self) -> None:
-        self._watchdog = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.watchdog"],
+        # Run as a script without site (-I -S): it is stdlib-only, and the run's verdict waits for it to exit.
+        self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__],
                                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL, start_new_session=True)
 

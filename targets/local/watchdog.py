@@ -10,7 +10,7 @@ Every task runs in its own process group (`start_new_session`), so a group holds
 started, unless a command deliberately moved to another session (`setsid`), which no container runtime would let
 outlive the container either.
 
-Deliberately stdlib-only and tiny: it runs as `python -m paictl.targets.local.watchdog`.
+Deliberately stdlib-only and tiny: it runs as `python -I -S <this file>`, which starts in a few milliseconds.
 """
 
 from __future__ import annotations

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import enum
 import sys
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from paictl import __version__
-from paictl.errors import InputError, PaictlError, UsageError
+from paictl.errors import PaictlError, UsageError
 
 from .errors import fail
 
@@ -24,6 +23,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    # typer's rich help imports rich, markdown-it and pygments (~100 ms); it is worth that on a terminal only.
+    rich_markup_mode="rich" if sys.stdout.isatty() else None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -50,32 +51,6 @@ def _root(
     """
 
 
-YAML_SUFFIXES = (".yaml", ".yml")
-
-
-def collect_paths(paths: List[str]) -> list[str]:
-    """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin."""
-    found: list[str] = []
-    for given in paths:
-        if given == "-":
-            found.append(given)
-            continue
-        path = Path(given)
-        try:
-            is_dir = path.is_dir()
-        except (OSError, ValueError):  # a name too long for the file system: reading it reports why, located
-            is_dir = False
-        if is_dir:
-            files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
-            if not files:
-                raise InputError(f"{given}: no *.yaml or *.yml files in this directory")
-            found.extend(str(p) for p in files)
-        else:
-            found.append(given)
-    return found
-
-
 @app.command()
 def validate(
     paths: List[str] = typer.Argument(..., metavar="PATH...",
@@ -93,40 +68,10 @@ def validate(
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
-    from paictl.protocol import read_source, read_stdin
-    from paictl.protocol.validate import validate_bytes
+    from .validate_cmd import run_validate
 
-    from .marketplace_cmd import validate_if_item
-    from .report import json_report, summary_line, text_report
-
-    results = []
-    io_errors: list[str] = []
-    try:
-        files = collect_paths(paths)
-    except InputError as exc:
-        fail(exc)
-    for file in files:
-        try:
-            raw = read_stdin() if file == "-" else read_source(file)
-        except InputError as exc:
-            io_errors.append(str(exc))
-            continue
-        results.append(validate_bytes(raw, stdin_name if file == "-" else file, other_kinds=validate_if_item))
-
-    if output_format is OutputFormat.json:
-        typer.echo(json_report(results, strict))
-    else:
-        report = text_report(results)
-        if report:
-            typer.echo(report)
-        if not quiet and results:
-            typer.echo(summary_line(results, strict))
-    for message in io_errors:
-        typer.echo(f"paictl: error: {_one_line(message)}", err=True)
-    if io_errors:
-        raise typer.Exit(InputError.exit_code)
-    failed = any(not r.ok or (strict and r.warnings) for r in results)
-    raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(run_validate(paths, json_output=output_format is OutputFormat.json, strict=strict,
+                                  stdin_name=stdin_name, quiet=quiet, echo=typer.echo))
 
 
 @app.command()
@@ -196,6 +141,8 @@ def main() -> None:
     """
     import signal
 
+    from .output import EXIT_BROKEN_PIPE, flush_stdout, output_error_exit, silence_stdout
+
     signal.signal(signal.SIGINT, _interrupted)
     try:
         try:
@@ -203,44 +150,17 @@ def main() -> None:
         except SystemExit as done:
             if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's sign that it met EPIPE on stdout
                 raise BrokenPipeError from None
-            _flush_stdout()
+            flush_stdout()
             raise done from None
-        _flush_stdout()
+        flush_stdout()
     except PaictlError as error:  # pragma: no cover - commands normally route through errors.fail
         typer.echo(f"paictl: error: {_one_line(str(error))}", err=True)
         sys.exit(error.exit_code)
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         sys.exit(EXIT_BROKEN_PIPE)
     except OSError as error:
-        if error.errno is None or getattr(error, "filename", None) is not None:
-            raise
-        _silence_stdout()
-        typer.echo(f"paictl: error: cannot write standard output: {error.strerror or error}", err=True)
-        sys.exit(EXIT_OUTPUT_ERROR)
-
-
-#: Exit codes for standard output that cannot be written (README, exit-code table).
-EXIT_BROKEN_PIPE = 141
-EXIT_OUTPUT_ERROR = 74
-
-
-def _flush_stdout() -> None:
-    stream = sys.stdout
-    if stream is not None and not getattr(stream, "closed", False):
-        stream.flush()
-
-
-def _silence_stdout() -> None:
-    """Point standard output at /dev/null, so the interpreter's final flush cannot fail again."""
-    import os
-
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass
+        sys.exit(output_error_exit(error))
 
 
 def _one_line(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -70,4 +71,4 @@ def compile_command(
     elif output_format is CompileFormat.json:
         typer.echo(emit.to_json_list(objects))
     else:
-        typer.echo(emit.to_yaml(objects), nl=False)
+        emit.write_yaml(objects, sys.stdout.write)  # streamed: a 700 MB Framework is never one string

@@ -44,17 +44,6 @@ CATEGORY_OPTION = typer.Option(None, "--category", help="Only items in this cate
 AUTHOR_OPTION = typer.Option(None, "--author", help="Only items by this author (exact).")
 
 
-def validate_if_item(data: dict[str, Any], text: str, path: str):
-    """`paictl validate`'s hook for documents that are not clean jobs: an item's result, else None (a job)."""
-    from paictl.marketplace.shape import looks_like_item
-
-    if not looks_like_item(data):
-        return None
-    from paictl.marketplace.checking import check_item_text
-
-    return check_item_text(text, path).result
-
-
 def _load_items(paths: List[str]):
     """Every item, or all their diagnostics on standard error and exit 1: nothing is published if one is invalid."""
     from paictl.marketplace.checking import check_item_file

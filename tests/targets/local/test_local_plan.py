@@ -18,7 +18,7 @@ from paictl.compiler.render import render_entrypoint
 from paictl.protocol import load_job
 from paictl.targets.local.target import compile_local
 from paictl.targets.local.policy import RetryPolicy, attempt_completion, decide_retry
-from paictl.targets.local.runtime import allocate_ports, peer_env, task_argv, task_env
+from paictl.targets.local.runtime import allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.output_check import check_objects, object_errors
 
 EXAMPLES = ROOT / "examples"
@@ -141,6 +141,12 @@ def test_ports_are_distinct_free_and_in_the_environment():
     assert env["PAI_CONTAINER_HOST_PORT_LIST"].startswith(f"msg:{server_msg};ssh:")
     assert (env["FC_FRAMEWORK_ATTEMPT_ID"], env["FC_TASK_ATTEMPT_ID"], env["PAI_WORK_DIR"]) == ("1", "2", "/w")
     assert set(role["envAtStart"]) | set(plan["spec"]["envAtStart"]) <= set(env)
+    # The runner builds the shared part once per attempt; every task still gets the same variables and values.
+    shared = attempt_env(plan, peers)
+    for role in plan["spec"]["taskRoles"]:
+        own = ports[role["name"]][0]
+        arguments = dict(peers=peers, own_ports=own, work_dir="/w", job_attempt=1, task_attempt=0, run_id="r")
+        assert task_env(plan, role, 0, shared=shared, **arguments) == task_env(plan, role, 0, **arguments)
 
 
 # -- FrameworkController's rules ------------------------------------------------------------------------------------

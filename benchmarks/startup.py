@@ -1,0 +1,48 @@
+"""Start-up, where users wait on every commit and keystroke: `paictl --help` against a bare `import typer`, and
+`paictl validate` of one file (the pre-commit case) against the floor script (floor_validate.py).
+
+    python benchmarks/startup.py [--rounds 15]
+
+Goals (issue 19): --help <= 1.3x `python -c "import typer"`; validate of 1 file <= 1.5x the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from interleave import ROOT, Report, interleaved, prepare, ratio, tool
+
+ONE_FILE = ROOT / "examples" / "parameter-server.yaml"
+HELP_GOAL = 1.3
+VALIDATE_GOAL = 1.5
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    prepare()
+    paictl = tool("paictl")
+    schema = str(ROOT / "schemas" / "job.schema.json")
+    report = Report("start-up (median of per-round ratios, A B A B)")
+    runs = interleaved({
+        "help": [paictl, "--help"],
+        "typer": [sys.executable, "-c", "import typer"],
+        "validate": [paictl, "validate", str(ONE_FILE)],
+        "floor": [sys.executable, str(ROOT / "benchmarks" / "floor_validate.py"), schema, str(ONE_FILE)],
+    }, args.rounds)
+    assert runs["validate"].codes == runs["floor"].codes == {0}, "both must find the file valid"
+    help_ratio = ratio(runs["help"], runs["typer"])
+    report.add("`paictl --help` / `import typer`",
+               f"{help_ratio:.2f}x ({runs['help'].median:.3f} s / {runs['typer'].median:.3f} s)",
+               f"<= {HELP_GOAL}x", help_ratio <= HELP_GOAL)
+    validate_ratio = ratio(runs["validate"], runs["floor"])
+    report.add("`paictl validate` 1 file / floor script",
+               f"{validate_ratio:.2f}x ({runs['validate'].median:.3f} s / {runs['floor'].median:.3f} s)",
+               f"<= {VALIDATE_GOAL}x", validate_ratio <= VALIDATE_GOAL)
+    return report.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Compiled output is byte-identical to what paictl printed before the speed work of issue 19 (commit d239918):
+every example, for every target, with both built-in profiles, as YAML and as JSON.
+
+`compiled_outputs.json` holds, per case, the exit code and the SHA-256 of standard output recorded from that
+commit. The readable goldens (`__snapshots__`) show what the output is; this table proves that the faster emitter,
+renderer, profile loading and compile pipeline changed none of it, including the target/example pairs that are
+refused (their exit code and empty output are recorded too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+RECORDED = json.loads((Path(__file__).parent / "compiled_outputs.json").read_text())
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
+
+
+def test_every_example_target_profile_and_format_is_recorded():
+    cases = {f"{e} {t} {p} {f}" for e in EXAMPLES for t in ("framework", "mars", "local")
+             for p in ("default", "openpai") for f in ("yaml", "json")}
+    assert set(RECORDED) == cases
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED))
+def test_output_is_byte_identical(case, run_cli, monkeypatch):
+    example, target, profile, output_format = case.split()
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run_cli("compile", f"examples/{example}", "--target", target, "--profile", profile,
+                           "--format", output_format)
+    assert [code, hashlib.sha256(out.encode()).hexdigest()] == RECORDED[case]
