@@ -177,11 +177,13 @@ def main() -> None:
     """Console entry point: the one place errors become messages and exit codes.
 
     Click would turn Ctrl-C into "Aborted!" with exit status 1; paictl documents 130, so SIGINT exits directly
-    (SystemExit passes through click untouched).
+    (SystemExit passes through click untouched). SIGTERM is the same request from another process (`kill`, a
+    supervisor, CI cancelling a step): it exits 130 too, through the same clean-up, never 143 mid-write.
     """
     import signal
 
     signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         app()
     except PaictlError as error:  # pragma: no cover - commands normally route through errors.fail

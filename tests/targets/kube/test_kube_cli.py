@@ -246,7 +246,7 @@ def test_status_by_job_name_and_not_found(emulator):
                                              "TaskRole"]
     missing = paictl(emulator, "status", "nosuchjob")
     assert missing.returncode == 3
-    assert missing.stderr == ("paictl: error: no local run 'nosuchjob' in .paictl/runs; on the cluster: "
+    assert missing.stderr == ("paictl: error: no local run 'nosuchjob' in state/paictl/runs; on the cluster: "
                               "no Framework or MarsJob named 'nosuchjob' in namespace default\n")
     explicit = paictl(emulator, "status", "nosuchjob", "--target", "framework")
     assert explicit.returncode == 3
