@@ -44,7 +44,7 @@ class LocalBackend:
 
         self.run_dir = Path(options.run_dir) if options.run_dir is not None else default_run_dir()
         #: Where runs are looked for: the run folder, then (without an explicit one) ./.paictl/runs.
-        self.run_dirs = [self.run_dir] + ([LEGACY_RUN_DIR] if options.run_dir is None
+        self.run_dirs = [self.run_dir] + ([LEGACY_RUN_DIR] if options.run_dir is None and LEGACY_RUN_DIR.is_dir()
                                           and LEGACY_RUN_DIR.resolve() != self.run_dir.resolve() else [])
         self.exit_spec = options.exit_spec
 

@@ -292,15 +292,15 @@ def test_runs_are_found_from_any_directory_and_old_ones_in_the_current_one(tmp_p
     assert sorted(row["name"] for row in listing) == ["anywhere", "anywhere"]  # the copy keeps its recorded name
     assert "\nhere\n" in paictl("logs", "old", cwd=tmp_path / "b", check_code=0).stdout
     missing = paictl("logs", "old", cwd=tmp_path / "a")
-    assert missing.returncode == 3 and ".paictl/runs" in missing.stderr
+    assert missing.returncode == 3 and missing.stderr == (f"paictl: error: no local run named 'old' in "
+                                                          f"{tmp_path / 'state/paictl/runs'}\n")
 
 
 def test_sigterm_to_a_follower_exits_130_like_ctrl_c(tmp_path):
     paictl("submit", str(job_file(tmp_path, "followed", ["sleep 600"])), "--target", "local", cwd=tmp_path,
            check_code=0)
     follower = start("status", "followed", "--follow", cwd=tmp_path)
-    wait_for(lambda: state(tmp_path, "followed")["view"]["state"] == "running", "running")
-    time.sleep(0.5)
+    assert follower.stdout.readline().startswith("followed: ")  # it is following (its handlers are in place)
     follower.send_signal(signal.SIGTERM)
     _, err = follower.communicate(timeout=30)
     assert follower.returncode == 130, err
