@@ -26,6 +26,13 @@ def corpus_files(folder: str) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml"))
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    """Local runs go to $XDG_STATE_HOME/paictl/runs: every test gets its own, never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state" / "paictl" / "runs"
+
+
 @pytest.fixture
 def run_cli():
     """Run the real CLI in-process; returns (exit_code, stdout, stderr)."""

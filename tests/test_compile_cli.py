@@ -34,7 +34,7 @@ def test_json_output_is_a_v1_list_with_the_same_objects(run_cli):
 
 
 def test_output_dir_writes_one_file_per_object(run_cli, tmp_path):
-    code, out, _ = run_cli("compile", PS, "--profile", "openpai", "-o", str(tmp_path / "out"))
+    code, out, _ = run_cli("compile", PS, "--profile", "openpai", "--output-dir", str(tmp_path / "out"))
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert code == 0 and len(files) == len(out.split()) and any(f.startswith("framework-") for f in files)
 

@@ -27,7 +27,7 @@ def test_the_readme_example_runs_a_job_to_its_verdict(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[-1].startswith("verdict: succeeded"), done.stdout
     assert any(line.startswith("running ") for line in lines), done.stdout
-    assert (tmp_path / ".paictl" / "runs" / "local-ping-pong" / "state.json").is_file()
+    assert (tmp_path / "state" / "paictl" / "runs" / "local-ping-pong" / "state.json").is_file()
 
 
 def test_importing_paictl_imports_nothing_else():

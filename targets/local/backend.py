@@ -2,8 +2,13 @@
 
 Attached (`submit --follow`, or `attach=True` from Python) the job runs in this process, with its watchdog, so
 Ctrl-C, SIGTERM or even SIGKILL of the caller ends every task. Detached, a supervisor process runs it and `submit`
-returns once the supervisor has written its first state. Either way the run folder (default .paictl/runs/<job>)
-holds the state and the logs that `describe`, `watch`, `stop` and `logs` read from any other process.
+returns once the supervisor has written its first state. Either way the run folder (by default
+`$XDG_STATE_HOME/paictl/runs/<job>`, see store.py) holds the state and the logs that `describe`, `watch`, `stop`
+and `logs` read from any other process. Without an explicit run folder, runs in the current directory's
+`.paictl/runs` (where older versions kept them) are found too.
+
+A corrupt run (store.CorruptRun) is listed as `unknown` with the reason, and `describe`/`watch`/`logs` of it fail
+with one line (exit 3); a run folder that vanishes under a follower ends the follow the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from paictl.targets.backend import (Attached, BackendOptions, FailureExcerpt, Lo
 from paictl.targets.compiled import CompiledJob
 from paictl.targets.states import JobState, JobView, view_to_data
 
-DEFAULT_RUN_DIR = Path(".paictl") / "runs"
 TAIL_LINES = 10
 #: How long `submit` waits for the detached supervisor's first state, and `stop` beyond the grace period.
 _START_TIMEOUT = 10.0
@@ -36,7 +40,12 @@ class LocalBackend:
     namespace = None
 
     def __init__(self, options: BackendOptions = BackendOptions()):
-        self.run_dir = Path(options.run_dir) if options.run_dir is not None else DEFAULT_RUN_DIR
+        from .store import LEGACY_RUN_DIR, default_run_dir
+
+        self.run_dir = Path(options.run_dir) if options.run_dir is not None else default_run_dir()
+        #: Where runs are looked for: the run folder, then (without an explicit one) ./.paictl/runs.
+        self.run_dirs = [self.run_dir] + ([LEGACY_RUN_DIR] if options.run_dir is None and LEGACY_RUN_DIR.is_dir()
+                                          and LEGACY_RUN_DIR.resolve() != self.run_dir.resolve() else [])
         self.exit_spec = options.exit_spec
 
     # -- submit -------------------------------------------------------------------------------------------------
@@ -57,51 +66,68 @@ class LocalBackend:
                 f"paictl: dry run: {name} would start {tasks} task process(es); nothing was run "
                 "(`paictl compile --target local` prints the plan)",))
         secrets = secret_files(compiled.job, [role["command"][-2] for role in plan["spec"]["taskRoles"]])
-        folder = prepare_run(self.run_dir, name, plan)
+        from .store import owner_record
+
+        folder, lock = prepare_run(self.run_dir, name, plan, owner=owner_record(os.getpid()))
         notes += (f"paictl: {name}: {tasks} task(s) on this machine; run folder {folder} "
                   "(task logs: <attempt>/<role>-<index>.log)",)
         if attach:
             from .runner import LocalRunner
 
-            runner = LocalRunner(folder, plan, secrets=secrets, rules=rules, work_dir=os.getcwd())
+            runner = LocalRunner(folder, plan, secrets=secrets, rules=rules, work_dir=os.getcwd(), lock=lock)
             return Submission(name=name, where=str(folder), notes=notes,
                               attached=Attached(views=runner.views(), interrupt=runner.interrupt,
                                                 close=runner.close))
-        view = self._start_supervisor(folder, secrets)
+        try:
+            view = self._start_supervisor(folder, secrets, lock)
+        finally:
+            os.close(lock)  # the supervisor holds the lock from now on
         return Submission(name=name, where=str(folder), notes=notes, data=(view_to_data(view),), lines=(
             f"{name}: started (supervisor pid {self._owner_pid(folder)}); `paictl status {name} --follow` "
             f"follows it, `paictl logs {name}` shows its output",))
 
-    def _start_supervisor(self, folder: Path, secrets: dict[str, str]) -> JobView:
-        """The detached supervisor, its settings (secrets included) through a pipe; returns its first view."""
-        from .store import SUPERVISOR_LOG, read_state
+    def _start_supervisor(self, folder: Path, secrets: dict[str, str], lock: int) -> JobView:
+        """The detached supervisor, its settings (secrets included) through a pipe, the run's lock inherited;
+        returns its first view."""
+        from .store import SUPERVISOR_LOG, CorruptRun, folder_error, read_state
 
         settings = {"work_dir": os.getcwd(),
                     "exit_spec": str(Path(self.exit_spec).resolve()) if self.exit_spec else None,
-                    "secrets": secrets}
-        with open(folder / SUPERVISOR_LOG, "ab") as log:
-            process = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.supervisor", str(folder)],
-                                       stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+                    "secrets": secrets, "lock": lock}
+        try:
+            with open(folder / SUPERVISOR_LOG, "ab") as log:
+                process = subprocess.Popen([sys.executable, "-m", "paictl.targets.local.supervisor", str(folder)],
+                                           stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True, pass_fds=(lock,))
+        except OSError as error:
+            raise folder_error(folder, error) from None
         assert process.stdin is not None
         process.stdin.write(json.dumps(settings).encode())
         process.stdin.close()
         deadline = time.monotonic() + _START_TIMEOUT
         while time.monotonic() < deadline:
-            state = read_state(folder)
-            if state is not None:
+            try:
+                state = read_state(folder)
+            except (CorruptRun, OSError):
+                state = None
+            if state is not None and state.owner and state.owner["pid"] == process.pid:
                 return state.view
             if process.poll() is not None:
                 break
             time.sleep(0.05)
+        if not folder.is_dir():
+            raise folder_error(folder, FileNotFoundError(2, "vanished"))
         raise InternalError(f"the local supervisor did not start (see {folder / SUPERVISOR_LOG}); this is a bug in "
                             "paictl, please report it")
 
     @staticmethod
     def _owner_pid(folder: Path) -> str:
-        from .store import read_state
+        from .store import CorruptRun, read_state
 
-        state = read_state(folder)
+        try:
+            state = read_state(folder)
+        except (CorruptRun, OSError):
+            state = None
         return str(state.owner["pid"]) if state is not None and state.owner else "?"
 
     # -- reading a run ------------------------------------------------------------------------------------------
@@ -110,50 +136,89 @@ class LocalBackend:
         return True  # this machine is always there
 
     def has_job(self, name: str) -> bool:
+        return self._find(name) is not None
+
+    def _find(self, name: str) -> Optional[Path]:
         from .store import run_folder
 
-        return run_folder(self.run_dir, name) is not None
+        for run_dir in self.run_dirs:
+            folder = run_folder(run_dir, name)
+            if folder is not None:
+                return folder
+        return None
+
+    def _where(self) -> str:
+        return " or ".join(map(str, self.run_dirs))
 
     def not_found(self, name: str) -> str:
-        return f"no local run {name!r} in {self.run_dir}"
+        return f"no local run {name!r} in {self._where()}"
 
     def _folder(self, name: str) -> Path:
-        from .store import run_folder
-
-        folder = run_folder(self.run_dir, name)
+        folder = self._find(name)
         if folder is None:
-            raise NotFoundError(f"no local run named {name!r} in {self.run_dir}")
+            raise NotFoundError(f"no local run named {name!r} in {self._where()}")
         return folder
 
     @staticmethod
     def _current(folder: Path, name: str) -> JobView:
-        from .store import read_state, shown_view
+        """The run's view; store.CorruptRun, or NotFoundError once the folder is gone."""
+        from .store import read_state, run_locked, shown_view
 
         state = read_state(folder)
         if state is None:
+            if not folder.is_dir():
+                raise NotFoundError(f"the run folder {folder} vanished")
+            if not run_locked(folder):
+                return JobView(name=name, state=JobState.STOPPED, where=str(folder),
+                               message="abandoned: the process that started it ended before the run began")
             return JobView(name=name, state=JobState.PENDING, message="starting", where=str(folder))
         return shown_view(folder, state)
+
+    @classmethod
+    def _listed(cls, folder: Path) -> JobView:
+        """A row of the listing: a corrupt or vanished run is shown as such, never breaks the list."""
+        from .store import CorruptRun
+
+        try:
+            return cls._current(folder, folder.name)
+        except (CorruptRun, NotFoundError) as error:
+            return JobView(name=folder.name, state=JobState.UNKNOWN, message=str(error), where=str(folder))
 
     def describe(self, name: str) -> JobView:
         return self._current(self._folder(name), name)
 
     def watch(self, name: str, *, uid: Optional[str] = None) -> Iterator[JobView]:
+        """Views until the verdict. A corrupt state is waited out only while its owner lives (the owner rewrites it at
+        the next change); otherwise it ends the follow with CorruptRun, as a vanished folder does with NotFound."""
+        from .store import CorruptRun, run_locked
+
         folder = self._folder(name)
         while True:
-            view = self._current(folder, name)
+            try:
+                view = self._current(folder, name)
+            except CorruptRun:
+                if not run_locked(folder):
+                    raise
+                time.sleep(_POLL)
+                continue
             yield view
             if view.state.is_final:
                 return
             time.sleep(_POLL)
 
     def list(self) -> list[JobView]:
-        """Every run in the run folder, by name (a folder without a plan is not a run paictl made)."""
+        """Every run in the run folders, by name (a folder without a plan is not a run paictl made)."""
         from .store import PLAN
 
-        if not self.run_dir.is_dir():
-            return []
-        return [self._current(folder, folder.name) for folder in sorted(self.run_dir.iterdir())
-                if folder.is_dir() and (folder / PLAN).is_file()]
+        views: list[JobView] = []
+        for run_dir in self.run_dirs:
+            try:
+                folders = sorted(run_dir.iterdir()) if run_dir.is_dir() else []
+            except OSError:
+                continue
+            views += [self._listed(folder) for folder in folders
+                      if not folder.name.startswith(".") and folder.is_dir() and (folder / PLAN).is_file()]
+        return views
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         """The last lines of the task that failed the job (the user's own output), and where the whole log is."""
@@ -172,13 +237,20 @@ class LocalBackend:
     # -- acting on a run ----------------------------------------------------------------------------------------
 
     def stop(self, name: str) -> StopResult:
-        from .store import PLAN, read_json, request_stop
+        from .store import CorruptRun, folder_error, read_plan, request_stop
 
         folder = self._folder(name)
         view = self._current(folder, name)
         if not view.state.is_final:
-            request_stop(folder)
-            deadline = time.monotonic() + read_json(folder / PLAN)["spec"]["gracePeriodSec"] + _STOP_MARGIN
+            try:
+                request_stop(folder)
+            except OSError as error:
+                raise folder_error(folder, error) from None
+            try:
+                grace = float(read_plan(folder)["spec"]["gracePeriodSec"])
+            except (CorruptRun, OSError):
+                grace = 30.0
+            deadline = time.monotonic() + grace + _STOP_MARGIN
             while not view.state.is_final and time.monotonic() < deadline:
                 time.sleep(0.1)
                 view = self._current(folder, name)
@@ -192,10 +264,13 @@ class LocalBackend:
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         """Each task's log of one job attempt (the latest unless `attempt`); `previous` is Kubernetes' notion
         (a container's previous instance) and means nothing here: every task attempt is in the one log."""
-        from .store import PLAN, read_json, read_state, task_log
+        from .store import read_plan, read_state, task_log
 
         folder = self._folder(name)
-        roles = {r["name"]: r["instances"] for r in read_json(folder / PLAN)["spec"]["taskRoles"]}
+        try:
+            roles = {r["name"]: r["instances"] for r in read_plan(folder)["spec"]["taskRoles"]}
+        except FileNotFoundError:
+            raise NotFoundError(f"the run folder {folder} vanished") from None
         if role is not None and role not in roles:
             raise UsageError(f"job {name!r} has no task role {role!r}; its task roles: {', '.join(roles)}")
         if index is not None and role is not None and not 0 <= index < roles[role]:
@@ -215,8 +290,13 @@ class LocalBackend:
                    read_state, task_log) -> Iterator[LogLine]:
         offsets: dict[str, int] = {}
         shown = None
+        from .store import CorruptRun
+
         while True:
-            state = read_state(folder)
+            try:
+                state = read_state(folder)
+            except CorruptRun:  # the logs are still worth showing: those of the first attempt
+                state = None
             current = state.attempt if state is not None else 0
             wanted = current if attempt is None else attempt
             if wanted != shown:

@@ -6,15 +6,21 @@ analysis, and publishes a JobView to the run folder's state.json at every change
 status/stop/logs` work from any terminal.
 
 Processes. Each task attempt is `bash -o errexit -o nounset -o pipefail -c <commands>` in a new session, so its
-process group holds everything it starts. When the shell exits, what is left of its group is killed, as a container
-ends with its main process. A watchdog process (local_watchdog.py) learns every group; if the runner dies, even by
-SIGKILL, it kills them all. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to
-every group, waits the plan's grace period, then sends SIGKILL; a second interrupt skips the wait.
+process group holds what it starts. A task can leave its group (`timeout`, `set -m`, `setsid`), so the runner is also
+a child subreaper and every task carries the run's and its own marker variables (procs.py): when the shell exits,
+what is left of its group and every process marked as that task's is killed, as a container ends with its main
+process; at the verdict every process of the run is. A watchdog process (watchdog.py) does the same if the runner
+dies, even by SIGKILL. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to every
+task, waits the plan's grace period, then sends SIGKILL; a second interrupt skips the wait.
+
+A run folder that cannot be written (disk full) or vanishes stops the job: every task is killed and `views()`
+raises store.RunFolderError (one line, exit 3).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import signal
 import subprocess
@@ -31,13 +37,16 @@ from paictl.targets.local.target import NODE
 from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, Outcome, RetryPolicy, \
     attempt_completion, decide_retry
 from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
-from paictl.targets.local.store import PORTS, owner_record, stop_requested, task_log, write_json, write_state
+from paictl.targets.local import procs
+from paictl.targets.local.store import PORTS, folder_error, owner_record, stop_requested, task_log, write_json, \
+    write_state
 from paictl.targets.states import JobState, JobView, TaskView
 
 POLL_SECONDS = 0.05
 #: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
 #: whole poll period, while a long run still costs one poll every POLL_SECONDS.
 FIRST_POLL_SECONDS = 0.002
+_REAP_EVERY = 20  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -70,7 +79,7 @@ class LocalRunner:
     """Runs the plan in `folder` to a verdict; `views()` drives it, `interrupt()` stops it from outside."""
 
     def __init__(self, folder: Path, plan: dict[str, Any], *, secrets: Mapping[str, str], rules: RuleSet,
-                 work_dir: str, grace_seconds: Optional[float] = None):
+                 work_dir: str, grace_seconds: Optional[float] = None, lock: Optional[int] = None):
         self.folder = folder
         self.plan = plan
         self.secrets = dict(secrets)
@@ -88,19 +97,39 @@ class LocalRunner:
         self._spawner: Optional[Spawner] = None
         self._watchdog: Optional[subprocess.Popen[bytes]] = None
         self._owner = owner_record(os.getpid())
+        self._lock = lock  # the run's lock (store.lock_run), released by close()
+        #: Children this process had before the run (a Python program's own): never the run's, nor their trees.
+        self._foreign: set[int] = set()
+        self._failed = False
 
     # -- the run ------------------------------------------------------------------------------------------------
 
     def views(self) -> Iterator[JobView]:
         """Start the job and yield a view at every poll until the verdict (the last view is final)."""
+        try:
+            yield from self._views()
+        except OSError as error:  # the run folder is full or gone: nothing can be recorded, so nothing may run
+            self._failed = True
+            raise folder_error(self.folder, error) from None
+        finally:
+            if self._failed:
+                self.close()
+
+    def _views(self) -> Iterator[JobView]:
+        table = procs.process_table()
+        self._foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}
+        self._subreaper = procs.become_subreaper()
         self._start_watchdog()
         job_policy = RetryPolicy.from_plan(self.plan["spec"]["jobRetry"])
         yield self._publish(JobState.PENDING, message="starting")
+        polls = 0
         while True:
             self._start_attempt()
             completion = None
             pause = FIRST_POLL_SECONDS
             while completion is None:
+                if not self.folder.is_dir():
+                    raise FileNotFoundError(errno.ENOENT, "vanished", str(self.folder))
                 if stop_requested(self.folder):
                     yield self._publish(JobState.STOPPING, message="stop requested")
                     yield self._stop(STOP_REQUESTED, "stopped by `paictl stop`")
@@ -110,6 +139,9 @@ class LocalRunner:
                 if completion is None:
                     time.sleep(pause)
                     pause = min(pause * 2, POLL_SECONDS)
+                    polls += 1
+                    if polls % _REAP_EVERY == 0:
+                        self._reap_adopted()
             trigger = self._task(*completion.trigger) if completion.trigger else None
             code = trigger.rule.code if completion.outcome == "failed" and trigger else 0
             if any(t.state == "running" for t in self.tasks):  # the others are stopped with -220 first
@@ -131,7 +163,8 @@ class LocalRunner:
 
     def interrupt(self, message: str) -> JobView:
         """Stop every task now (SIGTERM, grace, SIGKILL) and publish the stopped verdict; safe to call twice."""
-        if self.last is not None and self.last.state.is_final:
+        if self._failed or (self.last is not None and self.last.state.is_final):
+            assert self.last is not None
             return self.last
         self._publish(JobState.STOPPING, message=message)
         try:
@@ -140,16 +173,44 @@ class LocalRunner:
             return self._publish(JobState.STOPPED, code=STOP_REQUESTED, message=message)
 
     def close(self) -> None:
-        """Kill whatever may be left (nothing, normally) and let the watchdog go."""
+        """Kill whatever may be left of the run (nothing, normally), let the watchdog go, release the lock."""
         for task in self.tasks:
             self._kill_group(task)
+        procs.kill_until_gone(lambda: self._adopted() | procs.marked(self.run_id), keep=self._shells())
         if self._watchdog is not None and self._watchdog.stdin is not None:
+            self._tell_watchdog("done")
             try:
                 self._watchdog.stdin.close()
             except OSError:
                 pass
             self._watchdog.wait()
             self._watchdog = None
+        if getattr(self, "_subreaper", False):
+            procs.stop_subreaping()
+            self._subreaper = False
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def _reap_adopted(self) -> None:
+        table = procs.process_table()
+        me = os.getpid()
+        for pid, (ppid, state, start) in table.items():
+            if ppid == me and state == "Z" and pid not in self._foreign and pid not in self._shells() and \
+                    (self._watchdog is None or pid != self._watchdog.pid):
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+
+    def _shells(self) -> set[int]:
+        return {t.process.pid for t in self.tasks if t.process is not None}
+
+    def _adopted(self) -> set[int]:
+        """Processes below the runner that it did not start (orphans it adopted as subreaper), not the watchdog."""
+        table = procs.process_table()
+        watchdog = {self._watchdog.pid} if self._watchdog is not None else set()
+        return procs.descendants(os.getpid(), table, skip=self._foreign | watchdog) - self._shells()
 
     # -- attempts and tasks -------------------------------------------------------------------------------------
 
@@ -175,6 +236,7 @@ class LocalRunner:
                        job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
                        shared=self._shared_env)
         env.update(extra)
+        env[procs.TASK_MARKER] = task.label
         assert task.log is not None
         with open(task.log, "ab") as log:
             log.write(f"[paictl] {task.label}: task attempt {task.attempt} of job attempt {self.attempt} "
@@ -233,9 +295,14 @@ class LocalRunner:
 
     def _note(self, task: _Task, text: str) -> None:
         assert task.log is not None
-        with open(task.log, "a+b") as log:
-            ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0 and log.read(1) == b"\n")
-            log.write(f"{'' if ends_line else chr(10)}[paictl] {task.label}: {text}\n".encode())
+        try:
+            with open(task.log, "a+b") as log:
+                ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0
+                                                              and log.read(1) == b"\n")
+                log.write(f"{'' if ends_line else chr(10)}[paictl] {task.label}: {text}\n".encode())
+        except OSError:
+            if not self._failed:
+                raise
 
     def _task(self, role: str, index: int) -> _Task:
         return next(t for t in self.tasks if t.role["name"] == role and t.index == index)
@@ -274,19 +341,32 @@ class LocalRunner:
             os.killpg(task.process.pid, signum)  # type: ignore[union-attr]
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in self._task_processes(task):  # what left the group (timeout, set -m, setsid)
+            try:
+                os.kill(pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _task_processes(self, task: _Task) -> set[int]:
+        """The task's live processes outside its shell: the runner's descendants that carry its marker."""
+        table = procs.process_table()
+        return procs.marked_among(procs.descendants(os.getpid(), table) - self._shells(), self.run_id, task.label)
 
     def _kill_group(self, task: _Task) -> None:
-        """SIGKILL whatever is left of the task's group, reap its shell, and tell the watchdog it is gone."""
+        """SIGKILL whatever is left of the task (its group and its marked processes), reap its shell and any orphan
+        it left, and tell the watchdog the group is gone."""
         if task.process is None or task.group_gone:
             return
         self._signal(task, signal.SIGKILL)
         task.process.wait()
+        procs.kill_until_gone(lambda: self._task_processes(task), keep=self._shells())
         task.group_gone = True
         self._tell_watchdog(f"-{task.process.pid}")
 
     def _start_watchdog(self) -> None:
         # Run as a script without site (-I -S): it is stdlib-only, and the run's verdict waits for it to exit.
-        self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__],
+        self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__, self.run_id,
+                                           str(os.getpid())],
                                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL, start_new_session=True)
 

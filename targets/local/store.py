@@ -9,7 +9,17 @@
 
 A RUN is named by its job: there is at most one run of a job name per run folder. Submitting a name whose run is
 still active is refused, as a cluster refuses a duplicate running job; submitting it again once that run has
-finished replaces the old run folder (the edit-and-resubmit loop of local debugging).
+finished replaces the old run folder (the edit-and-resubmit loop of local debugging). The process that owns a run
+holds an exclusive lock (flock) on `<run-dir>/.<job>.lock` for the run's whole life; the kernel drops it when that
+process ends, however it ends. A submit takes the lock without waiting, so of concurrent submits of one name exactly
+one runs and the others are refused; the new run folder is built beside the old one and renamed into place.
+
+Where runs live (`default_run_dir`): `$XDG_STATE_HOME/paictl/runs` (default `~/.local/state/paictl/runs`), so
+`status` works from any directory; runs made by older versions in the current directory's `.paictl/runs` are
+still found.
+
+State files are validated on read: a state.json or plan.json of the wrong shape raises `CorruptRun`, which the
+backend shows as a corrupt run instead of failing the listing.
 
 The owner (the `submit --follow` process, or the detached supervisor) is recorded with its pid and its start time
 in clock ticks (/proc/<pid>/stat), so a recycled pid is never mistaken for it. A run whose owner is gone without a
@@ -19,6 +29,8 @@ verdict was abandoned (paictl killed with SIGKILL): its watchdog killed the task
 from __future__ import annotations
 
 import dataclasses
+import errno
+import fcntl
 import json
 import os
 import re
@@ -34,6 +46,66 @@ from paictl.targets.states import JobState, JobView, view_from_data, view_to_dat
 PLAN, STATE, STOP, SUPERVISOR_LOG, PORTS = "plan.json", "state.json", "stop", "supervisor.log", "ports.json"
 #: Job names are ^[a-zA-Z0-9_-]+$ (job.schema.json); anything else cannot name a run (and cannot escape the folder).
 _RUN_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+LEGACY_RUN_DIR = Path(".paictl") / "runs"
+
+
+class CorruptRun(ClusterError):
+    """A run folder whose state.json or plan.json is not what paictl writes (edited, truncated, another version)."""
+
+
+class RunFolderError(ClusterError):
+    """The run folder cannot be written (disk full, read-only) or vanished while the run was going on."""
+
+
+def default_run_dir() -> Path:
+    """The per-user state folder (XDG Base Directory): $XDG_STATE_HOME/paictl/runs, else ~/.local/state/..."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "paictl" / "runs"
+
+
+def folder_error(folder: Path, error: OSError) -> RunFolderError:
+    """One line for a run folder that cannot be written or is gone."""
+    if error.errno == errno.ENOENT or not folder.exists():
+        return RunFolderError(f"the run folder {folder} vanished (deleted while the run was going on)")
+    return RunFolderError(f"the run folder {folder} cannot be written: {error.strerror or error}")
+
+
+def _lock_path(run_dir: Path, name: str) -> Path:
+    return run_dir / f".{name}.lock"
+
+
+def lock_run(run_dir: Path, name: str) -> int:
+    """Take the run's lock without waiting; the open descriptor holds it. ClusterError if another process has it."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle = os.open(_lock_path(run_dir, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        raise folder_error(run_dir, error) from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        raise ClusterError(f"job {name!r} is already running locally ({run_dir / name}); stop it with "
+                           f"`paictl stop {name}` or rename the job") from None
+    return handle
+
+
+def run_locked(folder: Path) -> bool:
+    """Whether a live process owns the run in `folder` (holds its lock)."""
+    try:
+        handle = os.open(_lock_path(folder.parent, folder.name), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(handle)
 
 
 def run_folder(run_dir: Path, name: str) -> Optional[Path]:
@@ -62,6 +134,23 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_plan(folder: Path) -> dict[str, Any]:
+    """The run's plan, checked for what the readers use; CorruptRun otherwise."""
+    try:
+        plan = read_json(folder / PLAN)
+        roles = plan["spec"]["taskRoles"]
+        if not (isinstance(roles, list) and all(isinstance(r["name"], str) and isinstance(r["instances"], int)
+                                                for r in roles)):
+            raise TypeError("spec.taskRoles")
+        float(plan["spec"]["gracePeriodSec"])
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise CorruptRun(f"local run {folder.name!r} is corrupt: {folder / PLAN} is not a plan paictl wrote "
+                         f"({type(error).__name__}: {error})") from None
+    return plan
 
 
 def process_start(pid: int) -> Optional[str]:
@@ -99,12 +188,30 @@ class RunState:
 
 
 def read_state(folder: Path) -> Optional[RunState]:
+    """The run's state; None before the owner wrote one; CorruptRun when it is not what paictl writes."""
     try:
         data = read_json(folder / STATE)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return None
-    return RunState(view=view_from_data(data["view"]), owner=data.get("owner"), attempt=data["attempt"],
-                    work_dir=data["work_dir"], run_id=data["run_id"])
+    except (OSError, ValueError) as error:
+        raise CorruptRun(f"local run {folder.name!r} is corrupt: {folder / STATE} cannot be read "
+                         f"({type(error).__name__}: {error})") from None
+    try:
+        owner = data.get("owner")
+        if owner is not None and not (isinstance(owner.get("pid"), int) and isinstance(owner.get("start"),
+                                                                                       (str, type(None)))):
+            raise TypeError("owner")
+        if not (isinstance(data["attempt"], int) and isinstance(data["work_dir"], str)
+                and isinstance(data["run_id"], str)):
+            raise TypeError("attempt, work_dir or run_id")
+        view = view_from_data(data["view"])
+        if not isinstance(view.name, str) or not isinstance(view.message, str):
+            raise TypeError("view")
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise CorruptRun(f"local run {folder.name!r} is corrupt: {folder / STATE} is not a state paictl wrote "
+                         f"({type(error).__name__}: {error})") from None
+    return RunState(view=view, owner=owner, attempt=data["attempt"], work_dir=data["work_dir"],
+                    run_id=data["run_id"])
 
 
 def write_state(folder: Path, view: JobView, *, owner: dict[str, Any], attempt: int, work_dir: str,
@@ -114,30 +221,59 @@ def write_state(folder: Path, view: JobView, *, owner: dict[str, Any], attempt: 
 
 
 def shown_view(folder: Path, state: RunState) -> JobView:
-    """The view to report: the stored one, or, for an abandoned run, the same marked stopped with the reason."""
+    """The view to report: the stored one, or, for an abandoned run, the same marked stopped with the reason.
+
+    What it says about the tasks is checked, not assumed: /proc is searched for processes of the run."""
     if not state.abandoned:
         return state.view
+    from .procs import marked
+
     pid = state.owner["pid"] if state.owner else "?"
+    left = sorted(marked(state.run_id))
     tasks = tuple(task if task.state in ("succeeded", "failed", "stopped") else
-                  dataclasses.replace(task, state="killed") for task in state.view.tasks)
+                  dataclasses.replace(task, state="killed" if not left else "unknown") for task in state.view.tasks)
+    found = ("no process of the run is left" if not left else
+             f"{len(left)} process(es) of the run still live (pids {', '.join(map(str, left[:10]))}): its watchdog "
+             "has not killed them (yet)")
     return dataclasses.replace(state.view, state=JobState.STOPPED, tasks=tasks,
                                message=f"abandoned: the paictl process that ran it (pid {pid}) ended without a "
-                                       "verdict; its watchdog killed the tasks")
+                                       f"verdict; {found}")
 
 
-def prepare_run(run_dir: Path, name: str, plan: dict[str, Any]) -> Path:
-    """A fresh run folder holding `plan`; ClusterError if a run of that name is still active."""
-    folder = run_dir / name
-    if (folder / PLAN).is_file():
-        state = read_state(folder)
+def prepare_run(run_dir: Path, name: str, plan: dict[str, Any], *,
+                owner: Optional[dict[str, Any]] = None) -> tuple[Path, int]:
+    """A fresh run folder holding `plan` and a first state owned by `owner`, and the descriptor that holds the run's
+    lock (the caller keeps it open for the run's life). ClusterError if a run of that name is still active."""
+    lock = lock_run(run_dir, name)
+    try:
+        folder = run_dir / name
+        try:
+            state = read_state(folder) if (folder / PLAN).is_file() else None
+        except CorruptRun:
+            state = None
         if state is not None and not state.view.state.is_final and owner_alive(state.owner):
             raise ClusterError(f"job {name!r} is already running locally (pid {state.owner['pid']}, "
                                f"{folder}); stop it with `paictl stop {name}` or rename the job")
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    write_json(folder / PLAN, plan)
-    return folder
+        fresh = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".{name}.new-"))
+        try:
+            write_json(fresh / PLAN, plan)
+            write_state(fresh, JobView(name=name, state=JobState.PENDING, message="starting", where=str(folder)),
+                        owner=owner or owner_record(os.getpid()), attempt=0, work_dir=os.getcwd(), run_id="")
+            if folder.exists():
+                old = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".{name}.old-"))
+                os.replace(folder, old / name)
+                shutil.rmtree(old, ignore_errors=True)
+            os.replace(fresh, folder)
+        except BaseException:
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise
+    except OSError as error:
+        os.close(lock)
+        raise folder_error(run_dir, error) from None
+    except BaseException:
+        os.close(lock)
+        raise
+    return folder, lock
 
 
 def request_stop(folder: Path) -> None:

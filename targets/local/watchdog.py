@@ -1,26 +1,39 @@
 """The watchdog of a local run: if the process running the tasks dies, even by SIGKILL, no task survives it.
 
-Started by the runner in a session of its own (Ctrl-C on the terminal does not reach it), with a pipe as standard
-input whose only writer is the runner. The runner writes `<pgid>` when a task's process group starts and
-`-<pgid>` once it has killed what was left of it. End of file means the runner is gone, whatever the cause: every
-group still listed gets SIGKILL. When the runner ends normally the list is empty and the watchdog just exits.
-SIGTERM (a session being torn down) does the same as end of file.
+`python -I -S watchdog.py RUN_ID RUNNER_PID`, started by the runner in a session of its own (Ctrl-C
+on the terminal does not reach it), with a pipe as standard input whose only writer is the runner. The runner
+writes `<pgid>` when a task's process group starts, `-<pgid>` once it has killed what was left of it, and `done`
+when it ended normally (it has killed everything itself). End of file without `done` means the runner is gone,
+whatever the cause: every group still listed gets SIGKILL, then every process of the run (procs.py), found twice:
+by its marker variables in /proc/<pid>/environ, and from the runner's process tree, which the watchdog snapshots
+every second while the runner lives (that catches a task that scrubbed its environment; a snapshot entry is
+killed only if the same process, by start time, still runs). SIGTERM (a session being torn down) does the same.
 
-Every task runs in its own process group (`start_new_session`), so a group holds the task's shell and everything it
-started, unless a command deliberately moved to another session (`setsid`), which no container runtime would let
-outlive the container either.
+Every task runs in its own process group (`start_new_session`); what leaves it (`setsid`, `set -m`) is still found
+by its marker variables or its ancestry.
 
-Deliberately stdlib-only and tiny: it runs as `python -I -S <this file>`, which starts in a few milliseconds.
+Deliberately small and stdlib-only (procs.py too): it runs as `python -I -S <this file> RUN_ID RUNNER_PID`, which
+starts in a few milliseconds.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
+import time
+
+try:
+    from paictl.targets.local import procs
+except ImportError:  # run as `python -I -S watchdog.py` (no site-packages): procs.py is beside this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import procs  # type: ignore[no-redef]
+
+_SNAPSHOT_SECONDS = 1.0
 
 
-def _kill_all(groups: set[int]) -> None:
+def _kill_groups(groups: set[int]) -> None:
     for pgid in groups:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -28,24 +41,57 @@ def _kill_all(groups: set[int]) -> None:
             pass
 
 
-def main() -> None:
+def _still_same(snapshot: dict[int, str]) -> set[int]:
+    table = procs.process_table()
+    return {pid for pid, start in snapshot.items() if pid in table and table[pid][2] == start
+            and table[pid][1] not in ("Z", "X")}
+
+
+def main(argv: list[str]) -> None:
+    run_id, runner = argv[0], int(argv[1])
+    me = os.getpid()
+    since = int(procs.process_table().get(me, (0, "", "0"))[2])
     groups: set[int] = set()
+    snapshot: dict[int, str] = {}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
+    def kill_everything() -> None:
+        _kill_groups(groups)
+        procs.kill_until_gone(lambda: procs.marked(run_id) | _still_same(snapshot))
+
     def on_term(signum: int, frame: object) -> None:
-        _kill_all(groups)
+        kill_everything()
         os._exit(0)
 
     signal.signal(signal.SIGTERM, on_term)
-    for line in sys.stdin:
-        line = line.strip()
-        if line.startswith("-"):
-            groups.discard(int(line[1:]))
-        elif line:
-            groups.add(int(line))
-    _kill_all(groups)
+    stdin = sys.stdin.buffer.raw  # unbuffered: select() and read() agree on what is pending
+    pending = b""
+    taken = 0.0
+    while True:
+        ready, _, _ = select.select([stdin], [], [], _SNAPSHOT_SECONDS)
+        if time.monotonic() - taken >= _SNAPSHOT_SECONDS:
+            table = procs.process_table()
+            snapshot = {pid: table[pid][2] for pid in procs.descendants(runner, table)
+                        if pid != me and int(table[pid][2]) >= since}
+            taken = time.monotonic()
+        if not ready:
+            continue
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            line = raw.decode().strip()
+            if line == "done":
+                return
+            if line.startswith("-"):
+                groups.discard(int(line[1:]))
+            elif line:
+                groups.add(int(line))
+    kill_everything()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

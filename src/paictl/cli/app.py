@@ -135,15 +135,17 @@ def main() -> None:
     """Console entry point: the one place errors become messages and exit codes.
 
     Click would turn Ctrl-C into "Aborted!" with exit status 1; paictl documents 130, so SIGINT exits directly
-    (SystemExit passes through click untouched). Standard output that cannot be written is not a bug either: a
-    reader that went away (`paictl ... | head`) exits 141, as a shell reports SIGPIPE, and a full disk or another
-    write error exits 74 (EX_IOERR) with one line on standard error.
+    (SystemExit passes through click untouched). SIGTERM is the same request from another process (`kill`, a
+    supervisor, CI cancelling a step): it exits 130 too, through the same clean-up, never 143 mid-write. Standard
+    output that cannot be written is not a bug either: a reader that went away (`paictl ... | head`) exits 141, as a
+    shell reports SIGPIPE, and a full disk or another write error exits 74 (EX_IOERR) with one line on standard error.
     """
     import signal
 
     from .output import EXIT_BROKEN_PIPE, flush_stdout, output_error_exit, silence_stdout
 
     signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         try:
             app()

@@ -30,9 +30,10 @@ def compile_command(
     parameter: List[str] = PARAMETER_OPTION,
     parameter_files: List[Path] = PARAMETERS_OPTION,
     secrets_from: Optional[str] = SECRETS_FROM_OPTION,
-    output_format: CompileFormat = typer.Option(CompileFormat.yaml, "--format",
-                                                help="yaml: multi-document YAML; json: one v1 List."),
-    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", metavar="DIR",
+    output_format: CompileFormat = typer.Option(CompileFormat.yaml, "--output", "-o", "--format", metavar="FORMAT",
+                                                help="yaml: multi-document YAML; json: one v1 List (as kubectl "
+                                                     "-o)."),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", metavar="DIR",
                                               help="Write one file per object into DIR instead of printing."),
     stdin_name: str = STDIN_NAME_OPTION,
     cluster: Optional[List[str]] = typer.Option(None, "--cluster", metavar="FILE",

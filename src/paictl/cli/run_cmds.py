@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from paictl.targets.backend import Backend, BackendOptions, Submission
     from paictl.targets.states import JobView
 
-DEFAULT_RUN_DIR = Path(".paictl") / "runs"   # the local backend's default, spelt out for --help
 INTERRUPTED = 130
 PENDING_TIMEOUT_EXIT = 3
 
@@ -71,8 +70,10 @@ _KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="FILE", help="Path to t
 _CLUSTER = typer.Option(None, "--cluster", metavar="FILE_OR_ALIAS",
                         help="grass: the cluster file (repeatable: MARO's create file and node-join files); "
                              "openpai: the cluster alias (see `paictl openpai clusters`; default: the only one).")
-_RUN_DIR = typer.Option(DEFAULT_RUN_DIR, "--run-dir", metavar="DIR", help="Where local runs keep state and logs.")
-_FORMAT = typer.Option("text", "--format", metavar="FORMAT",
+_RUN_DIR = typer.Option(None, "--run-dir", metavar="DIR",
+                        help="Where local runs keep state and logs (default: $XDG_STATE_HOME/paictl/runs, i.e. "
+                             "~/.local/state/paictl/runs; runs in ./.paictl/runs are found too).")
+_FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
                        help="text: a live table (one line per change when not a terminal); json: JSON lines.")
 _EXIT_SPEC = typer.Option(None, "--exit-spec", metavar="FILE",
                           help="Failure-analysis rules replacing the built-in ones (see `paictl schema exit-rules`).")
@@ -83,7 +84,7 @@ _TIMEOUT = typer.Option(None, "--pending-timeout", metavar="SECONDS",
 
 def _check_format(output_format: str) -> None:
     if output_format not in ("text", "json"):
-        raise UsageError(f"--format {output_format!r}: expected text or json")
+        raise UsageError(f"-o/--format {output_format!r}: expected text or json")
 
 
 def _backend_for(name: str, target: Optional[str], options: BackendOptions) -> tuple[Backend, list[str]]:
@@ -200,7 +201,7 @@ def submit_command(
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
-    run_dir: Path = _RUN_DIR,
+    run_dir: Optional[Path] = _RUN_DIR,
     stdin_name: str = STDIN_NAME_OPTION,
     strict: bool = STRICT_OPTION,
 ) -> None:
@@ -271,7 +272,7 @@ def status_command(
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
-    run_dir: Path = _RUN_DIR,
+    run_dir: Optional[Path] = _RUN_DIR,
 ) -> None:
     """Show a job's state, its tasks, attempts and exit codes (and why a task failed); without NAME, list jobs.
 
@@ -318,23 +319,35 @@ def status_command(
 
 
 def _list_jobs(*, target: Optional[str], options: BackendOptions, output_format: str) -> None:
-    """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`."""
+    """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`.
+
+    What could be listed is printed before any error: an unreachable cluster never hides the local runs. The
+    first backend error then ends the listing (the next backends are the same cluster) and becomes the exit status.
+    """
     from paictl.targets import LOOKUP_ORDER
 
     from .live import job_list
 
     if target is not None and target not in _target_names():
         raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
-    backends = [_open(target, options)] if target is not None else [_open(name, options) for name in LOOKUP_ORDER]
     views: list[JobView] = []
-    try:
-        for backend in backends:
+    error: Optional[PaictlError] = None
+    for name in [target] if target is not None else LOOKUP_ORDER:
+        backend = None
+        try:
+            backend = _open(name, options)
             if target is not None or backend.is_configured():
                 views += backend.list()
-    finally:
-        for backend in backends:
-            backend.close()
-    job_list(views, output_format=output_format)
+        except PaictlError as exc:
+            error = exc
+            break
+        finally:
+            if backend is not None:
+                backend.close()
+    if views or error is None or output_format == "json":
+        job_list(views, output_format=output_format)
+    if error is not None:
+        raise error
 
 
 def stop_command(
@@ -345,7 +358,7 @@ def stop_command(
     kubeconfig: Optional[str] = _KUBECONFIG,
     cluster: Optional[List[str]] = _CLUSTER,
     output_format: str = _FORMAT,
-    run_dir: Path = _RUN_DIR,
+    run_dir: Optional[Path] = _RUN_DIR,
     suspend: bool = typer.Option(False, "--suspend", help="JobSet: set spec.suspend instead of deleting it "
                                                           "(its pods go; resume it with suspend: false)."),
 ) -> None:
@@ -388,7 +401,7 @@ def logs_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     cluster: Optional[List[str]] = _CLUSTER,
-    run_dir: Path = _RUN_DIR,
+    run_dir: Optional[Path] = _RUN_DIR,
 ) -> None:
     """Print task logs. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs --prefix).
 

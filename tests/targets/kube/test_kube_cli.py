@@ -215,7 +215,7 @@ def test_conflict_with_another_field_manager(emulator):
     assert ".spec.retryPolicy.maxRetryCount managed by 'kubectl-edit'" in done.stderr
 
 
-def test_status_by_job_name_and_not_found(emulator):
+def test_status_by_job_name_and_not_found(emulator, tmp_path):
     emulator.scenario("Framework", "*", "succeeded")
     done, name = submit(emulator, HELLO, "--follow")
     assert done.returncode == 0
@@ -227,7 +227,7 @@ def test_status_by_job_name_and_not_found(emulator):
                                              "TaskRole"]
     missing = paictl(emulator, "status", "nosuchjob")
     assert missing.returncode == 3
-    assert missing.stderr == ("paictl: error: no local run 'nosuchjob' in .paictl/runs; on the cluster: "
+    assert missing.stderr == (f"paictl: error: no local run 'nosuchjob' in {tmp_path / 'state/paictl/runs'}; on the cluster: "
                               "no Framework, MarsJob or JobSet named 'nosuchjob' in namespace default\n")
     explicit = paictl(emulator, "status", "nosuchjob", "--target", "framework")
     assert explicit.returncode == 3

@@ -111,6 +111,6 @@ def test_a_missing_kubeconfig_is_one_line_pointing_at_the_local_target(run_cli, 
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli("status", "nope", "--kubeconfig", str(tmp_path / "absent"))
     assert code == 3 and out == ""
-    assert err == (f"paictl: error: no local run 'nope' in .paictl/runs; on the cluster: no kubeconfig at "
+    assert err == (f"paictl: error: no local run 'nope' in {tmp_path / 'state/paictl/runs'}; on the cluster: no kubeconfig at "
                    f"{tmp_path / 'absent'}: give --kubeconfig FILE (or set KUBECONFIG), or run the job on this "
                    "machine with --target local\n")

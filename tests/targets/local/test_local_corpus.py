@@ -114,10 +114,10 @@ def test_shell_only_corpus_jobs_run_to_the_verdict_their_commands_imply(plan, tm
     (tmp_path / "oracle").mkdir()
     deadline = time.monotonic() + DEADLINE
     bash_alone = start_oracle(plan, tmp_path / "oracle")
-    folder = prepare_run(tmp_path / "runs", plan["metadata"]["name"], plan)
+    folder, lock = prepare_run(tmp_path / "runs", plan["metadata"]["name"], plan)
     (tmp_path / "work").mkdir()
     runner = LocalRunner(folder, plan, secrets={}, rules=load_rule_set(), work_dir=str(tmp_path / "work"),
-                         grace_seconds=1)
+                         grace_seconds=1, lock=lock)
     view = None
     try:
         for view in runner.views():
@@ -164,8 +164,9 @@ def test_a_task_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
                          "commands": ["trap '' TERM", "echo ignoring TERM", "while true; do sleep 0.1; done"]},
         }})
     plan = compile_local(job, load_profile("default"))[0]
-    folder = prepare_run(tmp_path, "stubborn", plan)
-    runner = LocalRunner(folder, plan, secrets={}, rules=load_rule_set(), work_dir=str(tmp_path), grace_seconds=0.5)
+    folder, lock = prepare_run(tmp_path, "stubborn", plan)
+    runner = LocalRunner(folder, plan, secrets={}, rules=load_rule_set(), work_dir=str(tmp_path), grace_seconds=0.5,
+                         lock=lock)
     views = runner.views()
     try:
         for view in views:

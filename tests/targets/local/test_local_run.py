@@ -54,7 +54,7 @@ def no_run_outlives_its_test(tmp_path):
         if process.poll() is None:
             process.kill()
         process.communicate()
-    for path in tmp_path.glob(".paictl/runs/*/state.json"):
+    for path in tmp_path.glob("state/paictl/runs/*/state.json"):
         owner = json.loads(path.read_text()).get("owner") or {}
         from paictl.targets.local.store import owner_alive
 
@@ -63,7 +63,7 @@ def no_run_outlives_its_test(tmp_path):
 
 
 def state(cwd: Path, name: str) -> dict:
-    return json.loads((cwd / ".paictl" / "runs" / name / "state.json").read_text())
+    return json.loads((cwd / "state" / "paictl" / "runs" / name / "state.json").read_text())
 
 
 def wait_for(condition, what: str, timeout: float = 30.0):
@@ -113,7 +113,7 @@ def last_json(stdout: str) -> dict:
 
 
 def log(cwd: Path, name: str, task: str, attempt: int = 0) -> str:
-    return (cwd / ".paictl" / "runs" / name / str(attempt) / f"{task}.log").read_text()
+    return (cwd / "state" / "paictl" / "runs" / name / str(attempt) / f"{task}.log").read_text()
 
 
 # -- the examples ---------------------------------------------------------------------------------------------------
@@ -135,12 +135,12 @@ def test_syntax_error_is_231_and_never_retried(tmp_path):
     assert "local-syntax-error: failed (attempt 0), code 231, decided by train-0" in result.stdout
     assert "train-0  failed  attempt 0  on localhost  exit 1  231 ContainerSyntaxError" in result.stdout
     # The last lines of the failed task, and where its log is.
-    assert "last lines of train-0 (.paictl/runs/local-syntax-error/0/train-0.log):" in result.stdout
+    assert f"last lines of train-0 ({tmp_path}/state/paictl/runs/local-syntax-error/0/train-0.log):" in result.stdout
     assert "  SyntaxError: invalid syntax" in result.stdout
     # taskRetryCount 3 and jobRetryCount 2 were both left unused: one attempt of each.
     view = state(tmp_path, "local-syntax-error")["view"]
     assert (view["attempt"], view["tasks"][0]["attempt"], view["completion_code"]) == (0, 0, 231)
-    assert sorted(p.name for p in (tmp_path / ".paictl/runs/local-syntax-error").iterdir() if p.is_dir()) == ["0"]
+    assert sorted(p.name for p in (tmp_path / "state/paictl/runs/local-syntax-error").iterdir() if p.is_dir()) == ["0"]
 
 
 def test_flaky_task_succeeds_on_retry(tmp_path):
@@ -165,7 +165,7 @@ def test_job_retry_runs_a_new_attempt_with_new_logs_and_ports(tmp_path):
     assert "job attempt 0" in log(tmp_path, "jobretry", "work-0", 0)
     assert "job attempt 1" in log(tmp_path, "jobretry", "work-0", 1)
     for attempt in (0, 1):
-        assert (tmp_path / f".paictl/runs/jobretry/{attempt}/ports.json").is_file()
+        assert (tmp_path / f"state/paictl/runs/jobretry/{attempt}/ports.json").is_file()
     latest = paictl("logs", "jobretry", cwd=tmp_path, check_code=0).stdout
     earlier = paictl("logs", "jobretry", "--attempt", "0", cwd=tmp_path, check_code=0).stdout
     assert "job attempt 1" in latest and "job attempt 0" not in latest
