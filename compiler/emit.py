@@ -286,7 +286,8 @@ _COMPANION_SUFFIXES = ("configcred", "regcred", "usercred", "priority")
 
 def _stale_files(directory: Path, objects: list[Mapping[str, Any]], written: set[str]) -> list[Path]:
     """Files of an earlier compile of the same job (named after its workload object) that this one did not write."""
-    workloads = {o["metadata"]["name"] for o in objects if o.get("kind") not in ("Secret", "PriorityClass")}
+    workloads = {o["metadata"]["name"] for o in objects
+                 if "metadata" in o and o.get("kind") not in ("Secret", "PriorityClass")}
     if not workloads:
         return []
     # Only the workload itself and its companions: another job's name may start with this one's.

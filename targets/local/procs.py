@@ -22,6 +22,9 @@ import signal
 import time
 from typing import Callable, Iterable, Optional
 
+#: The run marker every task starts with (runtime.py sets it; defined here so that the watchdog, which runs without
+#: site-packages, needs no other module).
+RUN_MARKER = "PAICTL_RUN_ID"
 #: Per-task marker; starts with runtime.RUN_MARKER so that a task never inherits it from the shell that ran paictl.
 TASK_MARKER = "PAICTL_RUN_ID_TASK"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -87,8 +90,6 @@ def descendants(root: int, table: Optional[dict[int, tuple[int, str, str]]] = No
 
 def marked_among(pids: Iterable[int], run_id: str, task: Optional[str] = None) -> set[int]:
     """Those of `pids` that are alive and were started with this run's marker (and this task's, if given)."""
-    from paictl.targets.local.runtime import RUN_MARKER
-
     wanted = [f"{RUN_MARKER}={run_id}".encode()]
     if task is not None:
         wanted.append(f"{TASK_MARKER}={task}".encode())

@@ -24,7 +24,7 @@ Ports = dict[str, list[dict[str, list[int]]]]  # task role -> index -> label -> 
 
 #: Every process of a run carries this variable, so a run's processes can be found (and tests can prove none
 #: survives) whatever happened to paictl.
-RUN_MARKER = "PAICTL_RUN_ID"
+from paictl.targets.local.procs import RUN_MARKER  # noqa: E402 - one name for the run marker
 #: Variables a task must not inherit from the shell that ran paictl: the run's own values replace them.
 _INHERITED_PREFIXES = ("PAI_", "FC_", RUN_MARKER)
 _SECRET_COMMANDS = "PAICTL_TASK_COMMANDS"

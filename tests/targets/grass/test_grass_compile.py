@@ -187,7 +187,7 @@ def test_a_misfit_is_a_cluster_error_on_the_command_line(run_cli, tmp_path):
 
 def test_output_dir_writes_the_job_file_and_the_plan(run_cli, tmp_path):
     code, out, err = run_cli("compile", str(EXAMPLES / "grass-hello.yaml"), "--target", "grass", "--cluster", CLUSTER,
-                             "-o", str(tmp_path / "out"))
+                             "--output-dir", str(tmp_path / "out"))
     assert code == 0
     assert out.split() == [str(tmp_path / "out" / "job-grass-hello.yaml"), str(tmp_path / "out" / "grassplan-grass-hello.yaml")]
     job_file = yaml.safe_load((tmp_path / "out" / "job-grass-hello.yaml").read_text())

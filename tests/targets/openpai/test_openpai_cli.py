@@ -129,7 +129,7 @@ def test_compile_prints_what_would_be_sent_with_secrets_masked(pai, tmp_path):
     assert document["parameters"] == {"epochs": 5} and document["secrets"] == {"apiKey": "******"}
     assert "s3cr3t-value" not in done.stdout and "reg-pass-77" not in done.stdout
     out = tmp_path / "out"
-    written = pai.paictl("compile", str(job), "--target", "openpai", "-o", str(out))
+    written = pai.paictl("compile", str(job), "--target", "openpai", "--output-dir", str(out))
     assert written.returncode == 0 and sorted(p.name for p in out.iterdir()) == ["job-shown.yaml"]
 
 
@@ -141,7 +141,7 @@ def test_token_canary_in_every_stream_and_file(pai, tmp_path):
         pai.paictl("openpai", "clusters", "--format", "json"),
         pai.paictl("openpai", "login", ALIAS, "--token-env", TOKEN_ENV),
         pai.paictl("openpai", "add", "second", pai.server.url, "--user", "alice", "--token-env", TOKEN_ENV),
-        pai.paictl("compile", str(job), "--target", "openpai", "-o", str(tmp_path / "compiled"), cwd=tmp_path),
+        pai.paictl("compile", str(job), "--target", "openpai", "--output-dir", str(tmp_path / "compiled"), cwd=tmp_path),
         pai.paictl("openpai", "login", "second", "--token-env", "WRONG_TOKEN", env={"WRONG_TOKEN": TOKEN + "x"}),
     ]
     assert [run.returncode for run in runs] == [0, 0, 0, 0, 0, 3]
