@@ -9,6 +9,8 @@ It lives with the server as it behaves (`marketplace-server.md`), not as its API
   (`POST /items/:id/tag/:tagId`), and links the item no longer has are removed;
 - `?tag=a,b` always answers `[]`: a query with several tags or categories asks once per tag and intersects;
 - errors are plain text: each becomes one line with the route and the status, exit code 3 (404: also 3).
+httpx rather than urllib: timeouts for every phase of a request, one connection reused for the dozen calls a
+publish makes, and exception classes that separate "unreachable" from "timed out" for the one-line errors.
 The bearer token goes into the Authorization header only; it is never part of a message, and a server that echoes
 it back gets it replaced by `***`.
 """
