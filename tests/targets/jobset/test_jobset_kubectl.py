@@ -38,12 +38,12 @@ def test_kubectl_applies_gets_and_deletes_a_compiled_jobset(emulator, tmp_path):
     assert applied.stdout == f"jobset.jobset.x-k8s.io/{name} serverside-applied\n"
     listed = json.loads(kubectl("get", "jobsets", "-o", "json").stdout)
     assert [item["metadata"]["name"] for item in listed["items"]] == [name]
-    def pods() -> list[dict]:
+    def three_pods() -> list[dict]:
         found = json.loads(kubectl("get", "pods", "-l", f"jobset.sigs.k8s.io/jobset-name={name}", "-o",
                                    "json").stdout)["items"]
         return found if len(found) == 3 else []  # one param_server, two workers
 
-    pods = wait_for(pods)
+    pods = wait_for(three_pods)
     assert sorted(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] for p in pods) == ["0", "0", "1"]
     deleted = kubectl("delete", "jobset", name, "--cascade=foreground", "--wait=false")
     assert deleted.returncode == 0, deleted.stderr
