@@ -160,3 +160,17 @@ def test_missing_jobset_crd_is_named(emulator):
     assert done.returncode == 3
     assert "paictl: error: JobSet is not installed in this cluster: no jobsets.jobset.x-k8s.io resource" \
         in done.stderr
+
+
+def test_suspend_is_for_jobsets_only(emulator, tmp_path):
+    emulator.scenario("Framework", "*", "running")
+    framework = paictl(emulator, "submit", HELLO, "--target", "framework")
+    assert framework.returncode == 0, framework.stderr
+    name = re.search(r"framework\.frameworkcontroller\.microsoft\.com/(\w+) created", framework.stdout).group(1)
+    refused = paictl(emulator, "stop", name, "--suspend")
+    assert refused.returncode == 2
+    assert refused.stderr == (f"paictl: error: --suspend stops JobSets only; framework.frameworkcontroller.microsoft."
+                              f"com/{name} is a Framework\n")
+    local = paictl(emulator, "stop", "nosuchrun", "--suspend", "--target", "local", "--run-dir", str(tmp_path))
+    assert local.returncode == 2
+    assert local.stderr == "paictl: error: --suspend stops JobSets only; 'nosuchrun' is not on a Kubernetes cluster\n"
