@@ -121,8 +121,10 @@ def test_stop_suspend_keeps_the_jobset_suspended(emulator):
     assert stopped.returncode == 0, stopped.stderr
     assert json.loads(stopped.stdout) == {"stopped": f"jobset.jobset.x-k8s.io/{name}", "name": name,
                                           "namespace": "default", "result": "suspended"}
-    jobset = emulator.get_object(API, "JobSet", "default", name)
+    jobset = wait_for(lambda: next((j for j in [emulator.get_object(API, "JobSet", "default", name)]
+                                    if any(c["type"] == "Suspended" for c in j["status"]["conditions"])), None))
     assert jobset["spec"]["suspend"] is True
+    assert emulator.list_objects("v1", "Pod", "default") == []  # the controller deleted them
     assert "paictl-stop" in {entry["manager"] for entry in jobset["metadata"]["managedFields"]}
     shown = paictl(emulator, "status", name, "--follow")
     assert shown.returncode == 4, shown.stderr
