@@ -16,7 +16,8 @@ Scenarios:
   + 1); once maxRestarts are used up, Failed (ReachedMaxRestarts). So "failed" fails every attempt.
 - restarted: the first `failures` attempts (default 1) fail as above, the next one succeeds.
 - stuck-pending: pods stay Pending with ImagePullBackOff.
-- running: runs for `seconds` (default forever), then succeeds.
+- running: runs for `seconds` (default forever), then succeeds; without `seconds`, `spec.suspend: true` suspends it
+  (pods deleted, condition Suspended, reason SuspendedJobs).
 When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
 
 Params (simulated seconds): preparing_seconds (5), run_seconds (30), exit_code (1), task_role, task_index,
@@ -84,6 +85,8 @@ class JobSetRun(Kubelet, Run):
                 self.write_status(copy.deepcopy(self.status))
             seconds = p.get("seconds") if scenario == "running" else p.get("run_seconds", 30)
             if seconds is None:
+                self.wait(None, until=lambda obj: obj["spec"].get("suspend") is True)
+                self._suspend()
                 self.wait(None)
                 return
             self.wait(float(seconds))
@@ -221,6 +224,15 @@ class JobSetRun(Kubelet, Run):
                 counts.update(active=0, ready=0, failed=1)
         self.write_status(copy.deepcopy(self.status))
         return job_name
+
+    def _suspend(self) -> None:
+        """spec.suspend: the Jobs are suspended, so the Job controller deletes their active pods; condition
+        Suspended (SuspendedJobs)."""
+        for pod in self._pods():
+            self.emu.store.delete(self.pods_rt, self.namespace, pod["metadata"]["name"])
+        for counts in self.status["replicatedJobsStatus"]:
+            counts.update(active=0, ready=0, suspended=1)
+        self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
 
     def _restart(self, attempt: int) -> None:
         """RestartJobSet: count the restart, delete every Job of this attempt (BlockingRecreate: wait until they and

@@ -260,10 +260,10 @@ def submit_command(
 
 def status_command(
     name: Optional[str] = typer.Argument(None, metavar="[NAME]",
-                                         help="The job name (a local run or a Framework/MarsJob); omit it to "
+                                         help="The job name (a local run or a Framework/MarsJob/JobSet); omit it to "
                                               "list every job."),
-    target: Optional[str] = _target_option("local, framework or mars. Default: a local run of that name if one "
-                                           "exists, else the cluster (Framework, then MarsJob)."),
+    target: Optional[str] = _target_option("local, framework, mars or jobset. Default: a local run of that name "
+                                           "if one exists, else the cluster (Framework, MarsJob, then JobSet)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Watch until the job finishes (exit 0/1/4)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
@@ -351,8 +351,8 @@ def _list_jobs(*, target: Optional[str], options: BackendOptions, output_format:
 
 
 def stop_command(
-    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob)."),
-    target: Optional[str] = _target_option("local, framework or mars (default: as for status)."),
+    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob/JobSet)."),
+    target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -377,6 +377,8 @@ def stop_command(
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster,
                                                                extra={"suspend": True} if suspend else {}))
+        if suspend and "jobset" not in backend.targets:
+            raise UsageError(f"--suspend stops JobSets only; {name!r} is not on a Kubernetes cluster")
         result = backend.stop(name)
         if output_format == "json":
             _echo_json(result.data)
@@ -390,10 +392,10 @@ def stop_command(
 
 
 def logs_command(
-    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob)."),
+    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob/JobSet)."),
     role: Optional[str] = typer.Argument(None, metavar="[ROLE]", help="Task role (default: every role)."),
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
-    target: Optional[str] = _target_option("local, framework or mars (default: as for status)."),
+    target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
     attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
                                           help="Local runs: the job attempt to show (default: the latest)."),

@@ -276,3 +276,21 @@ def test_compile_is_deterministic():
     document = load_located(BASE, "j")
     first = get_target("jobset").compile(job_model, load_profile("default"), document=document)
     assert first == get_target("jobset").compile(job_model, load_profile("default"), document=document)
+
+
+# --- paictl's own output check (schemas/jobset.schema.json + Kubernetes' JobTemplateSpec) ----------------------
+
+def test_the_output_check_refuses_what_paictl_never_emits():
+    from paictl.targets.output_check import object_errors
+
+    jobset = compiled(BASE)[-1]
+    assert object_errors(jobset) == []
+    broken = json.loads(json.dumps(jobset))
+    rjob = broken["spec"]["replicatedJobs"][1]
+    rjob["replicas"] = 2                                                     # paictl: one Job per role
+    rjob["template"]["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"  # breaks backoffLimitPerIndex
+    rjob["template"]["spec"]["backoffLimitPerTask"] = 1                      # not a JobSpec field
+    broken["metadata"]["name"] = "Demo_1"                                    # not a DNS label
+    paths = sorted({path for path, _ in object_errors(broken)})
+    assert paths == ["/metadata/name", "/spec/replicatedJobs/1/replicas", "/spec/replicatedJobs/1/template/spec",
+                     "/spec/replicatedJobs/1/template/spec/template/spec/restartPolicy"]

@@ -121,8 +121,10 @@ def test_stop_suspend_keeps_the_jobset_suspended(emulator):
     assert stopped.returncode == 0, stopped.stderr
     assert json.loads(stopped.stdout) == {"stopped": f"jobset.jobset.x-k8s.io/{name}", "name": name,
                                           "namespace": "default", "result": "suspended"}
-    jobset = emulator.get_object(API, "JobSet", "default", name)
+    jobset = wait_for(lambda: next((j for j in [emulator.get_object(API, "JobSet", "default", name)]
+                                    if any(c["type"] == "Suspended" for c in j["status"]["conditions"])), None))
     assert jobset["spec"]["suspend"] is True
+    assert emulator.list_objects("v1", "Pod", "default") == []  # the controller deleted them
     assert "paictl-stop" in {entry["manager"] for entry in jobset["metadata"]["managedFields"]}
     shown = paictl(emulator, "status", name, "--follow")
     assert shown.returncode == 4, shown.stderr
@@ -160,3 +162,17 @@ def test_missing_jobset_crd_is_named(emulator):
     assert done.returncode == 3
     assert "paictl: error: JobSet is not installed in this cluster: no jobsets.jobset.x-k8s.io resource" \
         in done.stderr
+
+
+def test_suspend_is_for_jobsets_only(emulator, tmp_path):
+    emulator.scenario("Framework", "*", "running")
+    framework = paictl(emulator, "submit", HELLO, "--target", "framework")
+    assert framework.returncode == 0, framework.stderr
+    name = re.search(r"framework\.frameworkcontroller\.microsoft\.com/(\w+) created", framework.stdout).group(1)
+    refused = paictl(emulator, "stop", name, "--suspend")
+    assert refused.returncode == 2
+    assert refused.stderr == (f"paictl: error: --suspend stops JobSets only; framework.frameworkcontroller.microsoft."
+                              f"com/{name} is a Framework\n")
+    local = paictl(emulator, "stop", "nosuchrun", "--suspend", "--target", "local", "--run-dir", str(tmp_path))
+    assert local.returncode == 2
+    assert local.stderr == "paictl: error: --suspend stops JobSets only; 'nosuchrun' is not on a Kubernetes cluster\n"

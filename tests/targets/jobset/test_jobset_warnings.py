@@ -103,3 +103,15 @@ def test_hived_scheduling_is_w904():
     assert warnings_of(text) == [
         "14:3 W904 HiveD scheduling (SKU types, pinned cells, job priority) has no JobSet equivalent: the pods ask "
         "for the resources the task roles state (resourcePerInstance), on any node the Kubernetes scheduler picks"]
+
+
+def test_the_python_api_has_strict_too():
+    import paictl
+    from paictl.errors import InvalidJobError
+
+    text = job(role("a")).encode()
+    compiled_job = paictl.compile_job(text, target="jobset", name="job.yaml")
+    assert [w.code for w in compiled_job.warnings] == ["W903"]
+    with pytest.raises(InvalidJobError) as caught:
+        paictl.compile_job(text, target="jobset", name="job.yaml", strict=True)
+    assert [(d.code, d.severity.value, d.line) for d in caught.value.diagnostics] == [("W903", "error", 6)]
