@@ -53,14 +53,13 @@ def _run(agent, *, started: bool = False) -> None:
 def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float] = INTERVAL_OPTION,
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
     """Run MARO's master loops against the cluster's Redis: place pending jobs, stop killed ones, track status."""
-    from paictl.targets.grass.cluster import load_cluster
-    from paictl.targets.grass.master import MasterAgent
+    from paictl.targets import get_target
 
     from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
-        agent = MasterAgent(load_cluster(cluster), interval=interval)
+        agent = get_target("grass").master_agent(cluster, interval=interval)
     except InvalidJobError as error:
         report_invalid(error)
     except PaictlError as error:
@@ -78,14 +77,13 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
                                                help="Where host-process containers keep their logs."),
                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
     """Run a node agent: publish the node's record and heartbeat, serve MARO's node API, run containers."""
-    from paictl.targets.grass.cluster import load_cluster
-    from paictl.targets.grass.node import NodeAgent
+    from paictl.targets import get_target
 
     from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
-        agent = NodeAgent(load_cluster(cluster), name, work_dir=work_dir, interval=interval)
+        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval)
         agent.start()
     except InvalidJobError as error:
         report_invalid(error)
