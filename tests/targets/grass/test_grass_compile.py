@@ -224,3 +224,14 @@ def test_standardised_job_is_maros_record():
     assert job_file.get("id") is None  # the job file itself is untouched
     name = container_name(record, "actor", 2)
     assert name.startswith(f"{record['id']}-{record['components']['actor']['id']}-2-") and len(name.split("-")[3]) == 6
+
+
+def test_the_redis_password_and_the_token_never_reach_the_output(run_cli, tmp_path):
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("name: c\ntoken: tok-very-secret-0123456789\n"
+                       "master: {hostname: m, redis: {password: pw-very-secret}}\n"
+                       "nodes: [{name: n, hostname: h, resources: {cpu: 8, memory: 8192, gpu: 0}}]\n")
+    for output in ("yaml", "json"):
+        code, out, err = run_cli("compile", str(EXAMPLES / "grass-hello.yaml"), "--target", "grass", "--cluster",
+                                 str(cluster), "--format", output)
+        assert code == 0 and "very-secret" not in out + err
