@@ -235,3 +235,14 @@ def test_the_redis_password_and_the_token_never_reach_the_output(run_cli, tmp_pa
         code, out, err = run_cli("compile", str(EXAMPLES / "grass-hello.yaml"), "--target", "grass", "--cluster",
                                  str(cluster), "--format", output)
         assert code == 0 and "very-secret" not in out + err
+
+
+def test_the_python_api_opens_a_grass_backend_from_a_cluster_file_without_connecting():
+    import paictl
+
+    backend = paictl.open_backend("grass", cluster=CLUSTER)
+    assert backend.is_configured() and backend.where == "grass cluster lab (redis 10.0.0.4:6379)"
+    assert backend.not_found("x") == "no job 'x' on grass cluster lab (redis 10.0.0.4:6379)"
+    backend.close()
+    compiled = paictl.compile_job(str(EXAMPLES / "grass-hello.yaml"), target="grass", cluster=[CLUSTER])
+    assert [obj.get("kind") for obj in compiled.objects] == [None, "GrassPlan"]
