@@ -186,5 +186,20 @@ def _image(job: Job, role: TaskRole) -> str:
     return uri if isinstance(uri, str) else role.docker_image
 
 
+def master_agent(cluster_files: list[str], *, interval: Optional[float] = None) -> Any:
+    """`paictl grass master`: the master agent for the cluster the files describe (reached through the target
+    registry, as the CLI reaches everything below it)."""
+    from .master import MasterAgent
+
+    return MasterAgent(load_cluster(cluster_files), interval=interval)
+
+
+def node_agent(cluster_files: list[str], name: str, *, work_dir: Any, interval: Optional[float] = None) -> Any:
+    """`paictl grass node`: the agent of node `name`; its API is served once `start()` is called."""
+    from .node import NodeAgent
+
+    return NodeAgent(load_cluster(cluster_files), name, work_dir=work_dir, interval=interval)
+
+
 #: The `Target` protocol's entry point (paictl.targets.get_target("grass").compile).
 compile = compile_grass  # noqa: A001 - the name every target module exports

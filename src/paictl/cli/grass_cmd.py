@@ -52,15 +52,17 @@ def _run(agent, *, started: bool = False) -> None:
 @grass_app.command("master")
 def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float] = INTERVAL_OPTION,
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
-    """Run MARO's master loops against the cluster's Redis: place pending jobs, stop killed ones, track status."""
-    from paictl.targets.grass.cluster import load_cluster
-    from paictl.targets.grass.master import MasterAgent
+    """Run MARO's master loops against the cluster's Redis: place pending jobs, stop killed ones, track status.
+
+    Runs until SIGTERM (exit 0) or Ctrl-C (130); 2 for a bad cluster file.
+    """
+    from paictl.targets import get_target
 
     from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
-        agent = MasterAgent(load_cluster(cluster), interval=interval)
+        agent = get_target("grass").master_agent(cluster, interval=interval)
     except InvalidJobError as error:
         report_invalid(error)
     except PaictlError as error:
@@ -77,15 +79,18 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
                  work_dir: Path = typer.Option(Path(".paictl/grass"), "--work-dir", metavar="DIR",
                                                help="Where host-process containers keep their logs."),
                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
-    """Run a node agent: publish the node's record and heartbeat, serve MARO's node API, run containers."""
-    from paictl.targets.grass.cluster import load_cluster
-    from paictl.targets.grass.node import NodeAgent
+    """Run a node agent: publish the node's record and heartbeat, serve MARO's node API, run containers.
+
+    Runs until SIGTERM (exit 0; the node is marked Stopped and its host-process containers stopped) or Ctrl-C
+    (130); 2 for a bad cluster file or a node it does not name; 3 when the API's address cannot be bound.
+    """
+    from paictl.targets import get_target
 
     from .errors import fail, report_invalid
 
     _logging(verbose)
     try:
-        agent = NodeAgent(load_cluster(cluster), name, work_dir=work_dir, interval=interval)
+        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval)
         agent.start()
     except InvalidJobError as error:
         report_invalid(error)
@@ -105,7 +110,10 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
                  cluster: List[str] = CLUSTER_OPTION,
                  output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", "-o", help="text or json.")
                  ) -> None:
-    """Where each container of JOB would land on the cluster's idle nodes, with MARO's placement."""
+    """Where each container of JOB would land on the cluster's idle nodes, with MARO's placement.
+
+    Exit status: 0; 1 invalid job; 2 bad cluster file; 3 the job does not fit (the error says what fell short).
+    """
     import json
 
     from paictl.targets.compiled import compile_job

@@ -224,3 +224,25 @@ def test_standardised_job_is_maros_record():
     assert job_file.get("id") is None  # the job file itself is untouched
     name = container_name(record, "actor", 2)
     assert name.startswith(f"{record['id']}-{record['components']['actor']['id']}-2-") and len(name.split("-")[3]) == 6
+
+
+def test_the_redis_password_and_the_token_never_reach_the_output(run_cli, tmp_path):
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("name: c\ntoken: tok-very-secret-0123456789\n"
+                       "master: {hostname: m, redis: {password: pw-very-secret}}\n"
+                       "nodes: [{name: n, hostname: h, resources: {cpu: 8, memory: 8192, gpu: 0}}]\n")
+    for output in ("yaml", "json"):
+        code, out, err = run_cli("compile", str(EXAMPLES / "grass-hello.yaml"), "--target", "grass", "--cluster",
+                                 str(cluster), "--format", output)
+        assert code == 0 and "very-secret" not in out + err
+
+
+def test_the_python_api_opens_a_grass_backend_from_a_cluster_file_without_connecting():
+    import paictl
+
+    backend = paictl.open_backend("grass", cluster=CLUSTER)
+    assert backend.is_configured() and backend.where == "grass cluster lab (redis 10.0.0.4:6379)"
+    assert backend.not_found("x") == "no job 'x' on grass cluster lab (redis 10.0.0.4:6379)"
+    backend.close()
+    compiled = paictl.compile_job(str(EXAMPLES / "grass-hello.yaml"), target="grass", cluster=[CLUSTER])
+    assert [obj.get("kind") for obj in compiled.objects] == [None, "GrassPlan"]
