@@ -40,6 +40,8 @@ class Pattern:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Rule:
+    """One exit-spec entry: a code, what it means, whether the platform retries it, and how it is recognised."""
+
     code: int
     phrase: str
     type: str
@@ -62,6 +64,8 @@ class MatchedLine:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Verdict:
+    """The rule a failed task falls under, with the pattern and log lines that decided it."""
+
     rule: Rule
     pattern: Pattern | None = None
     matched: tuple[MatchedLine, ...] = ()

@@ -39,6 +39,8 @@ class Sku:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HivedSettings:
+    """The HiveD scheduler's settings: whether it is on, its SKU table, its scheduler name and device variables."""
+
     enabled: bool = False
     skus: Mapping[str, Sku] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     scheduler_prefix: str = "hivedscheduler"
@@ -47,6 +49,8 @@ class HivedSettings:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Storage:
+    """A storage the cluster offers jobs (OpenPAI's storage config): shared, mounted by default, read-only."""
+
     name: str
     share: bool = True
     default: bool = False

@@ -106,6 +106,9 @@ def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int)
 
 @dataclasses.dataclass(frozen=True)
 class _Compiled:
+    """A text split into the tokens the rest-server's loop emits (a docstring also spares dataclasses an
+    `inspect.signature` call at import)."""
+
     #: Per token: its text (None for a name token).
     texts: tuple[str | None, ...]
     #: Per token: its tag (None for a text token).
