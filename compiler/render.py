@@ -7,13 +7,14 @@ escaping). Every other tag is dropped, and a section with everything inside it. 
 container's `USER_CMD`, so any difference here is a different program run; the upstream corpus checks it byte for
 byte.
 
-Rendering is that loop and nothing more: the text is split into mustache tokens once (cached per text), and a
-render joins the text tokens with each name's value. A name is looked up by a plain function that walks dict keys
-and list indexes only and returns the JavaScript string or the literal tag, so no user text is ever template source
-of any engine: `{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert text or a name that is not
-found, and no attribute of a Python object is reachable. (An earlier version fed the token list to jinja2's
-sandbox as `<% t[i] %><% n(i) %>...`; the output is the same, and importing jinja2 alone cost more than a whole
-compile of a small job.)
+Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
+jinja source: the text is split into mustache tokens once (cached per text), and the template is built from the
+token list's shape alone, as `<% t[i] %>` for text (the text is passed in as a value) and `<% n(i) %>` for a name (a
+plain function that walks dict keys and list indexes only and returns the JavaScript string or the literal tag). So
+`{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no
+attribute of a Python object is reachable. Templates are shared by every text of the same shape (one compile for a
+hundred task roles with similar commands), and a text without names needs no template. jinja2 is imported on the
+first render with a name only: `paictl validate` never loads it.
 """
 
 from __future__ import annotations
@@ -85,10 +86,8 @@ def render(text: str, context: Mapping[str, Any]) -> str:
     compiled = _compile(text)
     if not compiled.has_names:
         return "".join(compiled.texts)  # type: ignore[arg-type]
-    view = dict(context)
-    names = compiled.names
-    return "".join(piece if piece is not None else _name_value(names, view, index)
-                   for index, piece in enumerate(compiled.texts))
+    lookup = functools.partial(_name_value, compiled.names, dict(context))
+    return _template(compiled.shape).render(t=compiled.texts, n=lookup)
 
 
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
@@ -114,6 +113,8 @@ class _Compiled:
     #: Per token: its tag (None for a text token).
     names: tuple[Tag | None, ...]
     has_names: bool
+    #: The jinja source for this token list: indexes only, never a character of the text.
+    shape: str
 
 
 @functools.lru_cache(maxsize=512)
@@ -122,7 +123,31 @@ def _compile(text: str) -> _Compiled:
     tokens = output_tokens(text)
     texts = tuple(token if isinstance(token, str) else None for token in tokens)
     names = tuple(token if isinstance(token, Tag) else None for token in tokens)
-    return _Compiled(texts, names, any(name is not None for name in names))
+    shape = "".join("<% t[{0}] %>".format(i) if isinstance(token, str) else "<% n({0}) %>".format(i)
+                    for i, token in enumerate(tokens))
+    return _Compiled(texts, names, any(name is not None for name in names), shape)
+
+
+#: jinja2 needs block and comment delimiters; these (private-use characters) never occur in the generated source.
+_UNUSED_DELIMITERS = {
+    "block_start_string": "\ue000{%", "block_end_string": "%}\ue000",
+    "comment_start_string": "\ue000{#", "comment_end_string": "#}\ue000",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _template(shape: str):
+    """The compiled template of a token-list shape, shared by every text with that shape."""
+    return _environment().from_string(shape)
+
+
+@functools.cache
+def _environment():
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(variable_start_string="<%", variable_end_string="%>", autoescape=False,
+                                undefined=StrictUndefined, **_UNUSED_DELIMITERS)
 
 
 def output_tokens(text: str) -> list[str | Tag]:

@@ -315,9 +315,11 @@ def test_a_key_that_looks_like_an_attribute_is_just_a_key():
     assert entry(["<% $parameters.__class__ %>"], {"__class__": "plain"}) == "plain"
 
 
-def test_rendering_needs_no_template_engine():
-    """Rendering joins text tokens and looked-up names itself: no template engine (jinja2) is ever imported."""
+def test_jinja2_is_loaded_only_for_a_text_with_names_and_templates_are_shared_by_shape():
+    """A text without names needs no template engine; texts of one token shape share one compiled template."""
     probe = ("import sys\nimport paictl.compiler.render as r\n"
-             "print(r.render('x <%! dropped %> y', {}), r.render('x <% $p %>', {'$p': 1}), 'jinja2' in sys.modules)")
+             "print(r.render('x <%! dropped %> y', {}), 'jinja2' in sys.modules)\n"
+             "print(r.render('a <% $p %>', {'$p': 1}), r.render('b <% $q %>', {'$q': 2}), 'jinja2' in sys.modules)\n"
+             "print(r._template.cache_info().misses)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.stdout.split() == ["x", "y", "x", "1", "False"], done.stderr
+    assert done.stdout.split("\n")[:3] == ["x  y False", "a 1 b 2 True", "1"], done.stderr
