@@ -143,8 +143,11 @@ def login_command(
             check_token(entry)
             how = f"application token kept in the {_place(entry)}"
         else:
+            if not password_stdin and not sys.stdin.isatty():  # getpass would fall back to an echoing read
+                raise UsageError("standard input is not a terminal: pass --password-stdin to read the password "
+                                 "from it, or use --token-env")
             password = sys.stdin.readline().rstrip("\r\n") if password_stdin else \
-                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True)
+                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True, err=True)
             if not password:
                 raise UsageError("empty password")
             user_name, token = basic_login(entry, password, expiration)
