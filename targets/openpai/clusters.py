@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from paictl.errors import InputError, UsageError
+from paictl.errors import ClusterError, InputError, UsageError
 
 KEYRING_SERVICE = "paictl-openpai"
 ALIAS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -245,3 +245,39 @@ def forget_token(entry: ClusterEntry) -> None:
         keyring.delete_password(KEYRING_SERVICE, entry.alias)
     except Exception:
         pass
+
+
+def basic_login(entry: ClusterEntry, password: str, expiration: Optional[int] = None) -> tuple[str, str]:
+    """(user, token) from `POST /api/v2/authn/basic/login` (form-encoded, as the swagger says). The password is
+    added to the client's redaction guard, so no error can quote it."""
+    from urllib.parse import urlencode
+
+    from .client import OpenPaiClient
+
+    client = OpenPaiClient(url=entry.url, token=None, alias=entry.alias)
+    client.redact.add(password)
+    form = {"username": entry.user, "password": password}
+    if expiration is not None:
+        form["expiration"] = str(expiration)
+    try:
+        reply = client.post("/api/v2/authn/basic/login", content=urlencode(form).encode(), auth=False,
+                            content_type="application/x-www-form-urlencoded", what=f"log in as {entry.user}")
+    finally:
+        client.close()
+    body = reply.body if isinstance(reply.body, dict) else {}
+    if not body.get("token"):
+        raise ClusterError(f"OpenPAI {entry.alias}: the login answer has no token")
+    return str(body.get("user") or entry.user), str(body["token"])
+
+
+def check_token(entry: ClusterEntry) -> None:
+    """Ask the server who we are with the entry's token: a wrong token is found at login, not at the first submit."""
+    from urllib.parse import quote
+
+    from .client import OpenPaiClient
+
+    client = OpenPaiClient(url=entry.url, token=resolve_token(entry), alias=entry.alias)
+    try:
+        client.get(f"/api/v2/users/{quote(entry.user, safe='')}", what=f"check the token of {entry.user}")
+    finally:
+        client.close()

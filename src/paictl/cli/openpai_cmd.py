@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from paictl.errors import ClusterError, PaictlError, UsageError
+from paictl.errors import PaictlError, UsageError
 
 from .errors import fail as _fail
 
@@ -122,7 +122,8 @@ def login_command(
     application token from standard input, or an environment variable that holds one (--token-env)."""
     import dataclasses
 
-    from paictl.targets.openpai.clusters import get_cluster, load_clusters, save_clusters, store_token
+    from paictl.targets.openpai.clusters import (basic_login, check_token, get_cluster, load_clusters,
+                                                 save_clusters, store_token)
 
     try:
         if sum((password_stdin, token_env is not None, token_stdin)) > 1:
@@ -132,21 +133,24 @@ def login_command(
             entry = dataclasses.replace(entry, user=user)
         if token_env is not None:
             entry = dataclasses.replace(entry, token_env=token_env, token_store=None, token=None)
-            _check_token(entry)
+            check_token(entry)
             how = f"token from ${token_env}"
         elif token_stdin:
             token = sys.stdin.readline().strip()
             if not token:
                 raise UsageError("--token-stdin: standard input is empty")
             entry = store_token(dataclasses.replace(entry, token_env=None), token, plaintext=store_plaintext)
-            _check_token(entry)
+            check_token(entry)
             how = f"application token kept in the {_place(entry)}"
         else:
+            if not password_stdin and not sys.stdin.isatty():  # getpass would fall back to an echoing read
+                raise UsageError("standard input is not a terminal: pass --password-stdin to read the password "
+                                 "from it, or use --token-env")
             password = sys.stdin.readline().rstrip("\r\n") if password_stdin else \
-                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True)
+                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True, err=True)
             if not password:
                 raise UsageError("empty password")
-            user_name, token = _basic_login(entry, password, expiration)
+            user_name, token = basic_login(entry, password, expiration)
             entry = store_token(dataclasses.replace(entry, user=user_name, token_env=None), token,
                                 plaintext=store_plaintext)
             how = f"token kept in the {_place(entry)}"
@@ -160,38 +164,3 @@ def login_command(
 
 def _place(entry) -> str:
     return "OS keyring" if entry.token_store == "keyring" else "clusters file (plaintext, mode 0600)"
-
-
-def _basic_login(entry, password: str, expiration: Optional[int]) -> tuple[str, str]:
-    from urllib.parse import urlencode
-
-    from paictl.targets.openpai.client import OpenPaiClient
-
-    client = OpenPaiClient(url=entry.url, token=None, alias=entry.alias)
-    client.redact.add(password)
-    form = {"username": entry.user, "password": password}
-    if expiration is not None:
-        form["expiration"] = str(expiration)
-    try:
-        reply = client.post("/api/v2/authn/basic/login", content=urlencode(form).encode(), auth=False,
-                            content_type="application/x-www-form-urlencoded", what=f"log in as {entry.user}")
-    finally:
-        client.close()
-    body = reply.body if isinstance(reply.body, dict) else {}
-    if not body.get("token"):
-        raise ClusterError(f"OpenPAI {entry.alias}: the login answer has no token")
-    return str(body.get("user") or entry.user), str(body["token"])
-
-
-def _check_token(entry) -> None:
-    """Ask the server who we are with this token: a wrong token is found at login, not at the first submit."""
-    from urllib.parse import quote
-
-    from paictl.targets.openpai.clusters import resolve_token
-    from paictl.targets.openpai.client import OpenPaiClient
-
-    client = OpenPaiClient(url=entry.url, token=resolve_token(entry), alias=entry.alias)
-    try:
-        client.get(f"/api/v2/users/{quote(entry.user, safe='')}", what=f"check the token of {entry.user}")
-    finally:
-        client.close()

@@ -268,3 +268,22 @@ def test_polling_backs_off_while_nothing_changes_and_resets_on_a_change(pai, tmp
     assert slept == pytest.approx([1.0, 1.0, 1.5, 2.25, 3.375, 5.0625, 7.59375, 10.0, 10.0, 10.0, 10.0])
     reads = pai.server.job_reads("alice~patient")
     assert sum(1 for r in reads if "If-None-Match" in r.headers) == 11
+
+
+def test_dry_run_checks_and_sends_nothing(pai, tmp_path):
+    compiled = compile_job(write_job(tmp_path, "rehearsal"), target="openpai")
+    submission = pai.backend().submit(compiled, dry_run=True)
+    assert submission.dry_run and submission.lines == (
+        f"job alice~rehearsal: checked against OpenPAI testpai ({pai.server.url}), virtual cluster default; not "
+        "submitted (dry run)",)
+    assert [r.path for r in pai.server.requests] == ["/api/v2/virtual-clusters", "/api/v2/users/alice"]
+
+
+def test_opening_the_backend_never_fails_and_says_whether_it_is_configured(tmp_path):
+    from paictl.targets import open_backend
+
+    nothing = open_backend("openpai", cluster=None, extra={"clusters_file": tmp_path / "none.yaml"})
+    assert nothing.is_configured() is False
+    with pytest.raises(UsageError, match="no OpenPAI cluster configured"):
+        nothing.describe("x")
+    nothing.close()

@@ -151,3 +151,56 @@ def test_token_canary_in_every_stream_and_file(pai, tmp_path):
     assert pai.clusters_file in written
     for path in written:
         assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_login_never_reads_a_password_from_a_pipe_unasked(pai):
+    # the prompt (no echo) is for terminals; from a pipe getpass would read with echo, so paictl asks for the flag
+    done = pai.paictl("openpai", "login", ALIAS, "--store-plaintext", input="wonderland\n")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("paictl: error: standard input is not a terminal: pass --password-stdin to read the "
+                           "password from it, or use --token-env\n")
+    assert not [r for r in pai.server.requests if r.path == "/api/v2/authn/basic/login"]
+
+
+def _in_a_terminal(argv: list[str], env: dict[str, str], answer: str, prompt: str) -> tuple[int, str]:
+    """Run argv with a pseudo-terminal as its controlling terminal; type `answer` after `prompt` appears.
+    Returns the exit status and everything the terminal showed (what a user would see, echo included)."""
+    import os
+    import pty
+    import select
+    import termios
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin/stdout/stderr and /dev/tty are the pseudo-terminal
+        os.execve(argv[0], argv, env)
+    shown, answered, deadline = b"", False, time.monotonic() + 20
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown += chunk
+        # type only once the prompt is shown and the program has turned echo off (as a user types after it)
+        if not answered and prompt.encode() in shown and not termios.tcgetattr(fd)[3] & termios.ECHO:
+            os.write(fd, answer.encode() + b"\n")
+            answered = True
+    if time.monotonic() >= deadline:
+        os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+
+
+def test_login_prompts_in_a_terminal_without_echo(pai):
+    import sys
+
+    argv = [sys.executable, "-m", "paictl", "openpai", "login", ALIAS, "--store-plaintext"]
+    code, shown = _in_a_terminal(argv, pai.env, "wonderland", "Password for alice at ")
+    assert code == 0, shown
+    assert f"Password for alice at {pai.server.url}: " in shown and f"logged in to {ALIAS}" in shown
+    assert "wonderland" not in shown  # the terminal never displayed what was typed
+    assert _clusters(pai)[ALIAS]["tokenStore"] == "plaintext"
