@@ -107,6 +107,12 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
     document = load_located(decode_source(raw, path), path)
+    # What validate accepts, every target compiles or refuses here with a located error (never a traceback or 70).
+    from paictl.protocol.compile_checks import compile_findings
+
+    from .findings import raise_if_any
+
+    raise_if_any(compile_findings(result.data), document, path)
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []
