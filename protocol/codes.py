@@ -20,6 +20,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E105": (E, "tab character used for indentation"),
     "E106": (E, "aliases expand to too many nodes (alias bomb) or nesting too deep"),
     "E107": (E, "the file is larger than the size limit"),
+    "W101": (W, "more problems than are shown: a file reports at most 1,000 diagnostics"),
     # The OpenPAI rest-server's JSON schema
     "E200": (E, "schema violation"),
     "E201": (E, "a required key is missing"),

@@ -79,8 +79,26 @@ def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] 
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
     rejected = _rejected_spots(findings)
     findings += [f for f in _semantic_findings(document.data) if not _at_or_below(f.pointer, rejected)]
-    diagnostics = _in_text_order(locate(f, document) for f in findings)
+    diagnostics = _in_text_order(locate(f, document) for f in _at_most(findings, MAX_DIAGNOSTICS, document.path))
     return ValidationResult(path=path, diagnostics=tuple(diagnostics), data=document.data)
+
+
+#: A file reports at most this many problems (a 2 MiB file can hold 100,000 unknown keys; nobody reads past the
+#: first screens, and the report must stay within the memory bound).
+MAX_DIAGNOSTICS = 1000
+
+
+def _at_most(findings: list[Finding], limit: int, path: str) -> list[Finding]:
+    """The first `limit` findings, errors before warnings (so validity never changes), then a note of the rest."""
+    if len(findings) <= limit:
+        return findings
+    from .codes import finding
+
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    kept = (errors + [f for f in findings if f.severity is not Severity.ERROR])[:limit]
+    note = finding("W101", "", f"{len(findings) - limit} more problems are not shown; only the first {limit} of a "
+                   "file are reported", "fix these and validate again")
+    return [*kept, note]
 
 
 def load_checked(text: str, path: str, schema_name: str,
