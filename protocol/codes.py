@@ -75,6 +75,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "extras.com.microsoft.pai.runtimeplugin is not a list of {plugin, parameters} mappings"),
     "E805": (E, "extras.hivedScheduler has a value of the wrong shape (skuType, pinnedCellId, affinityGroupName, skuNum)"),
+    "E806": (E, "defaults.virtualCluster is not a valid Kubernetes label value"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),
     "E702": (E, "Mars: the job has no scheduler or no worker task role"),

@@ -11,6 +11,7 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from .codes import finding
@@ -25,7 +26,24 @@ MAX_INT32 = 2 ** 31 - 1
 
 def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
-    return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data)]
+    return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
+            *_labels(data)]
+
+
+#: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def _labels(data: dict[str, Any]) -> Iterator[Finding]:
+    defaults = data.get("defaults")
+    cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
+    if cluster is None:
+        return
+    if not isinstance(cluster, str) or len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster ({kind_of(cluster)}) "
+                      "is not a valid Kubernetes label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with "
+                      "a letter or digit); it labels the Framework and its pods",
+                      "OpenPAI virtual cluster names are such names; check the spelling")
 
 
 def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:

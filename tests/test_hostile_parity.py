@@ -78,7 +78,7 @@ def compile_or_refuse(text: str, target: str, profile: str) -> None:
         pytest.fail(f"exit 70 for a job validate accepts ({target}/{profile}): {bug}")
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(PLACES, HOSTILE), min_size=1, max_size=3))
 def test_validate_accepts_implies_every_target_compiles_or_refuses_located(changes):
     data = BASE
