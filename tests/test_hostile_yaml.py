@@ -3,6 +3,7 @@ property tests that no text makes validation raise, whatever it holds."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -117,3 +118,18 @@ def test_aliases_are_counted_by_size(copies, length):
     text = f"a: &a {'x' * length}\nb: [{', '.join(['*a'] * copies)}]\n"
     codes = {d.code for d in validate_text(text, "j.yaml").diagnostics}
     assert ("E106" in codes) == (length * (copies + 1) > MAX_EXPANDED_BYTES)
+
+
+def test_differences_from_openpai_fixed_where_upstream_is_right(run_cli, tmp_path):
+    """`ports: null` passes upstream's schema; `cpu: 2.0` is the number 2 in JavaScript, so limits say `2`."""
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: diff\ntype: job\nprerequisites:\n  - {type: dockerimage, name: img, "
+                   "uri: ubuntu}\ntaskRoles:\n  w:\n    dockerImage: img\n    resourcePerInstance: {cpu: 2.0, "
+                   "memoryMB: 100, gpu: 0, ports: null}\n    commands: ['echo <% $parameters.n %>']\n"
+                   "parameters:\n  n: 0o2\n")
+    assert run_cli("validate", str(job))[0] == 0
+    code, out, _ = run_cli("compile", str(job), "--format", "json")
+    framework = json.loads(out)["items"][-1]
+    container = framework["spec"]["taskRoles"][0]["task"]["pod"]["spec"]["containers"][0]
+    assert code == 0 and container["resources"]["limits"]["cpu"] == 2
+    assert "echo 0o2" in json.dumps(framework)
