@@ -39,27 +39,33 @@ class CompiledJob:
 
 
 def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> dict[str, Any]:
-    """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2).
 
-    yaml = YAML(typ="safe", pure=True)
+    Both go through the job's own reader and loader, so the size, depth and alias limits hold for them too.
+    """
+    from paictl.protocol import read_source
+    from paictl.protocol.loading import DocumentError, decode_source, load_located
+    from paictl.protocol.yamlevents import load_events
+
     merged: dict[str, Any] = {}
     for path in files:
         try:
-            data = yaml.load(Path(path).read_text(encoding="utf-8"))
-        except (OSError, YAMLError) as exc:
-            raise UsageError(f"--parameters {path}: {' '.join(str(exc).split())}") from None
-        if not isinstance(data, dict):
-            raise UsageError(f"--parameters {path}: the file must hold a YAML mapping of parameter names to values")
+            data = load_located(decode_source(read_source(path), str(path)), str(path)).data
+        except DocumentError as exc:
+            first = exc.diagnostics[0]
+            where = f"{path}:{first.line}:{first.column}" if first.line else str(path)
+            if first.code == "E104":
+                raise UsageError(f"--parameters {path}: the file must hold a YAML mapping of parameter names to "
+                                 "values") from None
+            raise UsageError(f"--parameters {where}: {first.message}") from None
         merged.update(data)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"-p {pair!r}: expected key=value")
         try:
-            merged[key] = yaml.load(value) if value else ""
-        except YAMLError:
+            merged[key] = load_events(value)[0] if value else ""
+        except Exception:  # noqa: BLE001 - anything that does not read as YAML (LoadProblem, syntax) is the text itself
             merged[key] = value
     return merged
 

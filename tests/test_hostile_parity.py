@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -109,3 +110,15 @@ def test_known_crashes_are_located_refusals_on_the_command_line(place, value, co
     assert validate_text(text, "job.yaml").ok
     exit_code, out, err = run_cli("compile", "-", "--target", target, input=text)
     assert exit_code == 1 and out == "" and f"[{code}]" in err and "<stdin>:" in err, err
+
+
+def test_parameter_inputs_obey_the_same_limits(run_cli, tmp_path):
+    job = str(Path(__file__).resolve().parents[1] / "examples" / "local-ping-pong.yaml")
+    code, _, err = run_cli("compile", job, "--parameters", "/dev/zero")
+    assert code == 2 and "not a regular file" in err
+    broken = tmp_path / "p.yaml"
+    broken.write_text("a: [1\n")
+    code, _, err = run_cli("compile", job, "--parameters", str(broken))
+    assert code == 2 and f"{broken}:1:" in err and err.count("\n") == 1
+    code, _, _ = run_cli("compile", job, "-p", "x=" + "[" * 100_000)  # read as the text it is, not a crash
+    assert code == 0
