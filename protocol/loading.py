@@ -123,6 +123,15 @@ _DEEP_INDENT = re.compile(r"^ {30}", re.MULTILINE)
 _STACKED_INDICATORS = re.compile(r"(?:[-?:][ \t]+){16}")
 
 
+def _small_enough(text: str) -> bool:
+    """True when the node count is certainly within the limit: every node but the first needs a line break, a comma
+    or an indicator before it. A larger file goes to the located loader, which stops at the limit."""
+    from .yamlevents import MAX_EXPANDED_NODES
+
+    bound = text.count("\n") + text.count(",") + text.count("- ") + text.count(": ") + 1
+    return bound <= MAX_EXPANDED_NODES // 2
+
+
 def _shallow_enough(text: str) -> bool:
     """True when nesting is certainly within MAX_DEPTH: each block level needs more indentation (a sequence in a
     mapping may share it), a line can open a few levels with `- - -`, and flow levels need a bracket each."""
@@ -133,7 +142,8 @@ def _shallow_enough(text: str) -> bool:
 
 def load_fast(text: str) -> dict[str, Any] | None:
     """Plain data for an ordinary single-document mapping, or None when the located loader must decide."""
-    if len(text) > MAX_FILE_BYTES or _needs_located_loader(text) or not _shallow_enough(text):
+    if (len(text) > MAX_FILE_BYTES or _needs_located_loader(text) or not _shallow_enough(text)
+            or not _small_enough(text)):
         return None
     import yaml_rs
 
