@@ -42,6 +42,7 @@ LAYOUTS = {
     "quoted-continuing-at-column-0": lambda d: dump(without_secrets(d)) + f'secrets:\n  canary: "x\n{SECRET}"\n',
     "secrets-first-quoted-key": lambda d: f'"secrets":\n  canary: {SECRET}\n' + dump(without_secrets(d)),
     "anchored-secret": lambda d: dump(without_secrets(d)) + f"secrets: &s\n  canary: {SECRET}\n",
+    "escaped-key": lambda d: dump(without_secrets(d)) + f'"\\u0073ecrets":\n  canary: {SECRET}\n',
 }
 
 TARGETS = [("framework", "default"), ("framework", "openpai"), ("mars", "default"), ("local", "default")]
