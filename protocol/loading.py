@@ -105,11 +105,15 @@ def decode_source(raw: bytes, path: str) -> str:
 # Several simple searches, not one alternation: on 2 MiB of text each costs 10-80 ms, the alternation 0.6 s.
 _NEEDS_LOCATED_LOADER = (
     re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"),  # controls, breaks
-    re.compile(r"[\s\[{,][!&*]\S"),  # tags, anchors, aliases
-    re.compile(r"(?<![\w.-])[-+]?0[0-9o_]"),  # leading zeros, 0o
-    re.compile(r"[0-9]_|_[0-9]"),  # underscores in numbers
-    re.compile(r"[0-9]:[0-5]?[0-9]"),  # sexagesimal
+    re.compile(r"[\s\[{,](?:![^\s=]|[&*](?![\s&*>|=]))"),  # tags, anchors, aliases (not `!=`, `&&`, `* `)
+    re.compile(r"(?<![\w.-])(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"),  # leading zeros, 0o, 0b, signed hex
+    re.compile(r"[0-9]{16}"),  # integers beyond int64 (yaml-rs and js-yaml disagree on their precision)
+    # a plain scalar that is a number with underscores (`1_000`) or sexagesimal (`1:30`), not `cifar10_vgg16`,
+    # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`
+    re.compile(r"(?<![\w.:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w.:/-])"),
     re.compile(r"[-+]\.[0-9]"),  # +.5
+    # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
+    re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w.:/-])"),
     re.compile(r"^%", re.MULTILINE),  # directives
 )
 

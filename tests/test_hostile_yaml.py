@@ -133,3 +133,21 @@ def test_differences_from_openpai_fixed_where_upstream_is_right(run_cli, tmp_pat
     container = framework["spec"]["taskRoles"][0]["task"]["pod"]["spec"]["containers"][0]
     assert code == 0 and container["resources"]["limits"]["cpu"] == 2
     assert "echo 0o2" in json.dumps(framework)
+
+
+SCALAR_TOKENS = st.text(st.sampled_from("0123456789+-._:xobeEaf~nNulTrsI ,/"), min_size=1, max_size=14)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(st.lists(SCALAR_TOKENS, min_size=1, max_size=4))
+def test_fast_path_reads_every_scalar_as_the_located_loader_does(tokens):
+    """Whenever the Rust fast path answers, it must agree with the authoritative (js-yaml) reading."""
+    text = "".join(f"k{i}: {token}\n" for i, token in enumerate(tokens))
+    fast = load_fast(text)
+    if fast is None:
+        return
+    try:
+        located = load_located(text, "j").data
+    except DocumentError:
+        pytest.fail(f"fast path accepted what the located loader refuses: {text!r}")
+    assert json.dumps(fast, sort_keys=True) == json.dumps(located, sort_keys=True), text
