@@ -20,6 +20,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E105": (E, "tab character used for indentation"),
     "E106": (E, "aliases expand to too many nodes (alias bomb) or nesting too deep"),
     "E107": (E, "the file is larger than the size limit"),
+    "W101": (W, "more problems than are shown: a file reports at most 1,000 diagnostics"),
     # The OpenPAI rest-server's JSON schema
     "E200": (E, "schema violation"),
     "E201": (E, "a required key is missing"),
@@ -68,6 +69,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
     "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
+    # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
+    "E801": (E, "taskRoles, or a task role, is not a mapping (no target can compile it; OpenPAI's rest-server crashes)"),
+    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion outside -1..int32"),
+    "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
+    "E804": (E, "extras.com.microsoft.pai.runtimeplugin is not a list of {plugin, parameters} mappings"),
+    "E805": (E, "extras.hivedScheduler has a value of the wrong shape (skuType, pinnedCellId, affinityGroupName, skuNum)"),
+    "E806": (E, "defaults.virtualCluster is not a valid Kubernetes label value"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),
     "E702": (E, "Mars: the job has no scheduler or no worker task role"),

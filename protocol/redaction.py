@@ -137,7 +137,7 @@ def redact_unparsed_line(lines: list[str], index: int) -> str:
         return line[:found.end()] + " " + MASK
     for owner in _enclosing_lines(lines, index):
         if _SECRET_KEY_LINE.match(owner):
-            indent = len(line) - len(line.lstrip(" "))
+            indent = len(line) - len(line.lstrip(" \t"))
             return line[:indent] + MASK
     return line
 
@@ -145,12 +145,12 @@ def redact_unparsed_line(lines: list[str], index: int) -> str:
 def _enclosing_lines(lines: list[str], index: int) -> Iterator[str]:
     """The lines that open the blocks line `index` sits in (each less indented than the last), nearest first."""
     line = lines[index]
-    indent = len(line) - len(line.lstrip(" ")) if line.strip() else 10 ** 9
+    indent = len(line) - len(line.lstrip(" \t")) if line.strip() else 10 ** 9
     for number in range(index - 1, max(-1, index - 2000), -1):
         candidate = lines[number]
         if not candidate.strip() or candidate.lstrip().startswith("#"):
             continue
-        own = len(candidate) - len(candidate.lstrip(" "))
+        own = len(candidate) - len(candidate.lstrip(" \t"))
         if own < indent:
             yield candidate
             indent = own

@@ -206,6 +206,9 @@ def _explain(error) -> list[Finding]:
     return [_finding("E200", f"{where}: {error.message}", path)]
 
 
+_MAX_UNKNOWN_KEYS = 1000
+
+
 def _unknown_keys(error, path: list[Any]) -> list[Finding]:
     schema = error.schema if isinstance(error.schema, dict) else {}
     declared = list(schema.get("properties", {}))
@@ -214,6 +217,8 @@ def _unknown_keys(error, path: list[Any]) -> list[Finding]:
     where = _where(path)
     findings = []
     for key in error.instance:
+        if len(findings) > _MAX_UNKNOWN_KEYS:  # a file reports at most 1,000 problems (protocol/validate.py)
+            break
         if key in declared or any(p.search(key) for p in patterns):
             continue
         key_path = [*path, key]

@@ -22,8 +22,8 @@ from .diagnostics import escape_pointer_token, kind_of
 
 #: Deeper nesting than this is refused (E106). Real jobs nest about 8 levels.
 MAX_DEPTH = 100
-#: The document, aliases expanded, may hold at most this many nodes (E106). A 10,000-task-role job has ~150,000.
-MAX_EXPANDED_NODES = 400_000
+#: The document, aliases expanded, may hold at most this many nodes (E106). A 10,000-task-role job has ~170,000.
+MAX_EXPANDED_NODES = 250_000
 #: ... and at most this many bytes of scalar text (E106): an alias of a long string counts its whole length.
 MAX_EXPANDED_BYTES = 8 * 1024 * 1024
 

@@ -39,29 +39,35 @@ class CompiledJob:
 
 
 def parse_parameters(pairs: Sequence[str] = (), files: Sequence[Path] = ()) -> dict[str, Any]:
-    """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2)."""
-    if not pairs and not files:
-        return {}  # and ruamel.yaml is not imported
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    """`--parameters FILE` mappings first, then `-p key=value` pairs; values are YAML scalars (`-p n=2` is 2).
 
-    yaml = YAML(typ="safe", pure=True)
+    Both go through the job's own reader and loader, so the size, depth and alias limits hold for them too.
+    """
+    if not pairs and not files:
+        return {}
+    from paictl.protocol import read_source
+    from paictl.protocol.loading import DocumentError, decode_source, load_located
+    from paictl.protocol.yamlevents import load_events
+
     merged: dict[str, Any] = {}
     for path in files:
         try:
-            data = yaml.load(Path(path).read_text(encoding="utf-8"))
-        except (OSError, YAMLError) as exc:
-            raise UsageError(f"--parameters {path}: {' '.join(str(exc).split())}") from None
-        if not isinstance(data, dict):
-            raise UsageError(f"--parameters {path}: the file must hold a YAML mapping of parameter names to values")
+            data = load_located(decode_source(read_source(path), str(path)), str(path)).data
+        except DocumentError as exc:
+            first = exc.diagnostics[0]
+            where = f"{path}:{first.line}:{first.column}" if first.line else str(path)
+            if first.code == "E104":
+                raise UsageError(f"--parameters {path}: the file must hold a YAML mapping of parameter names to "
+                                 "values") from None
+            raise UsageError(f"--parameters {where}: {first.message}") from None
         merged.update(data)
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"-p {pair!r}: expected key=value")
         try:
-            merged[key] = yaml.load(value) if value else ""
-        except YAMLError:
+            merged[key] = load_events(value)[0] if value else ""
+        except Exception:  # noqa: BLE001 - anything that does not read as YAML (LoadProblem, syntax) is the text itself
             merged[key] = value
     return merged
 
@@ -92,7 +98,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     """
     from paictl.compiler.profiles import load_profile
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
-    from paictl.protocol.loading import Document, decode_source
+    from paictl.protocol.loading import decode_source, load_located
 
     from . import TARGETS, get_target
     from .output_check import check_objects
@@ -120,7 +126,14 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     model = job_from_data(result.data)
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
-    document = Document(path=path, text=decode_source(raw, path), data=result.data)  # indexed only if needed
+    # Positions and secret spans from the linear libyaml loader: the config annotation is masked on them.
+    document = load_located(decode_source(raw, path), path)
+    # What validate accepts, every target compiles or refuses here with a located error (never a traceback or 70).
+    from paictl.protocol.compile_checks import compile_findings
+
+    from .findings import raise_if_any
+
+    raise_if_any(compile_findings(result.data), document, path)
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []

@@ -50,7 +50,7 @@ def mask_secrets(text: str) -> str:
     return "\n".join(out)
 
 
-def config_annotation(job: Job, text: str | None) -> str:
+def config_annotation(job: Job, text: str | None, data: Mapping[str, Any] | None = None) -> str:
     """The Framework's `config` annotation: the job as submitted, secrets masked.
 
     With the source text this is upstream's value byte for byte, provided the mask provably worked: the masked text,
@@ -58,23 +58,26 @@ def config_annotation(job: Job, text: str | None) -> str:
     not on lines, so every layout the textual mask cannot handle (one-line JSON, a flow root, `--- {...}`, a
     `? secrets` complex key, secrets brought in by a `<<:` merge, a quoted value continuing at column 0, an alias of
     a secret used elsewhere) is caught; the annotation is then the job serialised from the model, secrets masked.
+    `data` is what `text` was read as, when the caller has it (it saves reading the text again).
     """
     # Upstream masks only the `secrets:` block and so stores registry passwords in the annotation; paictl does not:
     # a job with docker `auth` is stored serialised from the model, its auth masked like its secrets.
     has_auth = any(p.auth is not None for p in job.prerequisites)
     if text is not None and not has_auth:
         masked = mask_secrets(text)
-        if _mask_holds(text, masked):
+        if masked == text and data is not None and "secrets" not in data:
+            return masked  # nothing was masked and the job has no secrets
+        if _mask_holds(text, masked, data):
             return masked
     return _dump(job_data(job, masked_secrets=bool(job.secrets)))
 
 
-def _mask_holds(text: str, masked: str) -> bool:
+def _mask_holds(text: str, masked: str, data: Mapping[str, Any] | None = None) -> bool:
     """True when `masked` reads back as the job of `text` with its top-level `secrets` value replaced by the mask."""
     from paictl.protocol.loading import DocumentError, load_located
 
     try:
-        original = load_located(text, "<config>").data
+        original = dict(data) if data is not None else load_located(text, "<config>").data
         reread = load_located(masked, "<config>").data
     except DocumentError:
         return False

@@ -132,7 +132,8 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
             "annotations": {
                 "jobName": job.name,
                 "logPathInfix": name,
-                "config": config_annotation(job, document.text if document is not None else None),
+                "config": config_annotation(job, document.text if document is not None else None,
+                                            document.data if document is not None else None),
                 "totalGpuNumber": str(sum(r.resources.gpu * r.instances for r in job.task_roles)),
             },
         },

@@ -1,0 +1,189 @@
+"""What every compile target needs of a job beyond what `validate` demands: one check set, run before any target.
+
+`validate` reproduces the OpenPAI rest-server's verdict, and upstream lets through jobs it then crashes on (a
+`taskRoles` that is null, a command mustache.js cannot parse, a runtime plugin whose parameters are a string) or that
+FrameworkController refuses (more than 10,000 instances, a retry count beyond int32, a completion count below -1).
+`paictl.targets.compiled.compile_job` runs these checks on every job validate accepted, before handing it to a
+target, so each such job is refused with a located error (exit 1) instead of a traceback, exit 70, or a local run
+allocating two billion tasks. Refusing is right here: upstream has no working behaviour to copy (README,
+"Deliberate differences").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from .codes import finding
+from .diagnostics import Finding, kind_of, pointer_of
+from .placeholders import PLUGIN_KEY
+
+#: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
+MAX_INSTANCES = 10_000
+#: FrameworkController's counts are int32.
+MAX_INT32 = 2 ** 31 - 1
+
+
+def compile_findings(data: dict[str, Any]) -> list[Finding]:
+    """Errors for a job no target can compile; [] for every job a target can."""
+    return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
+            *_labels(data)]
+
+
+#: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def _labels(data: dict[str, Any]) -> Iterator[Finding]:
+    defaults = data.get("defaults")
+    cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
+    if cluster is None:
+        return
+    if not isinstance(cluster, str) or len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster ({kind_of(cluster)}) "
+                      "is not a valid Kubernetes label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with "
+                      "a letter or digit); it labels the Framework and its pods",
+                      "OpenPAI virtual cluster names are such names; check the spelling")
+
+
+def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
+    roles = data.get("taskRoles")
+    if not isinstance(roles, dict):
+        yield finding("E801", pointer_of("taskRoles"), f"taskRoles is {kind_of(roles)}; no target can compile a job "
+                      "without task roles (OpenPAI's rest-server crashes on it)",
+                      "write taskRoles as a mapping of task role name to task role")
+        return
+    for name, role in roles.items():
+        if not isinstance(role, dict):
+            yield finding("E801", pointer_of("taskRoles", name), f"task role '{name}' is {kind_of(role)}, not a "
+                          "mapping; no target can compile it (OpenPAI's rest-server crashes on it)")
+
+
+def _roles(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    roles = data.get("taskRoles")
+    if isinstance(roles, dict):
+        yield from ((name, role) for name, role in roles.items() if isinstance(role, dict))
+
+
+def _counts(data: dict[str, Any]) -> Iterator[Finding]:
+    retry = data.get("jobRetryCount")
+    if _is_number(retry) and retry > MAX_INT32:
+        yield finding("E802", pointer_of("jobRetryCount"), f"jobRetryCount {retry} is above {MAX_INT32}, "
+                      "FrameworkController's largest retry count")
+    for name, role in _roles(data):
+        instances = role.get("instances", 1)
+        if _is_number(instances) and instances > MAX_INSTANCES:
+            yield finding("E802", pointer_of("taskRoles", name, "instances"), f"instances {instances} of task role "
+                          f"'{name}' is above {MAX_INSTANCES}, FrameworkController's limit on a task role's tasks")
+        retry = role.get("taskRetryCount")
+        if _is_number(retry) and retry > MAX_INT32:
+            yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
+                          f"{MAX_INT32}, FrameworkController's largest retry count")
+        completion = role.get("completion")
+        if isinstance(completion, dict):
+            for key in ("minFailedInstances", "minSucceededInstances"):
+                value = completion.get(key)
+                if _is_number(value) and not -1 <= value <= MAX_INT32:
+                    yield finding("E802", pointer_of("taskRoles", name, "completion", key),
+                                  f"completion.{key} {value} is outside -1..{MAX_INT32}; FrameworkController rejects "
+                                  "the Framework", "use -1 (never), or a count up to the task role's instances")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _templates(data: dict[str, Any]) -> Iterator[Finding]:
+    """Text OpenPAI renders with mustache.js must parse: upstream's renderer throws and the submission fails."""
+    from .templates import TemplateError, scan_tags
+
+    for pointer, text in _rendered_texts(data):
+        try:
+            for _ in scan_tags(text):
+                pass
+        except TemplateError as exc:
+            excerpt = text[exc.offset:].partition("\n")[0][:40] or None
+            yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
+                          f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
+                          "section with its closing tag", excerpt=excerpt)
+
+
+def _rendered_texts(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for name, role in _roles(data):
+        commands = role.get("commands")
+        if isinstance(commands, list):
+            for index, command in enumerate(commands):
+                if isinstance(command, str):
+                    yield pointer_of("taskRoles", name, "commands", index), command
+    deployments = data.get("deployments")
+    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+        roles = deployment.get("taskRoles") if isinstance(deployment, dict) else None
+        for name, role in (roles.items() if isinstance(roles, dict) else []):
+            for key in ("preCommands", "postCommands"):
+                commands = role.get(key) if isinstance(role, dict) else None
+                for number, command in enumerate(commands if isinstance(commands, list) else []):
+                    if isinstance(command, str):
+                        yield pointer_of("deployments", index, "taskRoles", name, key, number), command
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        auth = item.get("auth") if isinstance(item, dict) else None
+        for key, value in (auth.items() if isinstance(auth, dict) else []):
+            if isinstance(value, str):
+                yield pointer_of("prerequisites", index, "auth", key), value
+
+
+def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
+    """The runtime reads extras[com.microsoft.pai.runtimeplugin] as a list of {plugin, parameters} mappings."""
+    extras = data.get("extras")
+    if not isinstance(extras, dict) or PLUGIN_KEY not in extras:
+        return
+    plugins = extras[PLUGIN_KEY]
+    base = ("extras", PLUGIN_KEY)
+    if not isinstance(plugins, list):
+        yield finding("E804", pointer_of(*base), f"{PLUGIN_KEY} is {kind_of(plugins)}; it is a list of runtime "
+                      "plugins (OpenPAI's runtime crashes on anything else)", "write `- plugin: <name>` entries")
+        return
+    for index, plugin in enumerate(plugins):
+        if not isinstance(plugin, dict):
+            yield finding("E804", pointer_of(*base, index), f"runtime plugin {index} is {kind_of(plugin)}; it is a "
+                          "mapping with `plugin` and `parameters`")
+            continue
+        if not isinstance(plugin.get("plugin"), str):
+            yield finding("E804", pointer_of(*base, index, "plugin"), f"runtime plugin {index} has no `plugin` name "
+                          "(a string)")
+        if "parameters" in plugin and plugin["parameters"] is not None and not isinstance(plugin["parameters"], dict):
+            yield finding("E804", pointer_of(*base, index, "parameters"), f"parameters of runtime plugin {index} is "
+                          f"{kind_of(plugin['parameters'])}; it is a mapping")
+
+
+#: HiveD's per-task-role settings and the types HiveD's own schema gives them.
+_HIVED_ROLE_TYPES = {"skuType": str, "pinnedCellId": str, "affinityGroupName": str, "skuNum": int}
+
+
+def _hived(data: dict[str, Any]) -> Iterator[Finding]:
+    extras = data.get("extras")
+    hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
+    if hived is None:
+        return
+    base = ("extras", "hivedScheduler")
+    if not isinstance(hived, dict):
+        yield finding("E805", pointer_of(*base), f"hivedScheduler is {kind_of(hived)}; it is a mapping")
+        return
+    roles = hived.get("taskRoles")
+    if roles is None:
+        return
+    if not isinstance(roles, dict):
+        yield finding("E805", pointer_of(*base, "taskRoles"), f"hivedScheduler.taskRoles is {kind_of(roles)}; it is "
+                      "a mapping of task role name to HiveD settings")
+        return
+    for name, settings in roles.items():
+        if not isinstance(settings, dict):
+            yield finding("E805", pointer_of(*base, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
+                          f"{kind_of(settings)}; it is a mapping")
+            continue
+        for key, wanted in _HIVED_ROLE_TYPES.items():
+            value = settings.get(key)
+            if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
+                yield finding("E805", pointer_of(*base, "taskRoles", name, key), f"hivedScheduler.taskRoles.{name}."
+                              f"{key} is {kind_of(value)}; HiveD wants " + ("a string" if wanted is str else
+                                                                            "an integer"))

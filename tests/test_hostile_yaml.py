@@ -1,0 +1,153 @@
+"""The located loader under hostile YAML: js-yaml's reading of scalars and tags, limits enforced while reading, and
+property tests that no text makes validation raise, whatever it holds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from paictl.protocol.codes import CODES
+from paictl.protocol.loading import DocumentError, load_fast, load_located
+from paictl.protocol.validate import validate_text
+from paictl.protocol.yamlevents import MAX_DEPTH, MAX_EXPANDED_BYTES
+
+
+def value(text: str):
+    return load_located(f"v: {text}\n", "j").data["v"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0o2", "0o2"), ("08192", "08192"), ("010", 8), ("0x1F", 31), ("0b101", 5), ("1_000", 1000), ("1:30", 90),
+    ("-1:30", -90), ("2.0", 2), ("1e3", 1000), ("1.5", 1.5), (".5", 0.5), ("+.5", "+.5"), ("01.5", "01.5"),
+    ("yes", "yes"), ("on", "on"), ("True", True), ("FALSE", False), ("~", None), ("Null", None), ("", None),
+    ("2020-01-01", "2020-01-01"), ("'010'", "010"), ("!!str 010", "010"), ("!!int '7'", 7), ("!!float 1", 1),
+    ("!!bool true", True), ("!!null ''", None), ("!!map {a: 1}", {"a": 1}), ("!!seq [1]", [1]),
+    ("!!set {a, b}", {"a": None, "b": None}), ("1_", "1_"), ("_1", 1),
+])
+def test_scalars_read_as_js_yaml_reads_them(text, expected):
+    assert value(text) == expected and type(value(text)) is type(expected)
+
+
+def test_infinity_and_nan():
+    assert value(".inf") == math.inf and value("-.Inf") == -math.inf and math.isnan(value(".NaN"))
+
+
+@pytest.mark.parametrize("text", ["!!int ''", "!!int abc", "!!null value", "!!bool yes", "!!python/tuple [1]",
+                                  "!!binary aGk=", "!custom x", "!!set {a: 1}", "9" * 5000])
+def test_unreadable_or_unsupported_values_are_located_errors(text):
+    with pytest.raises(DocumentError) as caught:
+        load_located(f"a: 1\nv: {text}\n", "j")
+    [d] = caught.value.diagnostics
+    assert d.code == "E101" and d.line == 2
+
+
+def test_fast_path_defers_whatever_it_would_read_differently():
+    for text in ("0o2", "08192", "010", "1_000", "1:30", "+.5", "&a x", "!!str 1", "*a"):
+        assert load_fast(f"v: {text}\n") is None, text
+    assert load_fast("v: 2.0\n") == {"v": 2}
+
+
+def test_merges_follow_js_yaml_explicit_keys_win_first_merge_wins():
+    doc = load_located("a: &a {x: 1, y: 1}\nb: &b {x: 2, z: 2}\nc:\n  <<: [*a, *b]\n  y: 3\n", "j")
+    assert doc.data["c"] == {"x": 1, "y": 3, "z": 2}
+
+
+@pytest.mark.parametrize("text, code", [
+    ("a: &a\n  <<: *a\n", "E106"), ("a: &a [*a]\n", "E106"), ("a: *nope\n", "E101"),
+    ("- " * (MAX_DEPTH + 1) + "x\n", "E106"), ("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "E106"),
+    ("a: &a " + "x" * 10_000 + "\nb: [" + ", ".join(["*a"] * (MAX_EXPANDED_BYTES // 10_000 + 1)) + "]\n", "E106"),
+    ("%YAML 1.3\n---\na: 1\n", "E101"), ("%YAML 2.0\n---\na: 1\n", "E101"), ("? [a]\n: 1\n", "E101"),
+    ("a: 1\n---\nb: 2\n", "E103"), ("a: 1\na: 2\n", "E102"),
+])
+def test_limits_and_shapes_are_located_diagnostics(text, code):
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert d.code == code and d.line is not None
+
+
+def test_a_tab_after_a_colon_is_a_separator_not_indentation():
+    assert load_located("name:\tx\nother: \t y\n", "j").data == {"name": "x", "other": "y"}
+
+
+def test_nel_ls_ps_stay_inside_values_and_lines_stay_counted():
+    doc = load_located("a: x\u0085y\nb: p\u2028q\u2029r\nc: 1\n", "j")
+    assert doc.data == {"a": "x\u0085y", "b": "p\u2028q\u2029r", "c": 1}
+    assert doc.positions["/c"][0] == 3 and doc.lines[2] == "c: 1"
+
+
+FRAGMENTS = st.sampled_from([
+    "a", "b: ", "- ", "? ", ": ", "[", "]", "{", "}", ",", "&x ", "*x", "<<: ", "!!str ", "!!int ", "!!set ",
+    "!!python/tuple ", "!x ", "%YAML 1.1\n", "---\n", "...\n", "'", '"', "|\n", ">-\n", "#", "\t", "\n", "  ",
+    "\u0085", "\u2028", "\x9b", "\x00", "0o7", "08", "1:30", "1e400", "9" * 50, ".nan", "~", "<% $x %>",
+    "protocolVersion: 2\n", "taskRoles:\n", "secrets:\n", "\ufeff", "\\", "@", "`",
+])
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(FRAGMENTS, max_size=60).map("".join))
+def test_no_text_makes_validation_raise(text):
+    result = validate_text(text, "j.yaml")
+    for d in result.diagnostics:
+        assert d.code in CODES
+        if d.is_error and d.code not in ("E107",):
+            assert d.line is not None and d.column is not None
+        assert d.source_line is None or not any(0x80 <= ord(c) <= 0x9f or ord(c) < 0x09 for c in d.source_line)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(1, 3 * MAX_DEPTH), st.sampled_from(["- ", "[", "{a: ", "k:\n"]))
+def test_any_depth_is_a_verdict_not_a_crash(depth, opener):
+    collections = depth + 1  # the root mapping, then one per opener
+    if opener == "k:\n":
+        text = "".join("  " * i + "k:\n" for i in range(depth))
+        collections = depth
+    else:
+        closer = {"- ": "", "[": "]", "{a: ": "}"}[opener]
+        text = "v: " + opener * depth + "x" + closer * depth + "\n"
+    result = validate_text(text, "j.yaml")
+    codes = {d.code for d in result.diagnostics}
+    assert ("E106" in codes) == (collections > MAX_DEPTH) or "E101" in codes
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.integers(1, 2000), st.integers(1, 20_000))
+def test_aliases_are_counted_by_size(copies, length):
+    text = f"a: &a {'x' * length}\nb: [{', '.join(['*a'] * copies)}]\n"
+    codes = {d.code for d in validate_text(text, "j.yaml").diagnostics}
+    assert ("E106" in codes) == (length * (copies + 1) > MAX_EXPANDED_BYTES)
+
+
+def test_differences_from_openpai_fixed_where_upstream_is_right(run_cli, tmp_path):
+    """`ports: null` passes upstream's schema; `cpu: 2.0` is the number 2 in JavaScript, so limits say `2`."""
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: diff\ntype: job\nprerequisites:\n  - {type: dockerimage, name: img, "
+                   "uri: ubuntu}\ntaskRoles:\n  w:\n    dockerImage: img\n    resourcePerInstance: {cpu: 2.0, "
+                   "memoryMB: 100, gpu: 0, ports: null}\n    commands: ['echo <% $parameters.n %>']\n"
+                   "parameters:\n  n: 0o2\n")
+    assert run_cli("validate", str(job))[0] == 0
+    code, out, _ = run_cli("compile", str(job), "--format", "json")
+    framework = json.loads(out)["items"][-1]
+    container = framework["spec"]["taskRoles"][0]["task"]["pod"]["spec"]["containers"][0]
+    assert code == 0 and container["resources"]["limits"]["cpu"] == 2
+    assert "echo 0o2" in json.dumps(framework)
+
+
+SCALAR_TOKENS = st.text(st.sampled_from("0123456789+-._:xobeEaf~nNulTrsI ,/"), min_size=1, max_size=14)
+
+
+@settings(max_examples=3000, deadline=None, derandomize=True)
+@given(st.lists(SCALAR_TOKENS, min_size=1, max_size=4))
+def test_fast_path_reads_every_scalar_as_the_located_loader_does(tokens):
+    """Whenever the Rust fast path answers, it must agree with the authoritative (js-yaml) reading."""
+    text = "".join(f"k{i}: {token}\n" for i, token in enumerate(tokens))
+    fast = load_fast(text)
+    if fast is None:
+        return
+    try:
+        located = load_located(text, "j").data
+    except DocumentError:
+        pytest.fail(f"fast path accepted what the located loader refuses: {text!r}")
+    assert json.dumps(fast, sort_keys=True) == json.dumps(located, sort_keys=True), text
