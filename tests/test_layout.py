@@ -76,3 +76,12 @@ def test_no_module_in_a_target_package_carries_the_package_name_as_a_prefix():
     flat = [m.name for m in LAYERS["targets"].glob("*.py")
             if any(m.stem.startswith(p.name + "_") or m.stem == p.name for p in packages)]
     assert not flat, f"modules of a target package left at targets/: {flat}"
+
+
+def test_every_diagnostic_code_is_defined_once():
+    """Targets add codes in parallel; a second definition of a key in the CODES literal would silently win."""
+    tree = ast.parse((ROOT / "protocol" / "codes.py").read_text(encoding="utf-8"))
+    literals = [node for node in ast.walk(tree) if isinstance(node, ast.Dict) and len(node.keys) > 50]
+    assert literals, "the CODES literal was not found"
+    keys = [key.value for key in literals[0].keys if isinstance(key, ast.Constant)]
+    assert len(keys) == len(set(keys)), sorted({k for k in keys if keys.count(k) > 1})

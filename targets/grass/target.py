@@ -13,7 +13,7 @@
   resources, as on an empty cluster) and its whole environment (env.py). Ids are derived from the job name, so the
   same job gives the same plan; `paictl submit` derives them from the submission instead (redis_records).
 - **Secrets**: Grass has nowhere safe to put them (Redis and docker labels are readable by the whole private
-  network), so a job whose commands use `$secrets` is refused (E801) rather than leaked.
+  network), so a job whose commands use `$secrets` is refused (E821) rather than leaked.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _EXPANDING = re.compile(r'[$`"\\!\']')
 def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
                   secrets_from: str | None = None, document: Document | None = None,
                   cluster: Optional[Cluster] = None) -> list[dict[str, Any]]:
-    """[job file] or, with a cluster, [job file, plan]. Raises InvalidJobError (E801, E802) and PlacementError."""
+    """[job file] or, with a cluster, [job file, plan]. Raises InvalidJobError (E821, E822) and PlacementError."""
     from paictl.compiler.render import render_entrypoint
     from paictl.errors import UsageError
 
@@ -64,7 +64,7 @@ def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
         entrypoint = render_entrypoint(job, role.name, parameters)
         _, substitutions = runtime_commands(entrypoint, bool(job.secrets))
         if substitutions:
-            errors.append(finding("E801", f"/taskRoles/{role.name}/commands",
+            errors.append(finding("E821", f"/taskRoles/{role.name}/commands",
                                   f"task role '{role.name}' uses $secrets in its commands; Grass would have to put "
                                   f"them in Redis and docker labels, which the whole cluster network can read",
                                   hint="pass the values through the cluster's shared data folder instead"))
@@ -150,32 +150,32 @@ def _settings(job: Job, errors: list[Finding]) -> dict[str, Any]:
     if extras is None:
         return settings
     if not isinstance(extras, Mapping):
-        errors.append(finding("E802", "/extras/grass", "extras.grass must be a mapping"))
+        errors.append(finding("E822", "/extras/grass", "extras.grass must be a mapping"))
         return settings
     for key in sorted(set(extras) - _EXTRAS_KEYS):
-        errors.append(finding("E802", f"/extras/grass/{key}", f"unknown key '{key}' in extras.grass "
+        errors.append(finding("E822", f"/extras/grass/{key}", f"unknown key '{key}' in extras.grass "
                               f"(known: {', '.join(sorted(_EXTRAS_KEYS))})"))
     allocation = extras.get("allocation", {})
     if not isinstance(allocation, Mapping):
-        errors.append(finding("E802", "/extras/grass/allocation", "extras.grass.allocation must be a mapping"))
+        errors.append(finding("E822", "/extras/grass/allocation", "extras.grass.allocation must be a mapping"))
         allocation = {}
     for key, allowed in (("mode", MODES), ("metric", METRICS)):
         value = allocation.get(key, DEFAULT_ALLOCATION[key])
         if value not in allowed:
-            errors.append(finding("E802", f"/extras/grass/allocation/{key}",
+            errors.append(finding("E822", f"/extras/grass/allocation/{key}",
                                   f"extras.grass.allocation.{key} {value!r} is not one of {', '.join(allowed)}"))
         settings["allocation"][key] = value
     for key in sorted(set(allocation) - {"mode", "metric"}):
-        errors.append(finding("E802", f"/extras/grass/allocation/{key}",
+        errors.append(finding("E822", f"/extras/grass/allocation/{key}",
                               f"unknown key '{key}' in extras.grass.allocation (known: metric, mode)"))
     mode = extras.get("mode", DEFAULT_MODE)
     if mode not in ("grass/on-premises", "grass/azure"):
-        errors.append(finding("E802", "/extras/grass/mode", f"extras.grass.mode {mode!r} is not grass/on-premises "
+        errors.append(finding("E822", "/extras/grass/mode", f"extras.grass.mode {mode!r} is not grass/on-premises "
                               f"or grass/azure"))
     settings["mode"] = mode
     mount = extras.get("mount", DEFAULT_MOUNT)
     if not isinstance(mount, str) or not mount.startswith("/"):
-        errors.append(finding("E802", "/extras/grass/mount", "extras.grass.mount must be an absolute path"))
+        errors.append(finding("E822", "/extras/grass/mount", "extras.grass.mount must be an absolute path"))
     settings["mount"] = mount
     return settings
 

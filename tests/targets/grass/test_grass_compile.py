@@ -99,7 +99,7 @@ prerequisites: [{name: img, type: dockerimage, uri: busybox}]
     with pytest.raises(InvalidJobError) as caught:
         compiled(text)
     (diagnostic,) = caught.value.diagnostics
-    assert (diagnostic.code, diagnostic.line) == ("E801", 9)
+    assert (diagnostic.code, diagnostic.line) == ("E821", 9)
     assert "hunter2" not in repr(caught.value.diagnostics)
 
 
@@ -113,8 +113,8 @@ extras:
     with pytest.raises(InvalidJobError) as caught:
         compiled(text)
     found = sorted((d.code, d.pointer, d.line) for d in caught.value.diagnostics)
-    assert found == [("E802", "/extras/grass/allocation/metric", 17), ("E802", "/extras/grass/allocation/mode", 17),
-                     ("E802", "/extras/grass/colour", 18)]
+    assert found == [("E822", "/extras/grass/allocation/metric", 17), ("E822", "/extras/grass/allocation/mode", 17),
+                     ("E822", "/extras/grass/colour", 18)]
 
 
 def test_a_job_too_big_for_the_cluster_says_what_fell_short(run_cli):
@@ -159,7 +159,7 @@ def test_every_valid_corpus_job_compiles_to_a_valid_job_file_or_is_refused_for_s
         try:
             (job_file,) = compiled(text)
         except InvalidJobError as error:
-            assert {d.code for d in error.diagnostics} == {"E801"}, path
+            assert {d.code for d in error.diagnostics} == {"E821"}, path
             refused += 1
             continue
         assert fast_validator("grass-job").is_valid(job_file), path
