@@ -58,6 +58,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W407": (W, "a completion count is larger than the task role's instances"),
     "W408": (W, "a placeholder in a field OpenPAI never renders"),
     "W409": (W, "a template tag OpenPAI drops or leaves literally (unknown name, section, partial...)"),
+    "W410": (W, "a -p/--parameters override names a parameter the job does not define"),
     # Compiling for a cluster (the job is valid, but not for this cluster profile)
     "E501": (E, "a cluster profile value contradicts another (port range, runtime image, SKU table, duplicate storage)"),
     "E502": (E, "an exit-rules file contradicts itself (duplicate code or phrase, missing default, a regex that does not compile)"),
