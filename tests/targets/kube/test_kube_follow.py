@@ -61,7 +61,9 @@ def test_ten_simulated_minutes_cost_one_watch_per_collection_plus_one_per_discon
 
 @pytest.mark.parametrize("history_expires", [False, True])
 def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, history_expires):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    """Load-independent: the job runs until the test stops it, once every injected failure has been met, so a slow
+    machine cannot let the job finish before the third 503 (as a fixed run time did)."""
+    emulator.scenario("Framework", "*", "stopped")
     done, name = submit(emulator, HELLO)
     wait_for(lambda: running(emulator, name))
     follower = start(emulator, "status", name, "--follow")
@@ -74,14 +76,22 @@ def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, hi
         emulator.create_object({"apiVersion": "v1", "kind": "ConfigMap",
                                 "metadata": {"name": "bump", "namespace": "default"}})
         emulator.expire_history()
-    out, err = follower.communicate(timeout=60)
-    assert follower.returncode == 0, err
-    assert last_job_line(out, name).startswith(f"{name}: succeeded")
+
+    def framework_watches() -> list[int]:
+        return [r.status for r in list(emulator.requests) if r.watch and "/frameworks" in r.path]
+
+    # after the 503s, a watch that streamed one ERROR event (410 Expired), then the one after the new list
+    expected = [200, 503, 503, 503, 200] + ([200] if history_expires else [])
+    wait_for(lambda: framework_watches() == expected)
     framework_lists = [r for r in emulator.requests if not r.watch and "fieldSelector" in r.query]
     assert len(framework_lists) == (2 if history_expires else 1)
-    framework_watches = [r.status for r in emulator.requests if r.watch and "/frameworks" in r.path]
-    # after the 503s, a watch that streamed one ERROR event (410 Expired), then the one after the new list
-    assert framework_watches == [200, 503, 503, 503, 200] + ([200] if history_expires else [])
+    assert follower.poll() is None  # still following
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 4, err
+    assert last_job_line(out, name).startswith(f"{name}: stopped")
+    assert framework_watches() == expected
 
 
 def test_forbidden_watch_is_one_line_exit_3(emulator):
