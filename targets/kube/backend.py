@@ -81,16 +81,54 @@ class KubeBackend:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run)
+        replaced, existing_uid = self._make_room(job, namespace, dry_run=dry_run)
+        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
+        if replaced:
+            lines.insert(0, replaced)
         if all(item.result == "unchanged" for item in applied):
             lines.append(f"{name}: nothing changed, the job is already submitted")
+        uid = next((item.uid for item in applied if item.kind == job["kind"]), None)
         data = tuple({"applied": item.label, "kind": item.kind, "name": item.name, "namespace": item.namespace,
                       "result": item.result, "dryRun": dry_run} for item in applied)
         if not dry_run:
             self._submitted[name] = target_of(job["kind"])
-        return Submission(name=name, where=f"{namespace}/{job['kind']}", dry_run=dry_run, lines=tuple(lines),
+        return Submission(name=name, where=f"{namespace}/{job['kind']}", uid=None if dry_run else uid,
+                          dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
+
+    def _make_room(self, job: dict, namespace: str, *, dry_run: bool) -> tuple[str, Optional[str]]:
+        """A finished job of that name would only be "configured" by an apply and never run again: refuse, or with
+        `--replace` (options.extra["replace"]) delete it, wait until it is gone, and let the apply create it anew.
+        Returns the line saying what was replaced ("" when nothing was) and the uid of the workload that stays."""
+        from .apply import delete_and_wait
+        from .client import ApiFailure, describe_failure, resource_for
+
+        connection = self._cluster()
+        resource = resource_for(job)
+        name = job["metadata"]["name"]
+        try:
+            current = connection.json("GET", resource.item(name, namespace))
+        except ApiFailure as failure:
+            if failure.status == 404:
+                return "", None
+            raise describe_failure(connection, failure, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        view = workload(target_of(job["kind"])).view(current, [])
+        replace = bool(self.options.extra.get("replace"))
+        if not replace:
+            if view.state.is_final:
+                raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
+                                   f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
+                                   f"it again: `paictl submit --replace` deletes it and runs the job anew")
+            return "", (current.get("metadata") or {}).get("uid")
+        if dry_run:
+            return f"{resource.label(name)} would be deleted and created anew (--replace)", None
+        delete_and_wait(connection, resource, name, namespace)
+        return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
@@ -170,7 +208,7 @@ class KubeBackend:
         else:
             chosen, found = self._find(name)
         connection = self._cluster()
-        return follow_job(connection, chosen, found, connection.namespace,
+        return follow_job(connection, chosen, found, connection.namespace, uid=uid,
                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
 
     def list(self) -> list[JobView]:

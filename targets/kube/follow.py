@@ -83,7 +83,7 @@ class Watch(threading.Thread):
         while not self._stopped.is_set():
             try:
                 if version is None:
-                    listed = self.cluster.json("GET", path, query=self.selectors)
+                    listed = self.cluster.json("GET", path, query=self.selectors, retry=False)  # own backoff
                     version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
                     self.sink.put(Event(source=self.source, type="LIST", items=tuple(listed.get("items") or ())))
                 version, got_events = self._watch(path, version)
@@ -192,12 +192,14 @@ class Workload:
     termination_message: Optional[Callable[[Mapping[str, Any], str, int], str]] = None
 
 
-def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
+def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, *, uid: Optional[str] = None,
                pending_timeout: Optional[float] = None, diagnose: Optional[Callable[[int, str], str]] = None,
                backoff: Backoff = Backoff(), clock: Callable[[], float] = time.monotonic) -> Iterator[JobView]:
     """Yield a view whenever the job or its pods change, until the job is final (or gone, or pending too long).
 
     The last view is final unless the pending timeout expired: then it is still PENDING and says why it waits.
+    With `uid` (the object a submit created), events about any other object of that name (an older run) are
+    ignored, so the follower reports this run only.
     """
     events: "queue.Queue[Event]" = queue.Queue()
     watches = [
@@ -226,6 +228,11 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
                 return
             if event.type == "FAILED":
                 raise event.error  # type: ignore[misc]
+            if uid is not None and event.source == "job":
+                mine = [item for item in event.items if (item.get("metadata") or {}).get("uid") == uid]
+                if event.items and not mine and event.type != "LIST":
+                    continue  # an older object of that name
+                event = dataclasses.replace(event, items=tuple(mine))
             state.apply(event)
             if event.type == "LIST":
                 listed.add(event.source)

@@ -184,6 +184,9 @@ def submit_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     dry_run: bool = typer.Option(False, "--dry-run", help="Kubernetes: ask the server to check, create nothing."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Kubernetes: delete a job of that name first (wait until it is gone), then "
+                                      "create it anew; without it, re-submitting a finished job is refused."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Follow the job to its verdict (exit 0/1/4)."),
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
@@ -208,7 +211,8 @@ def submit_command(
         if target not in _target_names():
             raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
-                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout))
+                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
+                                         extra={"replace": replace}))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,
