@@ -286,13 +286,20 @@ def test_logs(emulator):
 
 
 def test_logs_follow_streams_until_the_task_ends(emulator):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    """Load-independent: the task runs until the test stops the job, once the follower is streaming (a job with a
+    fixed run time could end, and its pod be deleted, before a slow machine started the follower)."""
+    emulator.scenario("Framework", "*", "stopped")
     done, name = submit(emulator, HELLO)
     wait_for(lambda: (emulator.get_object(FC, "Framework", "default", name).get("status") or {})
              .get("state") == "AttemptRunning")
-    followed = paictl(emulator, "logs", name, "--follow")
-    assert followed.returncode == 0, followed.stderr
-    assert followed.stdout.splitlines()[-1] == f"[{name}-main-0] exiting with code 0"
+    follower = start(emulator, "logs", name, "--follow")
+    assert follower.stdout.readline() == f"[{name}-main-0] step 1\n"  # streaming
+    assert follower.poll() is None
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = follower.communicate(timeout=60)  # the pod is deleted: its log stream ends, and so does logs
+    assert follower.returncode == 0, err
+    assert out.splitlines()[-1] == f"[{name}-main-0] step 2"
 
 
 def test_no_secret_is_ever_printed(emulator):
