@@ -280,14 +280,20 @@ class KubeBackend:
             if not pods:
                 raise UsageError(f"{found} has no task {role or '*'}-{index}")
         if not pods:
+            view = self.describe(found) if role is None and index is None else None
+            if view is not None and view.state.is_final:
+                raise ClusterError(f"{found} {view.state.value} and its pods are gone (FrameworkController deletes "
+                                    f"a finished task's pod, and its log with it); `paictl status {found}` shows "
+                                    "each task's exit code and diagnosis")
             raise ClusterError(f"{found} has no pods yet")
         tasks = tuple(task for task, _ in pods)
         if follow and len(pods) > 1:
             return Logs(tasks=tasks, lines=self._merged(pods))
         return Logs(tasks=tasks, lines=(line for task, pod in pods
-                                        for line in self._pod_lines(task, pod, follow=follow)))
+                                        for line in self._pod_lines(task, pod, follow=follow, previous=previous)))
 
-    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool) -> Iterator[LogLine]:
+    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool,
+                   previous: bool = False) -> Iterator[LogLine]:
         from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
 
         connection = self._cluster()
@@ -296,6 +302,8 @@ class KubeBackend:
         query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
         if follow:
             query.append(("follow", "true"))
+        if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
+            query.append(("previous", "true"))
         try:
             response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
                                           stream=True)

@@ -379,6 +379,9 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
     attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
                                           help="Local runs: the job attempt to show (default: the latest)."),
+    previous: bool = typer.Option(False, "--previous", "-p",
+                                  help="Kubernetes: the previous instance of each task's container (after a "
+                                       "restart), as kubectl logs -p."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -395,7 +398,9 @@ def logs_command(
     try:
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir))
-        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow)
+        if previous and follow:
+            raise UsageError("--previous and --follow cannot be combined: a previous container has ended")
+        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow, previous=previous)
         prefixed = len(logs.tasks) > 1
         for line in logs.lines:
             if line.stream == "note":

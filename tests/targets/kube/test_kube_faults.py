@@ -110,3 +110,26 @@ def test_a_kubeconfig_list_uses_the_first_files_current_context(emulator, tmp_pa
     result = subprocess.run([sys.executable, "-m", "paictl", "status", "--target", "framework"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60, env={**os.environ, **reversed_env})
     assert result.returncode == 3 and "https://127.0.0.1:9 (context elsewhere)" in result.stderr
+
+
+def test_logs_of_a_finished_framework_say_why_there_are_none(emulator):
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=1)
+    done, name = submit(emulator, HELLO, "--follow")
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: emulator.list_objects("v1", "Pod", "default") == [])
+    shown = paictl(emulator, "logs", name)
+    assert shown.returncode == 3 and shown.stderr.count("\n") == 1
+    assert shown.stderr.startswith(f"paictl: error: {name} succeeded and its pods are gone (FrameworkController "
+                                   "deletes a finished task's pod")
+
+
+def test_logs_previous_asks_for_the_previous_container(emulator):
+    emulator.scenario("Framework", "*", "stopped")
+    done, name = submit(emulator, HELLO)
+    wait_for(lambda: emulator.list_objects("v1", "Pod", "default"))
+    shown = paictl(emulator, "logs", name, "--previous")
+    assert shown.returncode == 0, shown.stderr
+    (request,) = [r for r in emulator.requests if r.path.endswith("/log")]
+    assert request.query.get("previous") == "true"
+    both = paictl(emulator, "logs", name, "-p", "--follow")
+    assert both.returncode == 2 and "cannot be combined" in both.stderr
