@@ -33,7 +33,7 @@ class KubeBackend:
         self.options = options
         self._connection: Optional[Cluster] = None
         self._diagnose: Optional[Callable[[int, str], str]] = None
-        self._submitted: dict[str, str] = {}     # job name -> target, for a watch right after submit
+        self._submitted: dict[str, tuple[str, str]] = {}  # job name -> (target, apiVersion), for a watch after submit
         self._namespace = options.namespace
 
     @property
@@ -92,7 +92,7 @@ class KubeBackend:
         data = tuple({"applied": item.label, "kind": item.kind, "name": item.name, "namespace": item.namespace,
                       "result": item.result, "dryRun": dry_run} for item in applied)
         if not dry_run:
-            self._submitted[name] = target_of(job["kind"])
+            self._submitted[name] = (target_of(job["kind"]), job["apiVersion"])
         return Submission(name=name, where=f"{namespace}/{job['kind']}", uid=None if dry_run else uid,
                           dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
@@ -132,9 +132,34 @@ class KubeBackend:
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
+    def _variants(self, kind: str) -> list[Workload]:
+        """The workload of a target, then the same kind under another API group paictl knows: KubeDL serves MarsJob
+        as training.kubedl.io/v1alpha1 or, before its 2021 rename, kubedl.io/v1alpha1 (what Mars's own client
+        submits). Each is tried where the first is not installed."""
+        import dataclasses
+
+        from .client import KNOWN_RESOURCES
+
+        chosen = workload(kind)
+        return [chosen] + [dataclasses.replace(chosen, resource=resource) for resource in KNOWN_RESOURCES
+                           if resource.kind == chosen.resource.kind and resource != chosen.resource]
+
+    def _installed(self, kind: str) -> Optional[Workload]:
+        """The first variant of the target's workload the cluster serves (None: none is installed)."""
+        from .client import describe_failure, resource_installed
+
+        connection = self._cluster()
+        for variant in self._variants(kind):
+            try:
+                if resource_installed(connection, variant.resource):
+                    return variant
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(connection, exc, verb="list", resource=variant.resource) from None
+        return None
+
     def _find(self, name: str) -> tuple[Workload, str]:
         """The workload named NAME (or whose annotation `jobName` is NAME), in `WORKLOADS` order."""
-        from .client import ApiFailure, describe_failure, resource_installed
+        from .client import ApiFailure, describe_failure
 
         connection = self._cluster()
         target = self.options.target
@@ -151,8 +176,19 @@ class KubeBackend:
                     raise describe_failure(connection, failure, verb="get", resource=resource, name=name) from None
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
+            installed = self._installed(kind)
+            if installed is not None and installed.resource != resource:  # the older API group
+                chosen, resource = installed, installed.resource
+                try:
+                    connection.json("GET", resource.item(name, connection.namespace))
+                    return chosen, name
+                except ApiFailure as failure:
+                    if failure.status != 404:
+                        raise describe_failure(connection, failure, verb="get", resource=resource,
+                                               name=name) from None
+                except Exception as exc:  # noqa: BLE001
+                    raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             try:
-                installed = resource_installed(connection, resource)
                 listed = connection.json("GET", resource.collection(connection.namespace)) if installed else {}
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=resource) from None
@@ -204,7 +240,9 @@ class KubeBackend:
         from .follow import follow_job
 
         if name in self._submitted:
-            chosen, found = workload(self._submitted[name]), name
+            kind, api_version = self._submitted[name]
+            chosen = next(v for v in self._variants(kind) if v.resource.api_version == api_version)
+            found = name
         else:
             chosen, found = self._find(name)
         connection = self._cluster()
@@ -219,7 +257,7 @@ class KubeBackend:
         target = self.options.target
         views: list[JobView] = []
         for kind in [target] if target else list(WORKLOADS):
-            chosen = workload(kind)
+            chosen = self._installed(kind) or workload(kind)
             try:
                 if not target and not resource_installed(connection, chosen.resource):
                     continue
@@ -252,7 +290,7 @@ class KubeBackend:
                 stop_framework(connection, found, connection.namespace)
                 result = "stop requested"
         else:
-            delete_marsjob(connection, found, connection.namespace)
+            delete_marsjob(connection, found, connection.namespace, chosen.resource)
             result = "deleted (foreground)"
         return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
                                                           "namespace": connection.namespace, "result": result})

@@ -133,3 +133,34 @@ def test_logs_previous_asks_for_the_previous_container(emulator):
     assert request.query.get("previous") == "true"
     both = paictl(emulator, "logs", name, "-p", "--follow")
     assert both.returncode == 2 and "cannot be combined" in both.stderr
+
+
+def test_the_older_kubedl_group_works_end_to_end(emulator, tmp_path):
+    """A cluster whose KubeDL serves MarsJob as kubedl.io/v1alpha1 (before the rename): submit, status, logs,
+    stop all find it there, never saying KubeDL is not installed."""
+    import dataclasses
+
+    newer = emulator.registry.by_plural("marsjobs")
+    emulator.uninstall("marsjobs")
+    emulator.registry.install(dataclasses.replace(newer, group="kubedl.io"))
+    profile = tmp_path / "older-kubedl.yaml"
+    profile.write_text((ROOT / "compiler" / "profiles" / "default.yaml").read_text().replace(
+        "  apiVersion: training.kubedl.io/v1alpha1", "  apiVersion: kubedl.io/v1alpha1"))
+    name = "kube-mars-51819241"
+    emulator.scenario("MarsJob", "*", "running", seconds=100000,
+                      logs={f"{name}-worker-1": "ready\n"})
+    done = paictl(emulator, "submit", str(ROOT / "tests" / "jobs" / "kube" / "mars-job.yaml"), "--target", "mars",
+                  "--profile", str(profile))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"marsjob.kubedl.io/{name} created\n"
+    wait_for(lambda: len(emulator.list_objects("v1", "Pod", "default")) == 4)
+    shown = paictl(emulator, "status", name, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["state"] == "running"
+    listed = paictl(emulator, "status", "--target", "mars", "-o", "json")
+    assert [row["name"] for row in json.loads(listed.stdout)] == [name]
+    logs = paictl(emulator, "logs", name, "worker", "1")
+    assert logs.returncode == 0 and logs.stdout == "ready\n", logs.stderr
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0 and stopped.stdout == f"marsjob.kubedl.io/{name} deleted (foreground)\n"
+    wait_for(lambda: emulator.get_object("kubedl.io/v1alpha1", "MarsJob", "default", name) is None)
