@@ -297,8 +297,10 @@ def test_logs_follow_streams_until_the_task_ends(emulator):
     assert follower.poll() is None
     stopped = paictl(emulator, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
-    out, err = follower.communicate(timeout=60)  # the pod is deleted: its log stream ends, and so does logs
-    assert follower.returncode == 0, err
+    # The pod is deleted: its log stream ends, and so does logs. (Read through the same buffered file as the first
+    # line: communicate() would read the pipe beneath it and miss what the buffer already holds.)
+    out, err = follower.stdout.read(), follower.stderr.read()
+    assert follower.wait(timeout=60) == 0, err
     assert out.splitlines()[-1] == f"[{name}-main-0] step 2"
 
 
