@@ -29,6 +29,10 @@ from paictl.targets.kube.client import (
 )
 from paictl.targets.states import JobState, JobView
 
+#: Events are read only for pods pending this long (seconds), and then at most every EVENTS_EVERY per pod.
+EVENTS_AFTER, EVENTS_EVERY = 3.0, 10.0
+EVENT = Resource(kind="Event", api_version="v1", plural="events")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Backoff:
@@ -272,7 +276,7 @@ def snapshot(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
         raise describe_failure(cluster, exc, verb="get", resource=workload.resource, name=name,
                                namespace=namespace) from None
     state = JobWatchState(job=job, pods=list_pods(cluster, workload, name, namespace))
-    return _current(state, workload, PodDiagnoser(cluster, namespace, workload, diagnose), name)
+    return _current(state, workload, PodDiagnoser(cluster, namespace, workload, diagnose, events_after=0), name)
 
 
 def list_pods(cluster: Cluster, workload: Workload, name: str, namespace: str) -> dict[str, dict]:
@@ -306,10 +310,37 @@ class PodDiagnoser:
     """
 
     def __init__(self, cluster: Cluster, namespace: str, workload: Workload,
-                 diagnose: Optional[Callable[[int, str], str]]):
+                 diagnose: Optional[Callable[[int, str], str]], *, events_after: float = EVENTS_AFTER):
         self.cluster, self.namespace, self.workload, self.diagnose = cluster, namespace, workload, diagnose
         self.verdicts: dict[tuple[int, str, int, int], tuple[str, bool]] = {}  # → (verdict, made from a log)
         self.exit_codes: dict[tuple[int, str, int, int], int] = {}
+        #: A pod pending this long (seconds) gets its latest Warning event read (then at most every EVENTS_EVERY):
+        #: why a pod waits is often only there (FailedScheduling, FailedMount, the image pull's real error).
+        self.events_after = events_after
+        self._pending_since: dict[str, float] = {}
+        self._events: dict[str, tuple[float, str]] = {}
+
+    def _pod_event(self, pod: Mapping[str, Any]) -> str:
+        """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they are
+        an explanation, never a reason to fail)."""
+        name = pod["metadata"]["name"]
+        now = time.monotonic()
+        if now - self._pending_since.setdefault(name, now) < self.events_after:
+            return ""
+        cached = self._events.get(name)
+        if cached is not None and now - cached[0] < EVENTS_EVERY:
+            return cached[1]
+        try:
+            listed = self.cluster.json("GET", EVENT.collection(self.namespace), query=[
+                ("fieldSelector", f"involvedObject.kind=Pod,involvedObject.name={name}")])
+        except Exception:  # noqa: BLE001
+            listed = {}
+        warnings = [e for e in listed.get("items") or [] if e.get("type") == "Warning"]
+        latest = max(warnings, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), default=None)
+        text = (" ".join(f"{latest.get('reason', '')}: {latest.get('message', '')}".split())
+                if latest is not None else "")
+        self._events[name] = (now, text)
+        return text
 
     def enrich(self, view: JobView, pods: list, job: Optional[Mapping[str, Any]] = None) -> JobView:
         by_task = {}
@@ -336,6 +367,10 @@ class PodDiagnoser:
                     self.exit_codes.pop(key, None)
                     self.verdicts.pop(key, None)
                 reason = _waiting_reason(pod)
+                if (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not view.state.is_final:
+                    event = self._pod_event(pod)
+                    if event and event not in reason:
+                        reason = f"{reason} (event {event})" if reason else f"event {event}"
                 if reason:
                     waiting.append(f"{task.role}-{task.index}: {reason}")
             if exit_code is not None:

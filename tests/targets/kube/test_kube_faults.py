@@ -164,3 +164,20 @@ def test_the_older_kubedl_group_works_end_to_end(emulator, tmp_path):
     stopped = paictl(emulator, "stop", name)
     assert stopped.returncode == 0 and stopped.stdout == f"marsjob.kubedl.io/{name} deleted (foreground)\n"
     wait_for(lambda: emulator.get_object("kubedl.io/v1alpha1", "MarsJob", "default", name) is None)
+
+
+def test_events_of_a_pending_pod_are_shown_by_status_and_the_live_view(emulator):
+    emulator.scenario("Framework", "*", "stuck-pending")
+    done, name = submit(emulator, HELLO)
+    wait_for(lambda: emulator.list_objects("v1", "Pod", "default"))
+    shown = paictl(emulator, "status", name, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    message = json.loads(shown.stdout)["message"]
+    assert message.startswith('main-0: ImagePullBackOff: Back-off pulling image "python:3.11-slim" (event Failed: '
+                              'Failed to pull image "python:3.11-slim": rpc error: code = NotFound'), message
+    # following: the event is read once the pod has waited a few seconds (EVENTS_AFTER), not at every change
+    followed = paictl(emulator, "status", name, "--follow", "--pending-timeout", "5")
+    assert followed.returncode == 3
+    assert "(event Failed: Failed to pull image" in followed.stderr
+    event_lists = [r for r in emulator.requests if r.path.endswith("/events")]
+    assert 2 <= len(event_lists) <= 3  # status's one, then the follower's (at most every 10 s)
