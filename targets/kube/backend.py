@@ -289,11 +289,31 @@ class KubeBackend:
             else:
                 stop_framework(connection, found, connection.namespace)
                 result = "stop requested"
+            if self._delete_priority_class(f"{found}-priority"):
+                result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
         else:
             delete_marsjob(connection, found, connection.namespace, chosen.resource)
             result = "deleted (foreground)"
         return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
                                                           "namespace": connection.namespace, "result": result})
+
+    def _delete_priority_class(self, name: str) -> bool:
+        """A stopped job's PriorityClass, if paictl made it. A cluster-scoped object cannot have a namespaced owner,
+        so Kubernetes' garbage collector never removes it: paictl does when it stops the job (no pod of the job is
+        admitted from then on; pods already scheduled keep their priority). One made by someone else stays."""
+        from .client import KNOWN_RESOURCES, FIELD_MANAGER, ApiFailure
+
+        resource = next(r for r in KNOWN_RESOURCES if r.kind == "PriorityClass")
+        connection = self._cluster()
+        try:
+            current = connection.json("GET", resource.item(name, None))
+            managers = {entry.get("manager") for entry in (current.get("metadata") or {}).get("managedFields") or []}
+            if managers != {FIELD_MANAGER}:
+                return False
+            connection.json("DELETE", resource.item(name, None))
+        except ApiFailure:
+            return False  # absent, or not ours to delete (RBAC): the stop itself succeeded
+        return True
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:

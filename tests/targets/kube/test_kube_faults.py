@@ -181,3 +181,22 @@ def test_events_of_a_pending_pod_are_shown_by_status_and_the_live_view(emulator)
     assert "(event Failed: Failed to pull image" in followed.stderr
     event_lists = [r for r in emulator.requests if r.path.endswith("/events")]
     assert 2 <= len(event_lists) <= 3  # status's one, then the follower's (at most every 10 s)
+
+
+def test_stop_deletes_the_priority_class_paictl_made_and_only_that(emulator):
+    """A cluster-scoped PriorityClass cannot be owned by the namespaced Framework: paictl deletes it on stop."""
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    done, name = submit(emulator, HELLO, "--profile", "openpai")
+    assert done.returncode == 0, done.stderr
+    assert emulator.get_object("scheduling.k8s.io/v1", "PriorityClass", None, f"{name}-priority") is not None
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == (f"framework.frameworkcontroller.microsoft.com/{name} stop requested; "
+                              f"priorityclass.scheduling.k8s.io/{name}-priority deleted\n")
+    assert emulator.get_object("scheduling.k8s.io/v1", "PriorityClass", None, f"{name}-priority") is None
+    # someone else's PriorityClass of that name is left alone
+    emulator.create_object({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                            "metadata": {"name": f"{name}-priority"}, "value": 5}, manager="admin")
+    again = paictl(emulator, "stop", name)
+    assert again.returncode == 0 and "priorityclass" not in again.stdout
+    assert emulator.get_object("scheduling.k8s.io/v1", "PriorityClass", None, f"{name}-priority") is not None
