@@ -29,9 +29,7 @@ from paictl.targets.kube.client import (
 )
 from paictl.targets.states import JobState, JobView
 
-#: Events are read only for pods pending this long (seconds), and then at most every EVENTS_EVERY per pod.
-EVENTS_AFTER, EVENTS_EVERY = 3.0, 10.0
-EVENT = Resource(kind="Event", api_version="v1", plural="events")
+from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -330,15 +328,7 @@ class PodDiagnoser:
         cached = self._events.get(name)
         if cached is not None and now - cached[0] < EVENTS_EVERY:
             return cached[1]
-        try:
-            listed = self.cluster.json("GET", EVENT.collection(self.namespace), query=[
-                ("fieldSelector", f"involvedObject.kind=Pod,involvedObject.name={name}")])
-        except Exception:  # noqa: BLE001
-            listed = {}
-        warnings = [e for e in listed.get("items") or [] if e.get("type") == "Warning"]
-        latest = max(warnings, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), default=None)
-        text = (" ".join(f"{latest.get('reason', '')}: {latest.get('message', '')}".split())
-                if latest is not None else "")
+        text = latest_warning(self.cluster, self.namespace, name)
         self._events[name] = (now, text)
         return text
 
