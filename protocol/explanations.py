@@ -136,10 +136,6 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "commands: [echo <% $jobname %>]",
              "use one of the names OpenPAI renders ($parameters, $secrets, $script, $output, $data, "
              "$jobName...) or remove the tag"),
-    "W410": ("A `-p KEY=VALUE` or `--parameters FILE` override names a parameter the job does not define: it "
-             "changes nothing (a typo is the usual cause).",
-             "paictl submit job.yaml -p epoch=5   # the job defines `epochs`",
-             "use the suggested name, or add the parameter to the job's `parameters`"),
     "E501": ("The cluster profile contradicts itself (a port range, runtime image, SKU table or storage clash).",
              "portRange: {min: 30000, max: 20000}",
              "fix the profile value the message names (`paictl schema profile` describes the file)"),
@@ -147,6 +143,10 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "that does not compile).",
              "two rules with code 137",
              "fix the rule the message names (`paictl schema exit-rules` describes the file)"),
+    "W510": ("A `-p KEY=VALUE` or `--parameters FILE` override names a parameter the job does not define: it "
+             "changes nothing (a typo is the usual cause).",
+             "paictl submit job.yaml -p epoch=5   # the job defines `epochs`",
+             "use the suggested name, or add the parameter to the job's `parameters`"),
     "E601": ("The job names a storage the cluster profile does not define.",
              "extras:\n  storages: [{name: nfs-data}]",
              "use a storage of the profile (the suggestion) or add it to the profile"),

@@ -127,7 +127,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
 
 
 def _unknown_overrides(overrides: Mapping[str, Any], model: Job, path: str, raw: bytes) -> list[Diagnostic]:
-    """W410 for each override the job has no parameter for (a typo would otherwise be silently ignored), located
+    """W510 for each override the job has no parameter for (a typo would otherwise be silently ignored), located
     at the job's `parameters` mapping (or its first line when it has none)."""
     from paictl.protocol.codes import finding
     from paictl.protocol.diagnostics import Anchor
@@ -142,7 +142,7 @@ def _unknown_overrides(overrides: Mapping[str, Any], model: Job, path: str, raw:
     document = load_located(decode_source(raw, path), path)
     defined = ", ".join(map(str, model.parameters)) or "none"
     pointer = "/parameters" if "parameters" in document.data else ""
-    return [located(finding("W410", pointer, f"parameter override {key!r} (-p/--parameters) names no parameter of "
+    return [located(finding("W510", pointer, f"parameter override {key!r} (-p/--parameters) names no parameter of "
                                              f"the job (its parameters: {defined}); it changes nothing",
                             hint=(f"did you mean {guess!r}?" if (guess := did_you_mean(str(key), model.parameters))
                                   else "add it to the job's `parameters` or drop the override"), anchor=Anchor.KEY),

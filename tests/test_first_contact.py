@@ -70,10 +70,10 @@ def test_a_misspelt_parameter_is_warned_with_the_parameters_the_job_defines(run_
                    "    commands: ['echo <% $parameters.epochs %>']\n")
     code, out, err = run_cli("compile", str(job), "-p", "epoch=5", "-p", "lr=1")
     assert code == 0 and out
-    assert err.splitlines()[0] == (f"{job}:4:1: warning[W410]: parameter override 'epoch' (-p/--parameters) names "
+    assert err.splitlines()[0] == (f"{job}:4:1: warning[W510]: parameter override 'epoch' (-p/--parameters) names "
                                    "no parameter of the job (its parameters: epochs, lr); it changes nothing")
     assert "= hint: did you mean 'epochs'?" in err and "'lr'" not in err.split("its parameters")[0]
-    assert err.count("W410") == 1
+    assert err.count("W510") == 1
 
 
 def test_status_lists_local_runs_before_the_cluster_error(tmp_path):
