@@ -62,6 +62,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     # Compiling for a cluster (the job is valid, but not for this cluster profile)
     "E501": (E, "a cluster profile value contradicts another (port range, runtime image, SKU table, duplicate storage)"),
     "E502": (E, "an exit-rules file contradicts itself (duplicate code or phrase, missing default, a regex that does not compile)"),
+    "W510": (W, "a -p/--parameters override names a parameter the job does not define"),
     "E601": (E, "the job names a storage the cluster profile does not have"),
     "E602": (E, "HiveD: a task role's skuType is not in the cluster's SKU table"),
     "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),

@@ -124,6 +124,11 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
     model = job_from_data(result.data)
+    unknown = _unknown_overrides(overrides, model, path, raw)
+    if unknown:
+        warnings += unknown
+        if on_warnings is not None:
+            on_warnings(unknown)
     # The located document lets compile-time errors point at file:line:col and keeps the stored config
     # annotation the user's own text (masked), as OpenPAI stores it.
     # Positions and secret spans from the linear libyaml loader: the config annotation is masked on them.
@@ -150,3 +155,26 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects, warnings=tuple(warnings))
+
+
+def _unknown_overrides(overrides: Mapping[str, Any], model: Job, path: str, raw: bytes) -> list[Diagnostic]:
+    """W510 for each override the job has no parameter for (a typo would otherwise be silently ignored), located
+    at the job's `parameters` mapping (or its first line when it has none)."""
+    from paictl.protocol.codes import finding
+    from paictl.protocol.diagnostics import Anchor
+    from paictl.protocol.loading import decode_source, load_located
+    from paictl.protocol.suggest import did_you_mean
+
+    from .findings import located
+
+    missing = [key for key in overrides if key not in model.parameters]
+    if not missing:
+        return []
+    document = load_located(decode_source(raw, path), path)
+    defined = ", ".join(map(str, model.parameters)) or "none"
+    pointer = "/parameters" if "parameters" in document.data else ""
+    return [located(finding("W510", pointer, f"parameter override {key!r} (-p/--parameters) names no parameter of "
+                                             f"the job (its parameters: {defined}); it changes nothing",
+                            hint=(f"did you mean {guess!r}?" if (guess := did_you_mean(str(key), model.parameters))
+                                  else "add it to the job's `parameters` or drop the override"), anchor=Anchor.KEY),
+                    document, path) for key in missing]

@@ -14,7 +14,7 @@ import json
 from typing import Any, Mapping, Optional, Sequence
 
 from paictl.errors import ClusterError
-from paictl.targets.kube.client import (
+from paictl.targets.kube.client import (APPLY_PATCH, 
     FIELD_MANAGER,
     FRAMEWORK,
     MARSJOB,
@@ -41,6 +41,7 @@ class Applied:
     namespace: Optional[str]
     label: str                  # kubectl's `kind.group/name`
     result: str
+    uid: Optional[str] = None   # the object's uid after the apply (a dry run's is not the real one)
 
 
 def apply_order(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -48,15 +49,31 @@ def apply_order(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
     return sorted(objects, key=lambda obj: obj.get("kind") in WORKLOAD_KINDS)
 
 
-def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry_run: bool) -> list[Applied]:
-    """Apply every object; on a workload failure remove what this call created, then raise ClusterError."""
+def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry_run: bool,
+                  owner_uid: Optional[str] = None) -> list[Applied]:
+    """Apply every object, then give the namespaced companions an owner reference to the workload (its uid is known
+    only now), so that Kubernetes deletes them with it, as OpenPAI's controller arranges.
+
+    On a failure, what this call created is removed, but only once the workload is known not to exist: a
+    connection that dropped after the server stored the workload must not take away the Secrets it mounts.
+    `owner_uid`: the uid of the workload as it exists already (a re-submit), so that the companions are applied
+    with the same owner reference at once and an unchanged job stays "unchanged"."""
     done: list[Applied] = []
-    for obj in apply_order(objects):
+    ordered = apply_order(objects)
+    workload = next((o for o in ordered if o.get("kind") in WORKLOAD_KINDS), None)
+    for obj in ordered:
         resource = resource_for(obj)
+        if owner_uid and workload is not None and obj is not workload and resource.namespaced:
+            obj = _owned(obj, workload, owner_uid)
         try:
             done.append(_apply_one(cluster, resource, obj, dry_run=dry_run))
         except ClusterError as error:
             if not dry_run:
+                exists = _workload_exists(cluster, workload) if workload is not None else False
+                if exists is not False:
+                    kept = ", ".join(a.label for a in done) or "nothing"
+                    why = ("the workload exists" if exists else "whether the workload exists could not be checked")
+                    raise ClusterError(f"{error} ({why}: kept {kept}; `paictl status` shows it)") from None
                 leftovers = _remove_created(cluster, done)
                 if leftovers:
                     raise ClusterError(f"{error}; could not remove {', '.join(leftovers)} created by this submit: "
@@ -65,7 +82,33 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
                     raise ClusterError(f"{error} (removed what this submit had created: "
                                        f"{', '.join(a.label for a in done if a.result == 'created')})") from None
             raise
+    owner = next((a for a in done if a.kind in WORKLOAD_KINDS and a.uid), None)
+    if not dry_run and owner is not None and workload is not None and owner.uid != owner_uid:
+        for obj in ordered:
+            resource = resource_for(obj)
+            if obj is not workload and resource.namespaced:  # a cluster-scoped PriorityClass cannot be owned
+                _apply_one(cluster, resource, _owned(obj, workload, str(owner.uid)), dry_run=False)
     return done
+
+
+def _owned(obj: Mapping[str, Any], workload: Mapping[str, Any], uid: str) -> dict[str, Any]:
+    """`obj` with an owner reference to the workload: deleted with it by Kubernetes' garbage collector."""
+    reference = {"apiVersion": workload["apiVersion"], "kind": workload["kind"],
+                 "name": workload["metadata"]["name"], "uid": uid, "controller": False, "blockOwnerDeletion": False}
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [reference]}}
+
+
+def _workload_exists(cluster: Cluster, workload: Mapping[str, Any]) -> Optional[bool]:
+    """Re-read the workload: True/False, or None when the server cannot say (then nothing is deleted)."""
+    resource = resource_for(workload)
+    metadata = workload.get("metadata") or {}
+    try:
+        cluster.json("GET", resource.item(str(metadata.get("name")), metadata.get("namespace")))
+        return True
+    except ApiFailure as failure:
+        return False if failure.status == 404 else None  # no such object, or not even such a resource
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def _apply_one(cluster: Cluster, resource: Resource, obj: Mapping[str, Any], *, dry_run: bool) -> Applied:
@@ -79,7 +122,7 @@ def _apply_one(cluster: Cluster, resource: Resource, obj: Mapping[str, Any], *, 
         query.append(("dryRun", "All"))
     try:
         after = cluster.json("PATCH", path, query=query, body=json.dumps(obj),
-                             content_type="application/apply-patch+yaml")
+                             content_type=APPLY_PATCH)
     except Exception as exc:  # noqa: BLE001 - every failure becomes one line
         raise describe_failure(cluster, exc, verb="apply", resource=resource, name=name,
                                namespace=namespace) from None
@@ -91,7 +134,8 @@ def _apply_one(cluster: Cluster, resource: Resource, obj: Mapping[str, Any], *, 
         same = (before.get("metadata") or {}).get("resourceVersion") == (after.get("metadata") or {}).get(
             "resourceVersion")
         result = "unchanged" if same else "configured"
-    return Applied(kind=resource.kind, name=name, namespace=namespace, label=resource.label(name), result=result)
+    return Applied(kind=resource.kind, name=name, namespace=namespace, label=resource.label(name), result=result,
+                   uid=(after.get("metadata") or {}).get("uid"))
 
 
 def _get(cluster: Cluster, resource: Resource, path: str, name: str,
@@ -160,3 +204,35 @@ def delete_marsjob(cluster: Cluster, name: str, namespace: str, resource: Resour
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="delete", resource=resource, name=name,
                                namespace=namespace) from None
+
+
+def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: str, *,
+                    timeout: float = 120.0) -> None:
+    """Delete a workload (its pods and owned companions go with it) and wait until the server no longer has it."""
+    import time
+
+    try:
+        cluster.json("DELETE", resource.item(name, namespace),
+                     body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
+                     content_type="application/json")
+    except ApiFailure as failure:
+        if failure.status != 404:
+            raise describe_failure(cluster, failure, verb="delete", resource=resource, name=name,
+                                   namespace=namespace) from None
+    except Exception as exc:  # noqa: BLE001
+        raise describe_failure(cluster, exc, verb="delete", resource=resource, name=name,
+                               namespace=namespace) from None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            cluster.json("GET", resource.item(name, namespace))
+        except ApiFailure as failure:
+            if failure.status == 404:
+                return
+            raise describe_failure(cluster, failure, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(cluster, exc, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        time.sleep(0.2)
+    raise ClusterError(f"{resource.label(name)} is still being deleted after {timeout:g}s; submit again later")

@@ -33,7 +33,7 @@ class KubeBackend:
         self.options = options
         self._connection: Optional[Cluster] = None
         self._diagnose: Optional[Callable[[int, str], str]] = None
-        self._submitted: dict[str, str] = {}     # job name -> target, for a watch right after submit
+        self._submitted: dict[str, tuple[str, str]] = {}  # job name -> (target, apiVersion), for a watch after submit
         self._namespace = options.namespace
 
     @property
@@ -81,22 +81,85 @@ class KubeBackend:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run)
+        replaced, existing_uid = self._make_room(job, namespace, dry_run=dry_run)
+        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
+        if replaced:
+            lines.insert(0, replaced)
         if all(item.result == "unchanged" for item in applied):
             lines.append(f"{name}: nothing changed, the job is already submitted")
+        uid = next((item.uid for item in applied if item.kind == job["kind"]), None)
         data = tuple({"applied": item.label, "kind": item.kind, "name": item.name, "namespace": item.namespace,
                       "result": item.result, "dryRun": dry_run} for item in applied)
         if not dry_run:
-            self._submitted[name] = target_of(job["kind"])
-        return Submission(name=name, where=f"{namespace}/{job['kind']}", dry_run=dry_run, lines=tuple(lines),
+            self._submitted[name] = (target_of(job["kind"]), job["apiVersion"])
+        return Submission(name=name, where=f"{namespace}/{job['kind']}", uid=None if dry_run else uid,
+                          dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
+
+    def _make_room(self, job: dict, namespace: str, *, dry_run: bool) -> tuple[str, Optional[str]]:
+        """A finished job of that name would only be "configured" by an apply and never run again: refuse, or with
+        `--replace` (options.extra["replace"]) delete it, wait until it is gone, and let the apply create it anew.
+        Returns the line saying what was replaced ("" when nothing was) and the uid of the workload that stays."""
+        from .apply import delete_and_wait
+        from .client import ApiFailure, describe_failure, resource_for
+
+        connection = self._cluster()
+        resource = resource_for(job)
+        name = job["metadata"]["name"]
+        try:
+            current = connection.json("GET", resource.item(name, namespace))
+        except ApiFailure as failure:
+            if failure.status == 404:
+                return "", None
+            raise describe_failure(connection, failure, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="get", resource=resource, name=name,
+                                   namespace=namespace) from None
+        view = workload(target_of(job["kind"])).view(current, [])
+        replace = bool(self.options.extra.get("replace"))
+        if not replace:
+            if view.state.is_final:
+                raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
+                                   f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
+                                   f"it again: `paictl submit --replace` deletes it and runs the job anew")
+            return "", (current.get("metadata") or {}).get("uid")
+        if dry_run:
+            return f"{resource.label(name)} would be deleted and created anew (--replace)", None
+        delete_and_wait(connection, resource, name, namespace)
+        return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
+    def _variants(self, kind: str) -> list[Workload]:
+        """The workload of a target, then the same kind under another API group paictl knows: KubeDL serves MarsJob
+        as training.kubedl.io/v1alpha1 or, before its 2021 rename, kubedl.io/v1alpha1 (what Mars's own client
+        submits). Each is tried where the first is not installed."""
+        import dataclasses
+
+        from .client import KNOWN_RESOURCES
+
+        chosen = workload(kind)
+        return [chosen] + [dataclasses.replace(chosen, resource=resource) for resource in KNOWN_RESOURCES
+                           if resource.kind == chosen.resource.kind and resource != chosen.resource]
+
+    def _installed(self, kind: str) -> Optional[Workload]:
+        """The first variant of the target's workload the cluster serves (None: none is installed)."""
+        from .client import describe_failure, resource_installed
+
+        connection = self._cluster()
+        for variant in self._variants(kind):
+            try:
+                if resource_installed(connection, variant.resource):
+                    return variant
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(connection, exc, verb="list", resource=variant.resource) from None
+        return None
+
     def _find(self, name: str) -> tuple[Workload, str]:
         """The workload named NAME (or whose annotation `jobName` is NAME), in `WORKLOADS` order."""
-        from .client import ApiFailure, describe_failure, resource_installed
+        from .client import ApiFailure, describe_failure
 
         connection = self._cluster()
         target = self.options.target
@@ -113,8 +176,19 @@ class KubeBackend:
                     raise describe_failure(connection, failure, verb="get", resource=resource, name=name) from None
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
+            installed = self._installed(kind)
+            if installed is not None and installed.resource != resource:  # the older API group
+                chosen, resource = installed, installed.resource
+                try:
+                    connection.json("GET", resource.item(name, connection.namespace))
+                    return chosen, name
+                except ApiFailure as failure:
+                    if failure.status != 404:
+                        raise describe_failure(connection, failure, verb="get", resource=resource,
+                                               name=name) from None
+                except Exception as exc:  # noqa: BLE001
+                    raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             try:
-                installed = resource_installed(connection, resource)
                 listed = connection.json("GET", resource.collection(connection.namespace)) if installed else {}
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=resource) from None
@@ -166,11 +240,13 @@ class KubeBackend:
         from .follow import follow_job
 
         if name in self._submitted:
-            chosen, found = workload(self._submitted[name]), name
+            kind, api_version = self._submitted[name]
+            chosen = next(v for v in self._variants(kind) if v.resource.api_version == api_version)
+            found = name
         else:
             chosen, found = self._find(name)
         connection = self._cluster()
-        return follow_job(connection, chosen, found, connection.namespace,
+        return follow_job(connection, chosen, found, connection.namespace, uid=uid,
                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
 
     def list(self) -> list[JobView]:
@@ -181,7 +257,7 @@ class KubeBackend:
         target = self.options.target
         views: list[JobView] = []
         for kind in [target] if target else list(WORKLOADS):
-            chosen = workload(kind)
+            chosen = self._installed(kind) or workload(kind)
             try:
                 if not target and not resource_installed(connection, chosen.resource):
                     continue
@@ -220,11 +296,31 @@ class KubeBackend:
             else:
                 stop_framework(connection, found, connection.namespace)
                 result = "stop requested"
+            if self._delete_priority_class(f"{found}-priority"):
+                result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
         else:
-            delete_marsjob(connection, found, connection.namespace)
+            delete_marsjob(connection, found, connection.namespace, chosen.resource)
             result = "deleted (foreground)"
         return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
                                                           "namespace": connection.namespace, "result": result})
+
+    def _delete_priority_class(self, name: str) -> bool:
+        """A stopped job's PriorityClass, if paictl made it. A cluster-scoped object cannot have a namespaced owner,
+        so Kubernetes' garbage collector never removes it: paictl does when it stops the job (no pod of the job is
+        admitted from then on; pods already scheduled keep their priority). One made by someone else stays."""
+        from .client import KNOWN_RESOURCES, FIELD_MANAGER, ApiFailure
+
+        resource = next(r for r in KNOWN_RESOURCES if r.kind == "PriorityClass")
+        connection = self._cluster()
+        try:
+            current = connection.json("GET", resource.item(name, None))
+            managers = {entry.get("manager") for entry in (current.get("metadata") or {}).get("managedFields") or []}
+            if managers != {FIELD_MANAGER}:
+                return False
+            connection.json("DELETE", resource.item(name, None))
+        except ApiFailure:
+            return False  # absent, or not ours to delete (RBAC): the stop itself succeeded
+        return True
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
@@ -249,14 +345,20 @@ class KubeBackend:
             if not pods:
                 raise UsageError(f"{found} has no task {role or '*'}-{index}")
         if not pods:
+            view = self.describe(found) if role is None and index is None else None
+            if view is not None and view.state.is_final:
+                raise ClusterError(f"{found} {view.state.value} and its pods are gone (FrameworkController deletes "
+                                    f"a finished task's pod, and its log with it); `paictl status {found}` shows "
+                                    "each task's exit code and diagnosis")
             raise ClusterError(f"{found} has no pods yet")
         tasks = tuple(task for task, _ in pods)
         if follow and len(pods) > 1:
             return Logs(tasks=tasks, lines=self._merged(pods))
         return Logs(tasks=tasks, lines=(line for task, pod in pods
-                                        for line in self._pod_lines(task, pod, follow=follow)))
+                                        for line in self._pod_lines(task, pod, follow=follow, previous=previous)))
 
-    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool) -> Iterator[LogLine]:
+    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool,
+                   previous: bool = False) -> Iterator[LogLine]:
         from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
 
         connection = self._cluster()
@@ -265,6 +367,8 @@ class KubeBackend:
         query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
         if follow:
             query.append(("follow", "true"))
+        if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
+            query.append(("previous", "true"))
         try:
             response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
                                           stream=True)

@@ -22,6 +22,10 @@ FIELD_MANAGER = "paictl"
 STOP_FIELD_MANAGER = "paictl-stop"
 #: Plain requests give up after this long; watches and log streams have no read deadline of their own.
 REQUEST_TIMEOUT = (10.0, 60.0)
+#: Idempotent requests (GET, server-side apply) are retried on 5xx/429 and connection errors: the delays between
+#: attempts (seconds), doubling as client-go's default backoff does, about 3.5 s in all.
+RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -96,8 +100,31 @@ class Cluster:
 
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, Any]] = (), body: Any = None,
                 content_type: Optional[str] = None, stream: bool = False,
-                timeout: Any = REQUEST_TIMEOUT) -> Any:
-        """Send one request; return the urllib3 response (status 2xx) or raise `ApiFailure` / urllib3's errors."""
+                timeout: Any = REQUEST_TIMEOUT, retry: bool = True) -> Any:
+        """Send a request; return the urllib3 response (status 2xx) or raise `ApiFailure` / urllib3's errors.
+
+        A plain GET and a server-side apply give the same result however often they are sent, so a 5xx, a 429 or
+        a dropped connection is retried after `RETRY_DELAYS`; anything else (and streams, which their readers
+        resume themselves, and callers with a backoff of their own: `retry=False`) is sent once."""
+        import time
+
+        idempotent = retry and not stream and (method == "GET" or content_type == APPLY_PATCH)
+        for delay in RETRY_DELAYS if idempotent else ():
+            try:
+                return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
+                                  timeout=timeout)
+            except ApiFailure as failure:
+                if not (failure.status >= 500 or failure.status == 429):
+                    raise
+            except Exception as exc:  # noqa: BLE001
+                if not is_connection_error(exc):
+                    raise
+            time.sleep(delay)
+        return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
+                          timeout=timeout)
+
+    def _send(self, method: str, path: str, *, query: Sequence[tuple[str, Any]], body: Any,
+              content_type: Optional[str], stream: bool, timeout: Any) -> Any:
         headers = {"Accept": "application/json"}
         if content_type:
             headers["Content-Type"] = content_type
@@ -155,6 +182,35 @@ def _kubernetes():
     return kubernetes
 
 
+def kubectl_current_context(config_file: str) -> Optional[str]:
+    """The current context as kubectl merges a KUBECONFIG list: the first file that sets a non-empty
+    `current-context` wins (the python client's merger lets the last one win). Named clusters, contexts and users
+    are merged first-wins by both."""
+    import yaml
+
+    for path in config_file.split(os.pathsep):
+        path = os.path.expanduser(path)
+        if not path or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError):
+            continue
+        current = data.get("current-context") if isinstance(data, dict) else None
+        if current:
+            return str(current)
+    return None
+
+
+def _chosen_context(kubernetes: Any, config_file: str, context: Optional[str]) -> tuple[list, Optional[dict]]:
+    contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
+    wanted = context if context is not None else kubectl_current_context(config_file)
+    if wanted is None:
+        return contexts, current
+    return contexts, next((c for c in contexts if c.get("name") == wanted), None)
+
+
 def kubeconfig_path(kubeconfig: Optional[str] = None) -> str:
     """kubectl's choice: --kubeconfig, else $KUBECONFIG (a list of files), else ~/.kube/config."""
     return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
@@ -172,10 +228,10 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
         raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
     try:
-        contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
-        chosen = current if context is None else next((c for c in contexts if c.get("name") == context), None)
+        contexts, chosen = _chosen_context(kubernetes, config_file, context)
         if chosen is None:
-            raise ClusterError(f"kubeconfig {config_file}: no context named {context!r}")
+            raise ClusterError(f"kubeconfig {config_file}: no context named "
+                               f"{context or kubectl_current_context(config_file)!r}")
         configuration = kubernetes.client.Configuration()
         kubernetes.config.load_kube_config(config_file=config_file, context=chosen["name"],
                                            client_configuration=configuration, persist_config=False)
@@ -193,10 +249,9 @@ def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> O
     kubernetes = _kubernetes()
     config_file = kubeconfig_path(kubeconfig)
     try:
-        contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
+        _, chosen = _chosen_context(kubernetes, config_file, context)
     except Exception:  # noqa: BLE001 - connect() reports a broken kubeconfig with its reason
         return None
-    chosen = current if context is None else next((c for c in contexts if c.get("name") == context), None)
     return ((chosen or {}).get("context") or {}).get("namespace")
 
 

@@ -29,6 +29,8 @@ from paictl.targets.kube.client import (
 )
 from paictl.targets.states import JobState, JobView
 
+from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Backoff:
@@ -83,7 +85,7 @@ class Watch(threading.Thread):
         while not self._stopped.is_set():
             try:
                 if version is None:
-                    listed = self.cluster.json("GET", path, query=self.selectors)
+                    listed = self.cluster.json("GET", path, query=self.selectors, retry=False)  # own backoff
                     version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
                     self.sink.put(Event(source=self.source, type="LIST", items=tuple(listed.get("items") or ())))
                 version, got_events = self._watch(path, version)
@@ -192,12 +194,14 @@ class Workload:
     termination_message: Optional[Callable[[Mapping[str, Any], str, int], str]] = None
 
 
-def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
+def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, *, uid: Optional[str] = None,
                pending_timeout: Optional[float] = None, diagnose: Optional[Callable[[int, str], str]] = None,
                backoff: Backoff = Backoff(), clock: Callable[[], float] = time.monotonic) -> Iterator[JobView]:
     """Yield a view whenever the job or its pods change, until the job is final (or gone, or pending too long).
 
     The last view is final unless the pending timeout expired: then it is still PENDING and says why it waits.
+    With `uid` (the object a submit created), events about any other object of that name (an older run) are
+    ignored, so the follower reports this run only.
     """
     events: "queue.Queue[Event]" = queue.Queue()
     watches = [
@@ -226,6 +230,11 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
                 return
             if event.type == "FAILED":
                 raise event.error  # type: ignore[misc]
+            if uid is not None and event.source == "job":
+                mine = [item for item in event.items if (item.get("metadata") or {}).get("uid") == uid]
+                if event.items and not mine and event.type != "LIST":
+                    continue  # an older object of that name
+                event = dataclasses.replace(event, items=tuple(mine))
             state.apply(event)
             if event.type == "LIST":
                 listed.add(event.source)
@@ -265,7 +274,7 @@ def snapshot(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
         raise describe_failure(cluster, exc, verb="get", resource=workload.resource, name=name,
                                namespace=namespace) from None
     state = JobWatchState(job=job, pods=list_pods(cluster, workload, name, namespace))
-    return _current(state, workload, PodDiagnoser(cluster, namespace, workload, diagnose), name)
+    return _current(state, workload, PodDiagnoser(cluster, namespace, workload, diagnose, events_after=0), name)
 
 
 def list_pods(cluster: Cluster, workload: Workload, name: str, namespace: str) -> dict[str, dict]:
@@ -299,10 +308,29 @@ class PodDiagnoser:
     """
 
     def __init__(self, cluster: Cluster, namespace: str, workload: Workload,
-                 diagnose: Optional[Callable[[int, str], str]]):
+                 diagnose: Optional[Callable[[int, str], str]], *, events_after: float = EVENTS_AFTER):
         self.cluster, self.namespace, self.workload, self.diagnose = cluster, namespace, workload, diagnose
         self.verdicts: dict[tuple[int, str, int, int], tuple[str, bool]] = {}  # → (verdict, made from a log)
         self.exit_codes: dict[tuple[int, str, int, int], int] = {}
+        #: A pod pending this long (seconds) gets its latest Warning event read (then at most every EVENTS_EVERY):
+        #: why a pod waits is often only there (FailedScheduling, FailedMount, the image pull's real error).
+        self.events_after = events_after
+        self._pending_since: dict[str, float] = {}
+        self._events: dict[str, tuple[float, str]] = {}
+
+    def _pod_event(self, pod: Mapping[str, Any]) -> str:
+        """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they are
+        an explanation, never a reason to fail)."""
+        name = pod["metadata"]["name"]
+        now = time.monotonic()
+        if now - self._pending_since.setdefault(name, now) < self.events_after:
+            return ""
+        cached = self._events.get(name)
+        if cached is not None and now - cached[0] < EVENTS_EVERY:
+            return cached[1]
+        text = latest_warning(self.cluster, self.namespace, name)
+        self._events[name] = (now, text)
+        return text
 
     def enrich(self, view: JobView, pods: list, job: Optional[Mapping[str, Any]] = None) -> JobView:
         by_task = {}
@@ -330,6 +358,10 @@ class PodDiagnoser:
                     self.exit_codes.pop(key, None)
                     self.verdicts.pop(key, None)
                 reason = _waiting_reason(pod)
+                if (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not view.state.is_final:
+                    event = self._pod_event(pod)
+                    if event and event not in reason:
+                        reason = f"{reason} (event {event})" if reason else f"event {event}"
                 if reason:
                     waiting.append(f"{task.role}-{task.index}: {reason}")
             if exit_code is not None:

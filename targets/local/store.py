@@ -128,7 +128,10 @@ def write_json(path: Path, data: Any) -> None:
             json.dump(data, out, ensure_ascii=False, indent=1)
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        try:  # a signal (Ctrl-C) right after the rename: the temporary file is already the real one
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
         raise
 
 

@@ -5,9 +5,10 @@ on the terminal does not reach it), with a pipe as standard input whose only wri
 writes `<pgid>` when a task's process group starts, `-<pgid>` once it has killed what was left of it, and `done`
 when it ended normally (it has killed everything itself). End of file without `done` means the runner is gone,
 whatever the cause: every group still listed gets SIGKILL, then every process of the run (procs.py), found twice:
-by its marker variables in /proc/<pid>/environ, and from the runner's process tree, which the watchdog snapshots
-every second while the runner lives (that catches a task that scrubbed its environment; a snapshot entry is
-killed only if the same process, by start time, still runs). SIGTERM (a session being torn down) does the same.
+by its marker variables in /proc/<pid>/environ, from the trees of the task shells (still alive when the watchdog
+acts), and from the runner's process tree, which the watchdog snapshots every second while the runner lives (these
+catch a task's process that scrubbed its environment; a tree or snapshot entry is killed only if the same process,
+by start time, still runs). SIGTERM (a session being torn down) does the same.
 
 Every task runs in its own process group (`start_new_session`); what leaves it (`setsid`, `set -m`) is still found
 by its marker variables or its ancestry.
@@ -57,6 +58,11 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     def kill_everything() -> None:
+        # The task shells (the group leaders) still live: their trees are intact, whatever the runner's fate.
+        table = procs.process_table()
+        trees = {pid: table[pid][2] for leader in groups if leader in table
+                 for pid in procs.descendants(leader, table) | {leader}}
+        snapshot.update(trees)
         _kill_groups(groups)
         procs.kill_until_gone(lambda: procs.marked(run_id) | _still_same(snapshot))
 

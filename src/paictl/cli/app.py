@@ -91,22 +91,29 @@ def schema(
 @app.command()
 def explain(
     code: Optional[str] = typer.Argument(None, help="A diagnostic code such as E202; omit to list them all."),
-    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", "-o", help="text or json."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o", "--format", help="text or json."),
 ) -> None:
-    """Describe diagnostic codes (what each one means and its severity)."""
+    """Describe diagnostic codes: without CODE, one line each; with CODE, why it fires, an example and the fix."""
     import json
 
     from paictl.protocol.codes import CODES
+    from paictl.protocol.explanations import EXPLANATIONS
 
     if code is not None and code.upper() not in CODES:
         fail(UsageError(f"unknown code {code!r}; run `paictl explain` for the list"))
     selected = {code.upper(): CODES[code.upper()]} if code else CODES
     if output_format is OutputFormat.json:
-        typer.echo(json.dumps([{"code": c, "severity": s.value, "title": t} for c, (s, t) in selected.items()],
-                              indent=2))
-    else:
+        typer.echo(json.dumps([{"code": c, "severity": s.value, "title": t,
+                                **dict(zip(("explanation", "example", "fix"), EXPLANATIONS[c]))}
+                               for c, (s, t) in selected.items()], indent=2))
+    elif code is None:
         for c, (severity, title) in selected.items():
             typer.echo(f"{c}  {severity.value:<7}  {title}")
+    else:
+        (c, (severity, title)), = selected.items()
+        explanation, example, fix = EXPLANATIONS[c]
+        typer.echo(f"{c}  {severity.value}: {title}\n\n{explanation}\n\nexample:\n"
+                   + "".join(f"    {line}\n" for line in example.splitlines()) + f"\nfix: {fix}")
 
 
 from .compile_cmd import compile_command  # noqa: E402 - commands are defined in their own modules

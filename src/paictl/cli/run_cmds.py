@@ -197,6 +197,9 @@ def submit_command(
                                                   help="OpenPAI: the virtual cluster (default: the job's, else the "
                                                        "alias's, else default)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Kubernetes: ask the server to check, create nothing."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Kubernetes: delete a job of that name first (wait until it is gone), then "
+                                      "create it anew; without it, re-submitting a finished job is refused."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Follow the job to its verdict (exit 0/1/4)."),
     output_format: str = _FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
@@ -223,7 +226,8 @@ def submit_command(
             raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
                                          run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
-                                         cluster=cluster, extra={"virtual_cluster": virtual_cluster}))
+                                         cluster=cluster,
+                                         extra={"virtual_cluster": virtual_cluster, "replace": replace}))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,
@@ -399,6 +403,9 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
     attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
                                           help="Local runs: the job attempt to show (default: the latest)."),
+    previous: bool = typer.Option(False, "--previous", "-p",
+                                  help="Kubernetes: the previous instance of each task's container (after a "
+                                       "restart), as kubectl logs -p."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -417,7 +424,9 @@ def logs_command(
         backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster))
-        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow)
+        if previous and follow:
+            raise UsageError("--previous and --follow cannot be combined: a previous container has ended")
+        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow, previous=previous)
         prefixed = len(logs.tasks) > 1
         for line in logs.lines:
             if line.stream == "note":

@@ -35,7 +35,9 @@ def open_watches(emu, count: int) -> None:
 
 @pytest.mark.parametrize("disconnects", [0, 3])
 def test_ten_simulated_minutes_cost_one_watch_per_collection_plus_one_per_disconnect(emulator, disconnects):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    """Load-independent: the job runs until the test stops it, after the last disconnect (a fixed run time let a
+    slow machine finish the job before the third one)."""
+    emulator.scenario("Framework", "*", "stopped")
     done, name = submit(emulator, HELLO)
     wait_for(lambda: running(emulator, name))
     follower = start(emulator, "status", name, "--follow", "--format", "json")
@@ -44,15 +46,21 @@ def test_ten_simulated_minutes_cost_one_watch_per_collection_plus_one_per_discon
         time.sleep(0.4)
         emulator.drop_watches()
         open_watches(emulator, 2 + 2 * dropped)
+    time.sleep(3)  # ten simulated minutes of following, with nothing but the open watches
+    gets = [r for r in list(emulator.requests) if r.method == "GET" and not r.watch]
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
     out, err = follower.communicate(timeout=60)
-    assert follower.returncode == 0, err
-    assert json.loads(out.splitlines()[-1])["state"] == "succeeded"
+    assert follower.returncode == 4, err
+    assert json.loads(out.splitlines()[-1])["state"] == "stopped"
     assert emulator.count(watch=True, path_contains="/frameworks") == 1 + disconnects
     assert emulator.count(watch=True, path_contains="/pods") == 1 + disconnects
-    # status: one GET to find the job, one for its state; follow: one list of each collection, one final pod list
-    # (and submit's GET + PATCH before that). Nothing grows with the time followed.
-    gets = [r for r in emulator.requests if r.method == "GET" and not r.watch]
-    assert len(gets) <= 7, [(r.path, r.query) for r in gets]
+    # submit: two GETs (a finished job of that name? the object before the apply) and the PATCH; status: one GET
+    # to find the job, one for its state; follow: one list of each collection. Nothing grows with the time
+    # followed; the verdict costs one more pod list.
+    assert len(gets) <= 6, [(r.path, r.query) for r in gets]
+    pod_lists = [r for r in list(emulator.requests) if r.method == "GET" and not r.watch and r.path.endswith("/pods")]
+    assert len(pod_lists) == 2  # the follower's list, and its final one before the verdict
     # every resumed watch starts from a version it was given, never from scratch
     watches = [r for r in emulator.requests if r.watch]
     assert all(r.query.get("resourceVersion") not in (None, "", "0") for r in watches)
@@ -61,7 +69,9 @@ def test_ten_simulated_minutes_cost_one_watch_per_collection_plus_one_per_discon
 
 @pytest.mark.parametrize("history_expires", [False, True])
 def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, history_expires):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)
+    """Load-independent: the job runs until the test stops it, once every injected failure has been met, so a slow
+    machine cannot let the job finish before the third 503 (as a fixed run time did)."""
+    emulator.scenario("Framework", "*", "stopped")
     done, name = submit(emulator, HELLO)
     wait_for(lambda: running(emulator, name))
     follower = start(emulator, "status", name, "--follow")
@@ -74,14 +84,22 @@ def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, hi
         emulator.create_object({"apiVersion": "v1", "kind": "ConfigMap",
                                 "metadata": {"name": "bump", "namespace": "default"}})
         emulator.expire_history()
-    out, err = follower.communicate(timeout=60)
-    assert follower.returncode == 0, err
-    assert last_job_line(out, name).startswith(f"{name}: succeeded")
+
+    def framework_watches() -> list[int]:
+        return [r.status for r in list(emulator.requests) if r.watch and "/frameworks" in r.path]
+
+    # after the 503s, a watch that streamed one ERROR event (410 Expired), then the one after the new list
+    expected = [200, 503, 503, 503, 200] + ([200] if history_expires else [])
+    wait_for(lambda: framework_watches() == expected)
     framework_lists = [r for r in emulator.requests if not r.watch and "fieldSelector" in r.query]
     assert len(framework_lists) == (2 if history_expires else 1)
-    framework_watches = [r.status for r in emulator.requests if r.watch and "/frameworks" in r.path]
-    # after the 503s, a watch that streamed one ERROR event (410 Expired), then the one after the new list
-    assert framework_watches == [200, 503, 503, 503, 200] + ([200] if history_expires else [])
+    assert follower.poll() is None  # still following
+    stopped = paictl(emulator, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 4, err
+    assert last_job_line(out, name).startswith(f"{name}: stopped")
+    assert framework_watches() == expected
 
 
 def test_forbidden_watch_is_one_line_exit_3(emulator):
@@ -181,4 +199,6 @@ def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
     assert str(raised.value).startswith("watch frameworks.frameworkcontroller.microsoft.com in namespace default: "
                                         "the cluster answered 500")
     framework_gets = [r for r in emulator.requests if r.method == "GET" and "/frameworks" in r.path]
-    assert len(framework_gets) == 1 + 4  # submit's GET, then four failed lists
+    # submit's two GETs (is there a finished job of that name? the object before the apply), then four failed
+    # lists: the watch has its own backoff, so its lists are not retried by the request as well
+    assert len(framework_gets) == 2 + 4

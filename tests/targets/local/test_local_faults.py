@@ -291,7 +291,7 @@ def test_runs_are_found_from_any_directory_and_old_ones_in_the_current_one(tmp_p
     listing = json.loads(paictl("status", "--target", "local", "-o", "json", cwd=tmp_path / "b", check_code=0).stdout)
     assert sorted(row["name"] for row in listing) == ["anywhere", "anywhere"]  # the copy keeps its recorded name
     assert "\nhere\n" in paictl("logs", "old", cwd=tmp_path / "b", check_code=0).stdout
-    missing = paictl("logs", "old", cwd=tmp_path / "a")
+    missing = paictl("logs", "old", "--target", "local", cwd=tmp_path / "a")
     assert missing.returncode == 3 and missing.stderr == (f"paictl: error: no local run named 'old' in "
                                                           f"{tmp_path / 'state/paictl/runs'}\n")
 

@@ -198,7 +198,7 @@ def test_ctrl_c_stops_every_task_and_exits_130(tmp_path, signum):
     run = wait_running(tmp_path, "sleeper", 2)
     wait_for(lambda: len(run_processes(run["run_id"])) == 6, "two shells, each with two sleeps")
     cli.send_signal(signum)
-    assert cli.wait(TIMEOUT) == 130
+    assert cli.wait(TIMEOUT) == 130, cli.communicate()
     assert run_processes(run["run_id"]) == []
     view = state(tmp_path, "sleeper")["view"]
     assert view["state"] == "stopped" and {t["exit_code"] for t in view["tasks"]} == {143}
