@@ -149,8 +149,9 @@ class OpenPaiBackend:
         except ClusterError as error:
             if getattr(error, "status", None) == 409:
                 raise ClusterError(
-                    f"{str(error).rstrip('.')}; OpenPAI never reuses a job name, even after the job ended: rename the job "
-                    f"(`name:` in the file), or follow the existing one with `paictl status {compiled.job.name} "
+                    f"{str(error).rstrip('.')}; OpenPAI never reuses a job name, even after the job ended: rename "
+                    f"the job (`name:` in the file), or follow the existing one with "
+                    f"`paictl status {compiled.job.name} "
                     f"--target openpai --cluster {self.entry.alias} --follow`") from None
             raise
         return Submission(
@@ -227,7 +228,8 @@ class OpenPaiBackend:
             if (self.pending_timeout is not None and view.state is JobState.PENDING
                     and time.monotonic() - started > self.pending_timeout):
                 return
-            interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, max(self.max_interval, self.min_interval))
+            ceiling = max(self.max_interval, self.min_interval)
+            interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, ceiling)
             last = view
             self.sleep(interval)
 

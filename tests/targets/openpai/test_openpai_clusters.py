@@ -25,7 +25,8 @@ def test_round_trip_and_mode(tmp_path):
     path = tmp_path / "deep" / "openpai-clusters.yaml"
     entries = {"a": ClusterEntry(alias="a", url="https://a", user="u", token_env="A_TOKEN", virtual_cluster="vc",
                                  min_poll_interval=2.5),
-               "b": ClusterEntry(alias="b", url="http://b:9186", user="v", token_store="plaintext", token="zq-secret-9")}
+               "b": ClusterEntry(alias="b", url="http://b:9186", user="v", token_store="plaintext",
+                                 token="zq-secret-9")}
     save_clusters(entries, path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert load_clusters(path) == entries
