@@ -22,8 +22,10 @@ _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./@+=~-]*(?: [A-Za-z0-9_./@+=~-]+)*")
 # Words YAML 1.1 or 1.2 readers take for booleans or null; anything starting with a digit, sign or dot is quoted too.
 _RESERVED = {"y", "yes", "n", "no", "on", "off", "true", "false", "null", "nan", "inf"}
 # Characters that must be escaped even inside a double-quoted scalar (JSON leaves them raw; YAML readers do not).
-_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
-_BLOCK_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]|[ \t]\n|[ \t]$|\n[ \t]*$")
+# U+FFFE, U+FFFF and lone surrogates are outside YAML's printable set: a reader refuses the stream even quoted.
+_ESCAPE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_BLOCK_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]|[ \t]\n|[ \t]$|"
+                           "\n[ \t]*$")
 
 
 def _quoted(text: str) -> str:

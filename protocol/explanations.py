@@ -194,4 +194,74 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W702": ("Mars: the scheduler is never restarted with its state, so its taskRetryCount is not applied.",
              "scheduler:\n  taskRetryCount: 3",
              "remove taskRetryCount from the scheduler (retry the job instead)"),
+    "W101": ("A file reports at most 1,000 diagnostics, errors first; the rest are counted in this one line.",
+             "a generated job with thousands of misspelt keys",
+             "fix the problems shown and validate again"),
+    "E801": ("taskRoles (or one task role) is not a mapping; no target can compile it, and OpenPAI's rest-server "
+             "crashes on it, so `compile` refuses it (validate warns, W206).",
+             "taskRoles: null",
+             "write taskRoles as a mapping of role names to roles"),
+    "E802": ("A count FrameworkController cannot hold: more than 10,000 instances in a role, a retry count above "
+             "2,147,483,647, or a completion count below -1.",
+             "taskRoles:\n  train:\n    instances: 20000",
+             "use a count within FrameworkController's limits"),
+    "E803": ("A rendered field (a command, pre/postCommand, registry auth) has a `<%` tag OpenPAI's mustache parser "
+             "cannot read (an unclosed tag), so the rest-server would fail to render it.",
+             "commands:\n  - python train.py --lr <% $parameters.lr",
+             "close the tag (`%>`), or write `<%` some other way"),
+    "E804": ("The runtime-plugin list (extras.com.microsoft.pai.runtimeplugin) is not a list of "
+             "{plugin, parameters} mappings; OpenPAI's runtime crashes on it.",
+             "extras:\n  com.microsoft.pai.runtimeplugin: ssh",
+             "write a list of mappings: `- plugin: ssh` with `parameters:` a mapping"),
+    "E805": ("A HiveD setting (skuType, pinnedCellId, affinityGroupName, skuNum) has the wrong type for HiveD's "
+             "own schema.",
+             "extras:\n  hivedScheduler:\n    taskRoles:\n      train: {skuType: 4}",
+             "use a string for skuType/pinnedCellId/affinityGroupName and an integer for skuNum"),
+    "E806": ("defaults.virtualCluster becomes a Kubernetes label value, which must be 63 characters or fewer of "
+             "letters, digits, `-`, `_` and `.`.",
+             "defaults:\n  virtualCluster: my cluster",
+             "name an existing virtual cluster with a label-safe name"),
+    "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
+             "value would land in the container's command line and the plan.",
+             "commands:\n  - login --token <% $secrets.token %>",
+             "read the secret on the node some other way (a file on the shared mount), or use a Kubernetes target"),
+    "E822": ("Grass: an `extras.grass` value paictl does not know (a key, an allocation mode or metric, a relative "
+             "mount).",
+             "extras:\n  grass:\n    allocation: {mode: spread}",
+             "use allocation mode single-metric-balanced or single-metric-compacted, metric cpu, memory or gpu"),
+    "E880": ("A marketplace item names a file (description or protocol) that is missing or cannot be read.",
+             "protocol: {file: job.yaml}   # no job.yaml beside the item",
+             "create the file beside the item, or fix the path"),
+    "E881": ("A marketplace item names a file outside its own folder (an absolute path, `..`, or a symlink "
+             "pointing out); packing it would publish files the item does not own.",
+             "description: {file: ../../etc/passwd}",
+             "keep the item's files in its folder"),
+    "E882": ("A marketplace item is both public and private; the server keeps one meaning silently.",
+             "isPublic: true\nisPrivate: true",
+             "set one of them"),
+    "W880": ("A marketplace item's groupList is ignored by the server because the item is public or private.",
+             "isPublic: true\ngroupList: [team-a]",
+             "set isPublic and isPrivate to false to share with groups only, or drop groupList"),
+    "W881": ("A marketplace item shared with groups only is never listed for non-admins by the upstream server, "
+             "and paictl cannot find it by name to update it.",
+             "isPublic: false\nisPrivate: false\ngroupList: [team-a]",
+             "make it public if it should be found; otherwise expect a new item on each publish"),
+    "E901": ("JobSet: a task role or job name cannot become a DNS label within JobSet's 63-character pod-name "
+             "budget (empty after conversion, too long, or two roles convert to the same label).",
+             "taskRoles:\n  Train_A: ...\n  train-a: ...",
+             "shorten or rename the task roles so each converts to a distinct short DNS label"),
+    "W901": ("JobSet: tolerated failures (minFailedInstances -1 or above 1) cannot be expressed: a failed instance "
+             "fails its role's Job.",
+             "completion:\n  minFailedInstances: 2",
+             "accept the stricter behaviour, or use the framework target; --strict refuses the job"),
+    "W902": ("JobSet: OpenPAI's fallback (every task finished, so the job succeeded) has no JobSet equivalent.",
+             "completion:\n  minSucceededInstances: -1",
+             "set minSucceededInstances on the role that decides success"),
+    "W903": ("JobSet: gang allocation needs a cluster add-on (Kueue) and the profile names no queue, so pods start "
+             "as they are scheduled.",
+             "extras:\n  gangAllocation: true",
+             "set `jobset.queueName` in the profile (Kueue), or accept pods starting one by one"),
+    "W904": ("JobSet: HiveD scheduling (SKU types, pinned cells, priority) has no JobSet equivalent and is ignored.",
+             "extras:\n  hivedScheduler: {...}",
+             "use the framework target on a HiveD cluster, or drop hivedScheduler"),
 }

@@ -83,3 +83,12 @@ def test_write_files_one_per_object_or_none(tmp_path):
     with pytest.raises(ValueError):
         write_files(objects + objects[:1], tmp_path / "dupes")
     assert not (tmp_path / "dupes").exists()
+
+
+def test_characters_outside_yamls_printable_set_are_escaped():
+    """U+FFFE and U+FFFF may appear in a job's strings; a YAML reader refuses them raw, even inside quotes."""
+    from ruamel.yaml import YAML
+
+    text = to_yaml([{"\ufffe": None, "value": "x\uffffy", "lines": "a\n\ufffe\n"}])
+    assert "\ufffe" not in text and "\uffff" not in text
+    assert YAML(typ="safe").load(text) == {"\ufffe": None, "value": "x\uffffy", "lines": "a\n\ufffe\n"}

@@ -78,12 +78,12 @@ def test_a_failure_midway_leaves_the_previous_set_untouched(tmp_path, monkeypatc
 def test_a_destination_that_is_a_file_is_one_line_exit_2(tmp_path, run_cli):
     target = tmp_path / "file"
     target.write_text("x")
-    code, out, err = run_cli("compile", str(JOB), "-o", str(target))
+    code, out, err = run_cli("compile", str(JOB), "--output-dir", str(target))
     assert code == 2 and out == "" and err.count("\n") == 1 and "not a directory" in err
 
 
 def test_an_unwritable_destination_is_one_line_exit_2(tmp_path, run_cli):
-    code, out, err = run_cli("compile", str(JOB), "-o", "/proc/self/paictl-cannot-be-here")
+    code, out, err = run_cli("compile", str(JOB), "--output-dir", "/proc/self/paictl-cannot-be-here")
     assert code == 2 and err.count("\n") == 1 and "paictl: error:" in err and "Traceback" not in err
 
 
