@@ -8,7 +8,6 @@ Everything is imported when a command runs, so `paictl --help` and `paictl valid
 from __future__ import annotations
 
 import enum
-import json
 from typing import Any, List, Optional
 
 import typer
@@ -155,7 +154,7 @@ def publish_command(
         if output_format is Format.text:
             typer.echo(f"{action} {item.name} by {item.author} in {store} (id {item_id})")
     if output_format is Format.json:
-        typer.echo(json.dumps(records, indent=2, ensure_ascii=False))
+        typer.echo(_json_text(records, indent=2, ensure_ascii=False))
 
 
 @marketplace_app.command("list")
@@ -201,7 +200,7 @@ def _list(target: str, token: Optional[str], output_format: Format, *, item_type
     except PaictlError as error:
         fail(error)
     if output_format is Format.json:
-        typer.echo(json.dumps(found, indent=2, ensure_ascii=False))
+        typer.echo(_json_text(found, indent=2, ensure_ascii=False))
         return
     for record in found:
         tags_text = ",".join(record["tags"]) or "-"
@@ -233,12 +232,12 @@ def pull_command(
     if whole_item:
         text = packed_json(item) if output_format is Format.json and output is None else packed_yaml(item)
     elif output_format is Format.json and output is None:
-        text = json.dumps({"id": document.get("id"), **item.to_document()}, indent=2, ensure_ascii=False) + "\n"
+        text = _json_text({"id": document.get("id"), **item.to_document()}, indent=2, ensure_ascii=False) + "\n"
     else:
         text = item.protocol if item.protocol.endswith("\n") else item.protocol + "\n"
     _write_or_print(text, output)
     if output is not None and output_format is Format.json:
-        typer.echo(json.dumps({"id": document.get("id"), "name": item.name, "author": item.author,
+        typer.echo(_json_text({"id": document.get("id"), "name": item.name, "author": item.author,
                                "file": output, "content": "item" if whole_item else "job"}, indent=2))
 
 
@@ -252,3 +251,10 @@ def _write_or_print(text: str, output: Optional[str]) -> None:
         write_atomically(output, text)
     except PaictlError as error:
         fail(error)
+
+
+def _json_text(data, **options) -> str:
+    """json.dumps, imported when JSON is printed: every command module is imported for `paictl --help`."""
+    import json
+
+    return json.dumps(data, **options)

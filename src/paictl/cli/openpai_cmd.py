@@ -6,7 +6,6 @@ given; every message that could quote one goes through the client's redaction gu
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Optional
 
@@ -41,7 +40,7 @@ def clusters_command(output_format: str = _FORMAT) -> None:
     rows = [{"alias": e.alias, "url": e.url, "user": e.user, "token": e.token_source,
              "virtualCluster": e.virtual_cluster or "default"} for e in entries.values()]
     if output_format == "json":
-        typer.echo(json.dumps({"path": str(path), "clusters": rows}, ensure_ascii=False))
+        typer.echo(_json_text({"path": str(path), "clusters": rows}, ensure_ascii=False))
         return
     typer.echo(f"clusters file: {path}")
     if not rows:
@@ -164,3 +163,10 @@ def login_command(
 
 def _place(entry) -> str:
     return "OS keyring" if entry.token_store == "keyring" else "clusters file (plaintext, mode 0600)"
+
+
+def _json_text(data, **options) -> str:
+    """json.dumps, imported when JSON is printed: every command module is imported for `paictl --help`."""
+    import json
+
+    return json.dumps(data, **options)
