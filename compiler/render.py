@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from paictl.protocol.templates import JS_WHITESPACE, Tag, TagKind, js_trim, resolve, rewrite_indexes, scan_tags
 
-from .jsstring import js_string
+from paictl.protocol.jsstring import js_string
 
 if TYPE_CHECKING:
     from paictl.protocol.model import Job

@@ -469,18 +469,9 @@ def _tag_problem(tag: str, mark) -> LoadProblem:
 
 def _key_text(value: Any) -> str:
     """js-yaml (OpenPAI) turns non-string keys into their JavaScript text: `1: x` is key "1", `true: x` "true"."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-    return str(value)
+    from .jsstring import js_string
+
+    return js_string(value)
 
 
 def describe_root(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import OPENPAI, corpus_files, needs_corpus
-from paictl.compiler.jsstring import js_number, js_string
+from paictl.protocol.jsstring import js_number, js_string
 from paictl.compiler.render import output_tokens, render, render_entrypoint, render_with_secrets
 from paictl.protocol import job_from_data, load_job, load_job_text
 from paictl.protocol.templates import TemplateError

@@ -29,7 +29,7 @@ def min_succeeded(role: TaskRole) -> int:
 
 
 def _var(name: str, value: Any) -> dict[str, Any]:
-    from paictl.compiler.jsstring import js_string
+    from paictl.protocol.jsstring import js_string
 
     return {"name": name, "value": js_string(value)}
 
