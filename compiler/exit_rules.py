@@ -15,7 +15,6 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
-from paictl.errors import InputError
 
 Reaction = Literal["ALWAYS_RETRY", "ALWAYS_BACKOFF_RETRY", "RETRY_TO_MAX", "NEVER_RETRY"]
 
@@ -91,11 +90,14 @@ def load_rules(path: str | os.PathLike[str] | None = None) -> tuple[Rule, ...]:
 def load_rule_set(path: str | os.PathLike[str] | None = None) -> RuleSet:
     if path is None:
         return _builtin()
+    from paictl.errors import InputError
+    from paictl.protocol.source import read_text_file
+
     name = os.fspath(path)
     try:
-        text = Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{name}: cannot read the exit rules: {exc}") from None
+        text = read_text_file(name, "exit rules file")  # bounded, as a job is
+    except InputError as exc:
+        raise InputError(f"{name}: cannot read the exit rules: {str(exc).partition(': ')[2]}") from None
     return rules_from_text(text, name)
 
 

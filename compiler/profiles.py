@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
-from paictl.errors import InputError, UsageError
+from paictl.errors import UsageError
 
 BUILTIN_PROFILES = ("default", "openpai")
 
@@ -143,14 +143,15 @@ def _read(name_or_path: str | os.PathLike[str]) -> tuple[str, str]:
         # Plain files beside this module (package data), read without importlib.resources' import cost.
         resource = Path(__file__).parent / "profiles" / f"{name}.yaml"
         return resource.read_text(encoding="utf-8"), f"<profile {name}>"
-    try:
-        return Path(name).read_text(encoding="utf-8"), name
-    except FileNotFoundError:
+    if not os.path.lexists(name):
         # Usually a mistyped built-in name rather than a missing file: a usage error (exit 2) either way.
-        raise UsageError(f"{name}: no such profile file (built-in profiles: {', '.join(BUILTIN_PROFILES)})") \
-            from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{name}: cannot read the profile: {exc}") from None
+        from paictl.protocol.diagnostics import one_line
+
+        raise UsageError(f"{one_line(name)}: no such profile file (built-in profiles: "
+                         f"{', '.join(BUILTIN_PROFILES)})")
+    from paictl.protocol.source import read_text_file
+
+    return read_text_file(name, "profile"), name  # bounded: a FIFO or /dev/zero never hangs it
 
 
 def _consistency(data: Mapping[str, Any]):

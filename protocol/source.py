@@ -62,6 +62,19 @@ def read_stdin(limit: int = MAX_FILE_BYTES) -> bytes:
         raise InputError(f"<stdin>: cannot read: {exc.strerror or exc}") from None
 
 
+def read_text_file(path: str | os.PathLike[str], what: str, limit: int = MAX_FILE_BYTES) -> str:
+    """A user-given input other than a job (a profile, exit rules): bounded as a job is, decoded as UTF-8, or
+    InputError (exit 2) naming `what` it was meant to be."""
+    raw = read_source(path, limit)
+    shown = _printable(os.fspath(path))
+    if len(raw) > limit:
+        raise InputError(f"{shown}: the {what} is larger than the limit of {limit} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{shown}: the {what} is not UTF-8 text (byte {exc.start})") from None
+
+
 def read_bounded(stream: BinaryIO, name: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """Read until end of input or `limit + 1` bytes, whichever comes first."""
     chunks: list[bytes] = []
