@@ -94,6 +94,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W881": (W, "marketplace item: shared with groups only; the server never lists such items for non-admins"),
     "E821": (E, "Grass: a task role's commands use $secrets, which Grass cannot deliver without exposing them"),
     "E822": (E, "Grass: an extras.grass value is invalid (unknown key, allocation mode or metric, mount)"),
+    "E823": (E, "Grass: a task role asks for resources a node cannot reserve (cpu 0 or below, negative memory or gpu)"),
     # Compiling to a Kubernetes JobSet (--target jobset)
     "E901": (E, "JobSet: a name cannot become a DNS label within JobSet's 63-character limits (empty, too long, or two task roles clash)"),
     "W901": (W, "JobSet: minFailedInstances -1 or above 1 (tolerated failures) cannot be expressed: a failed instance fails the role's Job"),

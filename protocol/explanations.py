@@ -229,6 +229,10 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "mount).",
              "extras:\n  grass:\n    allocation: {mode: spread}",
              "use allocation mode single-metric-balanced or single-metric-compacted, metric cpu, memory or gpu"),
+    "E823": ("Grass: MARO reserves each container's cpu, memory and gpu on its node; cpu must be above 0 and memory "
+             "and gpu not negative (OpenPAI only warns about negative resources, W207).",
+             "resourcePerInstance: {cpu: -1, memoryMB: 1024, gpu: 0}",
+             "give the resources each container really needs"),
     "E880": ("A marketplace item names a file (description or protocol) that is missing or cannot be read.",
              "protocol: {file: job.yaml}   # no job.yaml beside the item",
              "create the file beside the item, or fix the path"),

@@ -89,7 +89,7 @@ def test_validate_accepts_implies_every_target_compiles_or_refuses_located(chang
     if not validate_text(text, "job.yaml").ok:
         return
     for target, profile in (("framework", "default"), ("framework", "openpai"), ("mars", "default"),
-                            ("local", "default")):
+                            ("local", "default"), ("jobset", "default"), ("grass", "default"), ("openpai", "default")):
         compile_or_refuse(text, target, profile)
 
 
@@ -104,7 +104,7 @@ def test_validate_accepts_implies_every_target_compiles_or_refuses_located(chang
     (("extras",), {"com.microsoft.pai.runtimeplugin": "ssh"}, "E804"),
     (("extras",), {"hivedScheduler": {"taskRoles": {"worker": {"skuType": 5}}}}, "E805"),
 ])
-@pytest.mark.parametrize("target", ["framework", "mars", "local"])
+@pytest.mark.parametrize("target", ["framework", "mars", "local", "jobset", "grass", "openpai"])
 def test_known_crashes_are_located_refusals_on_the_command_line(place, value, code, target, run_cli):
     text = json.dumps(put(BASE, place, value), indent=1)
     assert validate_text(text, "job.yaml").ok
@@ -122,3 +122,13 @@ def test_parameter_inputs_obey_the_same_limits(run_cli, tmp_path):
     assert code == 2 and f"{broken}:1:" in err and err.count("\n") == 1
     code, _, _ = run_cli("compile", job, "-p", "x=" + "[" * 100_000)  # read as the text it is, not a crash
     assert code == 0
+
+
+@pytest.mark.parametrize("resources", [{"cpu": -5, "memoryMB": 512, "gpu": 0}, {"cpu": 0, "memoryMB": 512, "gpu": 0},
+                                       {"cpu": 1, "memoryMB": -1, "gpu": 0}, {"cpu": 1, "memoryMB": 512, "gpu": -1}])
+def test_grass_refuses_resources_a_node_cannot_reserve_located(resources, run_cli):
+    """Found by the parity property once it covered grass: validate warns (W207), compile exited 70."""
+    text = json.dumps(put(BASE, ("taskRoles", "worker", "resourcePerInstance"), resources), indent=1)
+    assert validate_text(text, "job.yaml").ok
+    exit_code, out, err = run_cli("compile", "-", "--target", "grass", input=text)
+    assert exit_code == 1 and out == "" and "[E823]" in err and "<stdin>:" in err, err

@@ -68,6 +68,13 @@ def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
                                   f"task role '{role.name}' uses $secrets in its commands; Grass would have to put "
                                   f"them in Redis and docker labels, which the whole cluster network can read",
                                   hint="pass the values through the cluster's shared data folder instead"))
+        for key, value, least in (("cpu", role.resources.cpu, "above 0"), ("memoryMB", role.resources.memory_mb, "0"),
+                                  ("gpu", role.resources.gpu, "0")):
+            if value < 0 or (key == "cpu" and value == 0):
+                errors.append(finding("E823", f"/taskRoles/{role.name}/resourcePerInstance/{key}",
+                                      f"task role '{role.name}' asks for {key} {value}; a Grass node reserves "
+                                      f"{key} for each container, so it must be at least {least}",
+                                      hint="give the resources each container really needs"))
         components[role.name] = {
             "image": _image(job, role),
             "resources": {"cpu": role.resources.cpu, "memory": f"{role.resources.memory_mb}m",
