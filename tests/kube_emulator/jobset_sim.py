@@ -20,7 +20,8 @@ Scenarios:
   (pods deleted, condition Suspended, reason SuspendedJobs).
 When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
 
-Params (simulated seconds): preparing_seconds (5), run_seconds (30), exit_code (1), task_role, task_index,
+Params (simulated seconds): preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
+before a restart), exit_code (1), task_role, task_index,
 failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0").
 """
 
@@ -93,6 +94,8 @@ class JobSetRun(Kubelet, Run):
             if failures is None or attempt < failures:
                 failed_job = self._fail_one()
                 if attempt < max_restarts:
+                    # A real controller reconciles a moment later; a follower gets to see the failed pod meanwhile.
+                    self.wait(float(p.get("restart_delay_seconds", 0)))
                     self._restart(attempt)
                     attempt += 1
                     continue

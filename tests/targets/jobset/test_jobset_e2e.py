@@ -78,8 +78,10 @@ def test_failed_after_every_restart_reached_max_restarts(emulator):
 
 
 def test_restarted_then_succeeded(emulator):
+    # The failed pod stays 400 simulated seconds (2 s) before the restart, so the follower sees its exit code even
+    # on a loaded machine (without it, the restart deleted the pod in the same instant and a follower could miss it).
     emulator.scenario("JobSet", "*", "restarted", task_role="worker", task_index=0, exit_code=137,
-                      preparing_seconds=200, run_seconds=200)
+                      preparing_seconds=200, run_seconds=200, restart_delay_seconds=400)
     done, name = submit(emulator, JOB, "--follow", "--format", "json")
     assert done.returncode == 0, done.stderr
     views = [json.loads(line) for line in done.stdout.splitlines()[1:]]
