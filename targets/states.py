@@ -74,3 +74,9 @@ def view_from_data(data: dict[str, Any]) -> JobView:
     trigger = fields.get("triggered_by")
     fields["triggered_by"] = (trigger["role"], trigger["index"]) if trigger else None
     return JobView(**fields)
+
+
+def condition_message(condition: Any) -> str:
+    """A Kubernetes status condition as one message line: "Reason: message", whitespace folded, else its type."""
+    text = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+    return " ".join(text.split()) or str(condition.get("type"))

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from paictl.targets.mars.status import _get, _pod_state  # the same reading of a pod's main container
-from paictl.targets.states import JobState, JobView, TaskView
+from paictl.targets.states import JobState, JobView, TaskView, condition_message
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
@@ -97,8 +97,7 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
     state, condition = _decide(jobset, pods)
     tasks = task_views(jobset, pods)
     if condition is not None:
-        text = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
-        message = " ".join(text.split()) or str(condition.get("type"))
+        message = condition_message(condition)
     elif state is JobState.STOPPING:
         message = "the JobSet is being deleted"
     elif state is JobState.STOPPED:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from paictl.targets.states import JobState, JobView, TaskView
+from paictl.targets.states import JobState, JobView, TaskView, condition_message
 
 API_VERSIONS: tuple[str, ...] = ("training.kubedl.io/v1alpha1", "kubedl.io/v1alpha1")
 KIND = "MarsJob"
@@ -72,8 +72,7 @@ def job_view(marsjob: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVi
     state, condition = _decide(marsjob)
     tasks = task_views(marsjob, pods)
     if condition is not None:
-        text = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
-        message = " ".join(text.split()) or str(condition.get("type"))
+        message = condition_message(condition)
     elif state is JobState.STOPPING:
         message = "the MarsJob is being deleted"
     else:

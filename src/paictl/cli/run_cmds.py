@@ -34,6 +34,12 @@ def _target_names() -> tuple[str, ...]:
     return tuple(RUNS_ON)
 
 
+def _check_target(target: str) -> None:
+    """A --target the user typed: a target name (not a backend's internal name such as "kube")."""
+    if target not in _target_names():
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+
+
 def _options(*, cluster: Optional[List[str]] = None, **given) -> BackendOptions:
     """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
     so the first is `cluster` and all of them are `extra["cluster_files"]`."""
@@ -93,8 +99,7 @@ def _backend_for(name: str, target: Optional[str], options: BackendOptions) -> t
     from paictl.targets import LOOKUP_ORDER
 
     if target is not None:
-        if target not in _target_names():
-            raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+        _check_target(target)
         return _open(target, options), []
     absent: list[str] = []
     for candidate in LOOKUP_ORDER[:-1]:
@@ -222,8 +227,7 @@ def submit_command(
         if target is None:
             target = default_submit_target(context, kubeconfig)
             typer.echo(f"paictl: target {target} (choose with --target {'|'.join(_target_names())})", err=True)
-        if target not in _target_names():
-            raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+        _check_target(target)
         backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
                                          run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
                                          cluster=cluster,
@@ -332,8 +336,8 @@ def _list_jobs(*, target: Optional[str], options: BackendOptions, output_format:
 
     from .live import job_list
 
-    if target is not None and target not in _target_names():
-        raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
+    if target is not None:
+        _check_target(target)
     views: list[JobView] = []
     error: Optional[PaictlError] = None
     for name in [target] if target is not None else LOOKUP_ORDER:
