@@ -315,6 +315,8 @@ def _negative_retry_effect(retries: int, gang: bool) -> str:
 
 def _in_document_order(findings: list[Finding], data: dict[str, Any]) -> list[Finding]:
     """Sort by where each pointer sits in the document (mappings keep the file's key order); ties keep their order."""
+    if len(findings) < 2:  # the usual case, a clean job: no need to walk it
+        return findings
     order: dict[str, int] = {}
 
     def walk(value: Any, pointer: str) -> None:
