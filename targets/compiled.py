@@ -98,7 +98,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     """
     from paictl.compiler.profiles import load_profile
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
-    from paictl.protocol.loading import decode_source, load_located
+    from paictl.protocol.loading import Document, decode_source
 
     from . import TARGETS, get_target
     from .output_check import check_objects
@@ -129,10 +129,10 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         warnings += unknown
         if on_warnings is not None:
             on_warnings(unknown)
-    # The located document lets compile-time errors point at file:line:col and keeps the stored config
-    # annotation the user's own text (masked), as OpenPAI stores it.
-    # Positions and secret spans from the linear libyaml loader: the config annotation is masked on them.
-    document = load_located(decode_source(raw, path), path)
+    # The job's text and data, unindexed: the config annotation keeps the user's own text (masked), as OpenPAI
+    # stores it, and positions (libyaml's event stream, a few ms and PyYAML's import) are built only when a
+    # compile-time finding must be located (targets/findings.py `with_positions`).
+    document = Document(path=path, text=decode_source(raw, path), data=result.data)
     # What validate accepts, every target compiles or refuses here with a located error (never a traceback or 70).
     from paictl.protocol.compile_checks import compile_findings
 

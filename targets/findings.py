@@ -27,8 +27,8 @@ def raise_if_any(findings: Iterable[Finding], document: Document | None, path: s
 def with_positions(document: Document | None) -> Document | None:
     """The document with its position index, built now if it was loaded without one.
 
-    `compile_job` passes the text unindexed: indexing means a ruamel round-trip parse (0.23 s for 100 task roles)
-    that only a job the target refuses needs.
+    `compile_job` passes the text unindexed: indexing means reading it again from libyaml's event stream, which
+    only a job the target refuses (or warns about) needs.
     """
     if document is None or document.positions is not None:
         return document

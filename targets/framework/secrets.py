@@ -74,11 +74,11 @@ def config_annotation(job: Job, text: str | None, data: Mapping[str, Any] | None
 
 def _mask_holds(text: str, masked: str, data: Mapping[str, Any] | None = None) -> bool:
     """True when `masked` reads back as the job of `text` with its top-level `secrets` value replaced by the mask."""
-    from paictl.protocol.loading import DocumentError, load_located
+    from paictl.protocol.loading import DocumentError, load_data
 
     try:
-        original = dict(data) if data is not None else load_located(text, "<config>").data
-        reread = load_located(masked, "<config>").data
+        original = dict(data) if data is not None else load_data(text, "<config>")
+        reread = load_data(masked, "<config>")
     except DocumentError:
         return False
     expected = dict(original)
