@@ -20,6 +20,7 @@ def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DockerAuth:
+    """A dockerimage prerequisite's registry credentials (`auth`); the password is never in a repr."""
     username: str | None = None
     password: str | None = dataclasses.field(default=None, repr=False)
     registry_uri: str | None = None
@@ -27,6 +28,7 @@ class DockerAuth:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Prerequisite:
+    """One entry of `prerequisites`: a docker image, script, data or output that task roles select by name."""
     name: str
     type: PrerequisiteType
     uri: str | tuple[str, ...] | None = None
@@ -39,6 +41,7 @@ class Prerequisite:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Completion:
+    """When a task role's attempt counts as failed or succeeded (FrameworkController's completion policy)."""
     #: None means OpenPAI's default (1 failure fails the attempt); -1 means never fail on failures.
     min_failed_instances: int | None = None
     #: None means OpenPAI's default (all instances must succeed); -1 means never succeed early.
@@ -47,6 +50,7 @@ class Completion:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Resources:
+    """`resourcePerInstance`: what each instance of a task role asks the scheduler for."""
     cpu: int
     memory_mb: int
     gpu: int
@@ -56,6 +60,7 @@ class Resources:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaskRole:
+    """One task role: its image, resources, commands and how many identical instances run them."""
     name: str
     docker_image: str
     resources: Resources
@@ -73,24 +78,28 @@ class TaskRole:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DeploymentTaskRole:
+    """A deployment's pre- and post-commands for one task role (joined around its commands)."""
     pre_commands: tuple[str, ...] = ()
     post_commands: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Deployment:
+    """A named deployment: per task role, commands run before and after the role's own."""
     name: str
     task_roles: Mapping[str, DeploymentTaskRole]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Defaults:
+    """`defaults`: the deployment applied and the virtual cluster submitted to when none is named."""
     deployment: str | None = None
     virtual_cluster: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Job:
+    """A validated job (protocol v2) with OpenPAI's defaults applied: what every target compiles."""
     name: str
     task_roles: tuple[TaskRole, ...]
     protocol_version: str = "2"

@@ -18,6 +18,7 @@ from .loading import Document, DocumentError, decode_source, load_fast, load_loc
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ValidationResult:
+    """One file's verdict: its diagnostics in text order and, until summarised, its parsed data."""
     path: str
     diagnostics: tuple[Diagnostic, ...]
     data: dict[str, Any] | None

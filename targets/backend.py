@@ -62,6 +62,7 @@ class Submission:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class StopResult:
+    """What `stop` did: one line for text output, its JSON form, and the job as it was left."""
     line: str                   # one line for text output
     data: dict[str, Any]        # the JSON form
     view: Optional[JobView] = None
@@ -69,6 +70,7 @@ class StopResult:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LogLine:
+    """One line of a task's log, with the task it came from (lines of several tasks interleave)."""
     role: str
     index: int
     text: str                   # one line of the task's output, without its newline

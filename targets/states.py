@@ -35,6 +35,7 @@ VERDICT_EXIT_CODES = {JobState.SUCCEEDED: 0, JobState.FAILED: 1, JobState.STOPPE
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaskView:
+    """One task instance as a status view shows it, whatever the backend."""
     role: str
     index: int
     state: str                        # the backend's own word (e.g. Framework TaskState, "exited"), shown as is

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 
-from paictl.cli.entry import parse_validate
+from paictl.cli.entry import parse_compile, parse_validate
 
 EXAMPLES = ROOT / "examples"
 CASES = ROOT / "tests" / "cases"
@@ -78,3 +78,94 @@ def test_typer_still_owns_usage_errors_and_help():
 def test_parsed_options():
     assert parse_validate(["a.yaml", "--strict", "-q", "--format", "json", "--stdin-name", "n", "-", "--", "-x"]) == {
         "paths": ["a.yaml", "-", "-x"], "format": "json", "strict": True, "quiet": True, "stdin_name": "n"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# compile
+
+def compile_cases(tmp_path):
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text("epochs: 7\n")
+    warned = tmp_path / "warned.yaml"
+    warned.write_text((EXAMPLES / "hello-world.yaml").read_text() + "defaults: {virtualCluster: default}\n")
+    invalid = sorted(str(p.relative_to(ROOT)) for p in (CASES / "semantic").glob("*.yaml"))[0]
+    job = (EXAMPLES / "hello-world.yaml").read_bytes()
+    out_dir = tmp_path / "out"
+    return [
+        (["compile", "examples/parameter-server.yaml"], b""),
+        (["compile", "examples/parameter-server.yaml", "-o", "json", "--profile", "openpai"], b""),
+        (["compile", "--target", "jobset", "examples/parameter-server.yaml", "--strict"], b""),
+        (["compile", "-t", "mars", "examples/mars-dataframe.yaml", "--format=json"], b""),
+        (["compile", "examples/local-ping-pong.yaml", "--target=local"], b""),
+        (["compile", "examples/grass-hello.yaml", "--target", "grass"], b""),
+        (["compile", "examples/parameter-server.yaml", "--target", "openpai"], b""),
+        (["compile", "examples/parameter-server.yaml", "-p", "epochs=3", "-p", "nope=1", "--parameters",
+          str(overrides), "--user", "alice", "-n", "team", "--secrets-from", "shared"], b""),
+        (["compile", "--output-dir", str(out_dir), "examples/parameter-server.yaml", "--parameter", "epochs=5",
+          "--namespace", "ml"], b""),
+        (["compile", "--stdin-name", "jobs/hello.yaml", "-"], job),
+        (["compile", "-", "--stdin-name=x.yaml", "--output", "json"], b"protocolVersion: 2\n"),
+        (["compile", invalid], b""),
+        (["compile", "--", "no/such/job.yaml"], b""),
+        (["compile", "examples/hello-world.yaml", "--target", "nowhere"], b""),
+        (["compile", "examples/hello-world.yaml", "--profile", "no-such-profile"], b""),
+        (["compile", "examples/parameter-server.yaml", "-p", "no-equals-sign"], b""),
+        (["compile", "examples/grass-hello.yaml", "--target", "grass", "--cluster", "no/such/cluster.yaml"], b""),
+        (["compile", str(warned)], b""),
+        (["compile", str(warned), "--strict"], b""),
+    ]
+
+
+def test_compile_fast_path_prints_what_typer_prints(tmp_path):
+    for args, stdin in compile_cases(tmp_path):
+        assert parse_compile(args[1:]) is not None, args
+        code, out, err = run(TYPER, args, stdin)
+        fast_code, fast_out, fast_err = run(FAST, args, stdin)
+        fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+        assert imported == b"False", args
+        assert (fast_code, fast_out, fast_err) == (code, out, err), args
+
+
+def test_compile_cases_cover_every_exit_status_and_every_option(tmp_path):
+    """The comparison above is only as good as its cases: they must reach success, refusal and usage errors, and
+    spell every option the fast path claims to parse."""
+    codes = {run(FAST, args, stdin)[0] for args, stdin in compile_cases(tmp_path)}
+    assert {0, 1, 2} <= codes
+    spelled = {arg.partition("=")[0] for args, _ in compile_cases(tmp_path) for arg in args if arg.startswith("-")}
+    from paictl.cli import entry
+
+    form = entry._COMPILE
+    assert set(form.flags) | set(form.valued) | set(form.repeated) <= spelled
+
+
+def test_the_fast_compile_form_declares_what_typer_declares():
+    """Every option of the typer command, with its spellings, is in the fast path's table (and nothing else is), so
+    an option added to one cannot be missed by the other."""
+    import typer.main
+
+    from paictl.cli import entry
+    from paictl.cli.app import app
+
+    command = typer.main.get_command(app).commands["compile"]
+    declared = {opt for param in command.params if param.param_type_name == "option" for opt in param.opts
+                if opt not in ("--help", "-h")}
+    form = entry._COMPILE
+    assert declared == set(form.flags) | set(form.valued) | set(form.repeated)
+    repeatable = {opt for param in command.params if getattr(param, "multiple", False) for opt in param.opts}
+    assert repeatable == set(form.repeated)
+    flags = {opt for param in command.params if getattr(param, "is_flag", False) for opt in param.opts}
+    assert flags == set(form.flags)
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--help"], ["job.yaml", "--help"], ["a.yaml", "b.yaml"], ["job.yaml", "-o", "text"], ["-ojson", "job.yaml"],
+    ["-o=json", "job.yaml"], ["job.yaml", "--target"], ["job.yaml", "--no-such-option"], ["-tjobset", "job.yaml"],
+    ["job.yaml", "--profile", "--strict"],
+])
+def test_anything_unusual_in_compile_is_left_to_typer(args):
+    assert parse_compile(args) is None
+
+
+def test_typer_still_owns_compile_usage_errors_and_help():
+    for args in (["compile"], ["compile", "--help"], ["compile", "a.yaml", "b.yaml"], ["compile", "x.yaml", "-o", "txt"]):
+        assert run(FAST, args, b"")[:2] == run(TYPER, args, b"")[:2], args

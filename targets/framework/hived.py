@@ -33,6 +33,7 @@ _SWITCHES = ("gangReleaseEnable", "lazyPreemptionEnable", "ignoreK8sSuggestedNod
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class _Unit:
+    """One SKU's resources per leaf cell (HiveD's resourceUnits entry)."""
     cpu: int
     memory_mb: int
     gpu: int

@@ -33,6 +33,7 @@ ALWAYS_PORTS = ("ssh", "http")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MountedStorage:
+    """A storage the pod mounts, and where in the container."""
     storage: Storage
     mount_path: str
 

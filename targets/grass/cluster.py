@@ -34,6 +34,7 @@ class InvalidClusterError(InvalidJobError):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Master:
+    """The Grass master: how to reach its Redis (password and TLS included) and its log collector."""
     hostname: str
     redis_port: int = DEFAULT_REDIS_PORT
     redis_password: Optional[str] = dataclasses.field(default=None, repr=False)
@@ -44,6 +45,7 @@ class Master:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Node:
+    """One Grass node and the resources it offers to containers."""
     name: str
     hostname: str
     api_port: int = DEFAULT_API_PORT
@@ -54,6 +56,7 @@ class Node:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Cluster:
+    """A Grass cluster as read from a cluster file: its master and its nodes."""
     name: str
     id: str
     master: Master

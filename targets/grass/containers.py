@@ -41,6 +41,7 @@ def _now() -> str:
 
 @dataclasses.dataclass(kw_only=True)
 class _Process:
+    """A container a node agent started as a local process: its config, its log and, once ended, its outcome."""
     config: dict[str, Any]
     popen: subprocess.Popen
     log: Path

@@ -46,6 +46,7 @@ class Backoff:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Event:
+    """One thing a watch saw while following a workload: a full list, a change to one object, or a failure."""
     source: str                 # which watch: "job" or "pods"
     type: str                   # LIST (items = the whole collection), ADDED, MODIFIED, DELETED, FAILED
     items: tuple = ()           # LIST: the objects; ADDED/MODIFIED/DELETED: the one object

@@ -24,6 +24,7 @@ Outcome = Literal["succeeded", "failed"]
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
+    """The retry and completion rules of a local attempt, as FrameworkController applies them."""
     fancy: bool
     max_retry_count: int
 
@@ -34,6 +35,7 @@ class RetryPolicy:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RetryDecision:
+    """What the policy decided after a task failed: retry it or not, whether that retry counts, and why."""
     retry: bool
     #: Whether the retry counts against maxRetryCount (a transient failure under the fancy policy does not).
     accountable: bool = False

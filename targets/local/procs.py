@@ -59,6 +59,24 @@ def _stat(pid: int) -> Optional[tuple[int, str, str]]:
     return int(fields[1]), fields[0], fields[19]
 
 
+def children(pid: int) -> Optional[set[int]]:
+    """The direct children of `pid` (zombies included), from /proc/<pid>/task/*/children; None where the kernel does
+    not provide those files. One small read per thread, against a read of every process for `process_table`."""
+    found: set[int] = set()
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+        for thread in threads:
+            with open(f"/proc/{pid}/task/{thread}/children", "rb") as listed:
+                found.update(int(child) for child in listed.read().split())
+    except FileNotFoundError:
+        if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+            return None  # no CONFIG_PROC_CHILDREN
+        return children(pid)  # a thread ended while we read: read again
+    except OSError:
+        return None
+    return found
+
+
 def process_table() -> dict[int, tuple[int, str, str]]:
     """Every visible process: pid -> (ppid, state, start ticks)."""
     table: dict[int, tuple[int, str, str]] = {}

@@ -179,6 +179,7 @@ def owner_alive(owner: Optional[dict[str, Any]]) -> bool:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RunState:
+    """A local run's state as stored in its folder (validated on every read)."""
     view: JobView
     owner: Optional[dict[str, Any]]
     attempt: int

@@ -66,6 +66,7 @@ class _RedactingFilter(logging.Filter):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Reply:
+    """An OpenPAI REST reply: status, body (parsed JSON, else text) and the ETag to poll with."""
     status: int
     body: Any                   # parsed JSON, or the text when the body is not JSON
     etag: Optional[str] = None

@@ -1,15 +1,16 @@
-"""`paictl compile`: validate a job, compile it for a target, print or write the objects."""
+"""`paictl compile`: validate a job, compile it for a target, print or write the objects.
+
+The typer declaration of the command (help, options, usage errors); what it does is `compile_run.run_compile`,
+which the console script also runs directly for plain command lines (entry.py), without importing typer.
+"""
 
 from __future__ import annotations
 
 import enum
-import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-
-from paictl.errors import InvalidJobError, PaictlError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
@@ -46,30 +47,11 @@ def compile_command(
     Output is deterministic: the same job and profile give byte-identical output.
     Pipe it to kubectl: paictl compile job.yaml --profile openpai | kubectl apply -f -
     """
-    from paictl.compiler import emit
+    from .compile_run import run_compile
 
-    from .errors import fail, report_invalid
-    from .jobinput import compile_for_command
-
-    try:
-        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
-                               parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
-                               stdin_name=stdin_name, cluster=cluster, strict=strict)
-    except InvalidJobError as error:
-        report_invalid(error)
-    except PaictlError as error:
-        fail(error)
-    objects = compiled.objects
-    if output_dir is not None:
-        from paictl.protocol.diagnostics import one_line
-
-        try:
-            written = emit.write_files(objects, output_dir)
-        except PaictlError as error:
-            fail(error)
-        for path in written:
-            typer.echo(one_line(str(path)))
-    elif output_format is CompileFormat.json:
-        typer.echo(emit.to_json_list(objects))
-    else:
-        emit.write_yaml(objects, sys.stdout.write)  # streamed: a 700 MB Framework is never one string
+    status = run_compile(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
+                         parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
+                         output_format=output_format.value, output_dir=output_dir, stdin_name=stdin_name,
+                         cluster=cluster, strict=strict, echo=typer.echo)
+    if status:
+        raise typer.Exit(status)

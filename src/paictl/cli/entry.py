@@ -1,10 +1,12 @@
-"""The `paictl` console script: `validate` starts without typer, everything else goes to the typer app.
+"""The `paictl` console script: `validate` and `compile` start without typer, everything else goes to the typer app.
 
-`paictl validate` is the pre-commit and editor case, run once per commit or save, where start-up is most of the
-cost: typer and every command module took longer to import than a file takes to validate. A command line that is
-plainly `validate` with its own options (the forms below) runs `validate_cmd.run_validate` directly; anything else
-(`--help`, a misspelt option, a missing path, shell completion) goes through typer, which owns every message about
-usage. Both paths print the same bytes and exit with the same codes (tests/test_cli_entry.py).
+`paictl validate` is the pre-commit and editor case, run once per commit or save, and `paictl compile job.yaml |
+kubectl apply -f -` a pipe or CI step per job: for both, start-up is most of the cost, and typer with every command
+module took longer to import than a job takes to check or compile. A command line that is plainly one of these
+commands with its own options (the forms below) runs the command's typer-free body (`validate_cmd.run_validate`,
+`compile_run.run_compile`) directly; anything else (`--help`, a misspelt option, a missing argument, a value typer
+would refuse, shell completion) goes through typer, which owns every message about usage. Both paths print the same
+bytes and exit with the same codes (tests/test_cli_entry.py).
 """
 
 from __future__ import annotations
@@ -13,27 +15,56 @@ import os
 import sys
 from typing import Sequence
 
-_FLAGS = {"--strict": "strict", "--quiet": "quiet", "-q": "quiet"}
-_VALUED = {"--format": "format", "-o": "format", "--stdin-name": "stdin_name"}
-_FORMATS = ("text", "json")
+
+class _Form:
+    """The options of one command as typer declares them: flags, options taking one value, repeatable options."""
+
+    def __init__(self, *, flags: dict[str, str], valued: dict[str, str], repeated: dict[str, str],
+                 choices: dict[str, tuple[str, ...]], defaults: dict, positional: str, one_positional: bool):
+        self.flags, self.valued, self.repeated, self.choices = flags, valued, repeated, choices
+        self.defaults, self.positional, self.one_positional = defaults, positional, one_positional
 
 
-def parse_validate(args: Sequence[str]) -> dict | None:
-    """The options of `paictl validate ARGS`, or None when typer must decide (help, errors, unusual spellings)."""
-    options: dict = {"paths": [], "format": "text", "strict": False, "quiet": False, "stdin_name": "<stdin>"}
-    index, only_paths = 0, False
+_VALIDATE = _Form(
+    flags={"--strict": "strict", "--quiet": "quiet", "-q": "quiet"},
+    valued={"--format": "format", "-o": "format", "--stdin-name": "stdin_name"},
+    repeated={}, choices={"format": ("text", "json")},
+    defaults={"format": "text", "strict": False, "quiet": False, "stdin_name": "<stdin>"},
+    positional="paths", one_positional=False)
+
+_COMPILE = _Form(
+    flags={"--strict": "strict"},
+    valued={"--target": "target", "-t": "target", "--profile": "profile", "--user": "user",
+            "--namespace": "namespace", "-n": "namespace", "--secrets-from": "secrets_from",
+            "--output": "output_format", "-o": "output_format", "--format": "output_format",
+            "--output-dir": "output_dir", "--stdin-name": "stdin_name"},
+    repeated={"--parameter": "parameter", "-p": "parameter", "--parameters": "parameter_files",
+              "--cluster": "cluster"},
+    choices={"output_format": ("yaml", "json")},
+    defaults={"target": "framework", "profile": "default", "user": None, "namespace": None, "secrets_from": None,
+              "output_format": "yaml", "output_dir": None, "stdin_name": "<stdin>", "strict": False},
+    positional="job_path", one_positional=True)
+
+
+def _parse(form: _Form, args: Sequence[str]) -> dict | None:
+    """The options of a plain command line of `form`, or None when typer must decide (help, errors, unusual
+    spellings such as `-ojson` or `-o=json`)."""
+    options: dict = {**form.defaults, **{name: [] for name in form.repeated.values()}}
+    positionals: list[str] = []
+    index, only_positionals = 0, False
     while index < len(args):
         arg = args[index]
         index += 1
-        if only_paths or arg == "-" or not arg.startswith("-"):
-            options["paths"].append(arg)
+        if only_positionals or arg == "-" or not arg.startswith("-"):
+            positionals.append(arg)
         elif arg == "--":
-            only_paths = True
-        elif arg in _FLAGS:
-            options[_FLAGS[arg]] = True
+            only_positionals = True
+        elif arg in form.flags:
+            options[form.flags[arg]] = True
         else:
             name, sep, value = arg.partition("=")
-            if name not in _VALUED or (sep and not name.startswith("--")):
+            known = name in form.valued or name in form.repeated
+            if not known or (sep and not name.startswith("--")):
                 return None
             if not sep:
                 if index >= len(args):
@@ -42,9 +73,34 @@ def parse_validate(args: Sequence[str]) -> dict | None:
                 index += 1
             if value.startswith("-") and value != "-":
                 return None  # click's own rules for values that look like options: let it apply them
-            options[_VALUED[name]] = value
-    if not options["paths"] or options["format"] not in _FORMATS:
+            if name in form.repeated:
+                options[form.repeated[name]].append(value)
+            else:
+                options[form.valued[name]] = value
+    if not positionals or (form.one_positional and len(positionals) != 1):
         return None
+    if any(options[key] not in allowed for key, allowed in form.choices.items()):
+        return None
+    options[form.positional] = positionals[0] if form.one_positional else positionals
+    return options
+
+
+def parse_validate(args: Sequence[str]) -> dict | None:
+    """The options of `paictl validate ARGS`, or None when typer must decide."""
+    return _parse(_VALIDATE, args)
+
+
+def parse_compile(args: Sequence[str]) -> dict | None:
+    """The options of `paictl compile ARGS`, or None when typer must decide."""
+    from pathlib import Path
+
+    options = _parse(_COMPILE, args)
+    if options is None:
+        return None
+    # typer's types for these: Path for files and folders; no --cluster is None, not an empty list
+    options["parameter_files"] = [Path(value) for value in options["parameter_files"]]
+    options["output_dir"] = Path(options["output_dir"]) if options["output_dir"] is not None else None
+    options["cluster"] = options["cluster"] or None
     return options
 
 
@@ -54,26 +110,35 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["validate"] and "_PAICTL_COMPLETE" not in os.environ:
-        options = parse_validate(args[1:])
+    if args[:1] in (["validate"], ["compile"]) and "_PAICTL_COMPLETE" not in os.environ:
+        options = (parse_validate if args[0] == "validate" else parse_compile)(args[1:])
         if options is not None:
-            sys.exit(_validate(options))
+            sys.exit(_run(args[0], options))
     from .app import main as typer_main
 
     typer_main()
 
 
-def _validate(options: dict) -> int:
+def _run(command: str, options: dict) -> int:
+    """Run a typer-free command body with the signal handling and output-error statuses of app.main."""
     import signal
 
-    from .validate_cmd import plain_echo, run_validate
-
-    signal.signal(signal.SIGINT, _interrupted)  # 130, as app.main documents
     from .output import flush_stdout, output_error_exit
+    from .validate_cmd import plain_echo
 
+    signal.signal(signal.SIGINT, _interrupted)  # 130 for both, as app.main documents
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
-        status = run_validate(options["paths"], json_output=options["format"] == "json", strict=options["strict"],
-                              stdin_name=options["stdin_name"], quiet=options["quiet"], echo=plain_echo)
+        if command == "validate":
+            from .validate_cmd import run_validate
+
+            status = run_validate(options["paths"], json_output=options["format"] == "json",
+                                  strict=options["strict"], stdin_name=options["stdin_name"],
+                                  quiet=options["quiet"], echo=plain_echo)
+        else:
+            from .compile_run import run_compile
+
+            status = run_compile(**options, echo=plain_echo)
         flush_stdout()
         return status
     except OSError as error:  # standard output closed or full: the same statuses as the typer path (output.py)

@@ -8,32 +8,43 @@ from __future__ import annotations
 
 from typing import NoReturn, Sequence
 
-import typer
-
 from paictl.errors import InvalidJobError, PaictlError
 
 
 def fail(error: PaictlError) -> NoReturn:
+    import typer
+
     from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
 
     typer.echo(f"paictl: error: {one_line(str(error))}", err=True)
     raise typer.Exit(error.exit_code)
 
 
-def report_invalid(error: InvalidJobError) -> NoReturn:
-    """Diagnostics of a job a command refuses, on standard error (standard output stays clean for pipes)."""
+def invalid_report(error: InvalidJobError) -> str:
+    """The text report of a job a command refuses: its errors, located (the warnings were shown already)."""
     from paictl.protocol.validate import ValidationResult
 
     from .report import text_report
 
     errors = [d for d in error.diagnostics if d.is_error]
-    typer.echo(text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)]), err=True)
+    return text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)])
+
+
+def report_invalid(error: InvalidJobError) -> NoReturn:
+    """Diagnostics of a job a command refuses, on standard error (standard output stays clean for pipes)."""
+    import typer
+
+    typer.echo(invalid_report(error), err=True)
     raise typer.Exit(error.exit_code)
 
 
 def report_warnings(diagnostics: Sequence) -> None:
-    """Warnings of a job a command goes on with (validation, then the target's own), on standard error."""
+    """Warnings of a job a command goes on with (validation, then the target's own), on standard error.
+
+    Written as `typer.echo` writes (validate_cmd.plain_echo), without importing typer: the typer-free `compile`
+    path (entry.py) reports warnings too."""
     from .report import format_diagnostic
+    from .validate_cmd import plain_echo
 
     if diagnostics:
-        typer.echo("\n".join(format_diagnostic(d) for d in diagnostics), err=True)
+        plain_echo("\n".join(format_diagnostic(d) for d in diagnostics), err=True)

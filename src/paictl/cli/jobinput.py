@@ -1,18 +1,10 @@
-"""The options every command that compiles a job shares (`compile`, `submit`), declared once, and the call that
-turns them into `paictl.targets.compiled.compile_job`'s arguments. Warnings go to standard error as soon as they are
-known, so that standard output stays clean for the objects or the live view.
+"""The options every command that compiles a job shares (`compile`, `submit`), declared once for typer. The call
+that turns them into `paictl.targets.compiled.compile_job`'s arguments is `compile_run.compile_for_command`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
-
 import typer
-
-if TYPE_CHECKING:
-    from paictl.targets.compiled import CompiledJob
-
 
 JOB_ARGUMENT = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input.")
 PROFILE_OPTION = typer.Option("default", "--profile", metavar="FILE_OR_NAME",
@@ -28,23 +20,3 @@ STRICT_OPTION = typer.Option(False, "--strict", help="Warnings fail (exit 1), th
                                                       "JobSet cannot express (W901-W904).")
 STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                  help="File name to report for a job read from '-'.")
-
-
-def compile_for_command(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
-                        parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                        stdin_name: str, cluster: Optional[List[str]] = None, strict: bool = False) -> CompiledJob:
-    """`compile_job` with the command line's spelling of its inputs; warnings printed on standard error."""
-    from paictl.targets.compiled import compile_job, parse_parameters
-
-    from .errors import report_warnings
-
-    from paictl.targets import TARGETS
-    from paictl.errors import UsageError
-
-    if target not in TARGETS:  # before the parameters are read, as before the move into the library
-        raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
-    overrides = parse_parameters(parameter, parameter_files)
-    return compile_job(job_path, target=target, profile=profile, user=user, namespace=namespace,
-                       parameters=overrides, secrets_from=secrets_from,
-                       name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings,
-                       strict=strict)

@@ -219,7 +219,7 @@ def submit_command(
     (Ctrl-C). Always: 1 invalid job, 2 usage error, 3 cluster error.
     """
     from .errors import fail, report_invalid
-    from .jobinput import compile_for_command
+    from .compile_run import compile_for_command
 
     backend = None
     try:

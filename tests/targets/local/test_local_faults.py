@@ -307,3 +307,30 @@ def test_sigterm_to_a_follower_exits_130_like_ctrl_c(tmp_path):
     assert "Traceback" not in err
     paictl("stop", "followed", cwd=tmp_path, check_code=0)
     assert last_json(paictl("status", "followed", "-o", "json", cwd=tmp_path).stdout)["state"] == "stopped"
+
+
+def test_what_a_task_leaves_behind_becomes_a_child_of_the_runner():
+    """The fact the runner's shortcut (`_left_nothing`) relies on: once a task's shell has ended and its group is
+    empty, a process that escaped the group is a direct child of the subreaper, so `procs.children` sees it."""
+    from paictl.targets.local import procs
+
+    if not procs.become_subreaper():
+        pytest.skip("no child subreaper on this kernel")
+    escape = None
+    try:
+        shell = subprocess.Popen(["bash", "-c", "setsid sleep 1005 & echo $!"], stdout=subprocess.PIPE,
+                                 start_new_session=True)
+        escape = int(shell.stdout.readline())
+        shell.wait()
+        with pytest.raises(ProcessLookupError):
+            os.killpg(shell.pid, 0)  # the task's group is empty: the escape made its own session
+        listed = procs.children(os.getpid())
+        if listed is None:
+            pytest.skip("no /proc/<pid>/task/<tid>/children on this kernel")
+        wait_for(lambda: escape in procs.children(os.getpid()), "the escape to be re-parented to the runner")
+        assert shell.pid not in procs.children(os.getpid())  # reaped: not a child any more
+    finally:
+        procs.stop_subreaping()
+        if escape is not None:
+            os.kill(escape, signal.SIGKILL)
+            os.waitpid(escape, 0)

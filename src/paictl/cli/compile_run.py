@@ -1,0 +1,74 @@
+"""`paictl compile` without typer: the command's whole behaviour, shared by the typer command (compile_cmd.py) and
+the start-up fast path in entry.py, so both print the same bytes and exit with the same codes.
+
+Compiling one job is a start-up-bound command (a pipe into kubectl, a CI step per job): importing typer and every
+other command's module cost as much as the compile itself. This module imports neither.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+from paictl.errors import InvalidJobError, PaictlError
+
+if TYPE_CHECKING:
+    from paictl.targets.compiled import CompiledJob
+
+    from .validate_cmd import Echo
+
+#: `--output`/`-o`/`--format` values.
+COMPILE_FORMATS = ("yaml", "json")
+
+
+def compile_for_command(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
+                        parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
+                        stdin_name: str, cluster: Optional[List[str]] = None, strict: bool = False) -> CompiledJob:
+    """`compile_job` with the command line's spelling of its inputs; warnings printed on standard error."""
+    from paictl.errors import UsageError
+    from paictl.targets import TARGETS
+    from paictl.targets.compiled import compile_job, parse_parameters
+
+    from .errors import report_warnings
+
+    if target not in TARGETS:  # before the parameters are read, as before the move into the library
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    overrides = parse_parameters(parameter, parameter_files)
+    return compile_job(job_path, target=target, profile=profile, user=user, namespace=namespace,
+                       parameters=overrides, secrets_from=secrets_from,
+                       name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings,
+                       strict=strict)
+
+
+def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
+                parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str], output_format: str,
+                output_dir: Optional[Path], stdin_name: str, cluster: Optional[List[str]], strict: bool,
+                echo: Echo) -> int:
+    """Compile, then print the objects (or write them into `output_dir`); return the exit status."""
+    from paictl.compiler import emit
+    from paictl.protocol.diagnostics import one_line
+
+    from .errors import invalid_report
+
+    try:
+        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
+                                       namespace=namespace, parameter=parameter, parameter_files=parameter_files,
+                                       secrets_from=secrets_from, stdin_name=stdin_name, cluster=cluster,
+                                       strict=strict)
+        if output_dir is not None:
+            written = emit.write_files(compiled.objects, output_dir)
+    except InvalidJobError as error:
+        echo(invalid_report(error), err=True)
+        return error.exit_code
+    except PaictlError as error:
+        echo(f"paictl: error: {one_line(str(error))}", err=True)
+        return error.exit_code
+    if output_dir is not None:
+        for path in written:
+            echo(one_line(str(path)))
+    elif output_format == "json":
+        echo(emit.to_json_list(compiled.objects))
+    else:
+        emit.write_yaml(compiled.objects, sys.stdout.write)  # streamed: a 700 MB Framework is never one string
+    return 0
