@@ -17,6 +17,14 @@ from typing import Any
 _EXACT_INT = 2**53
 
 
+def js_numeric(value: float) -> int | float:
+    """A YAML float as JavaScript holds it: one number type, so an integral float is the integer (`2.0` is 2, as
+    upstream prints it). Both loaders read numbers through this."""
+    if math.isfinite(value) and value == int(value) and abs(value) < _EXACT_INT:
+        return int(value)
+    return value
+
+
 def js_string(value: Any) -> str:
     """`String(value)` as JavaScript computes it for JSON-like data (None is `null`, as JavaScript prints it)."""
     return _string(value, set())

@@ -18,8 +18,7 @@ from typing import Any
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 
-from .source import MAX_FILE_BYTES
-from .yamlevents import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES  # noqa: F401 - re-exported limits
+from .source import MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
 #: ruamel.yaml words syntax errors best but is superlinear (in the file's length, and quadratic in flow nesting:
 #: 1,000 nested `[` take it 6 s); beyond these bounds libyaml's own wording is used. Real jobs are under 10 KB.
@@ -137,8 +136,6 @@ _STACKED_INDICATORS = re.compile(r"[ \t](?<=[-?:][ \t])(?:[ \t]*[-?:][ \t]+){15}
 def _small_enough(text: str) -> bool:
     """True when the node count is certainly within the limit: every node but the first needs a line break, a comma
     or an indicator before it. A larger file goes to the located loader, which stops at the limit."""
-    from .yamlevents import MAX_EXPANDED_NODES
-
     bound = text.count("\n") + text.count(",") + text.count("- ") + text.count(": ") + 1
     return bound <= MAX_EXPANDED_NODES // 2
 
@@ -186,7 +183,7 @@ class _NotPlain(Exception):
 
 def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
     """The data as js-yaml holds it (an integral float is an integer), or None if it holds anything else."""
-    from .yamlevents import js_number
+    from .jsstring import js_numeric
 
     def convert(value: Any) -> Any:
         if isinstance(value, dict):
@@ -196,7 +193,7 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(value, list):
             return [convert(v) for v in value]
         if isinstance(value, float):
-            return js_number(value)
+            return js_numeric(value)
         if isinstance(value, _PLAIN_SCALARS):
             return value
         raise _NotPlain

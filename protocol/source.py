@@ -17,6 +17,12 @@ from paictl.errors import InputError
 #: Job files larger than this are refused (real OpenPAI jobs are a few KB; the largest in the upstream corpus is
 #: under 10 KB). It bounds memory and time for hostile input.
 MAX_FILE_BYTES = 2 * 1024 * 1024
+#: Deeper nesting than this is refused (E106). Real jobs nest about 8 levels.
+MAX_DEPTH = 100
+#: The document, aliases expanded, may hold at most this many nodes (E106). A 10,000-task-role job has ~170,000.
+MAX_EXPANDED_NODES = 250_000
+#: ... and at most this many bytes of scalar text (E106): an alias of a long string counts its whole length.
+MAX_EXPANDED_BYTES = 8 * 1024 * 1024
 
 _CHUNK = 64 * 1024
 

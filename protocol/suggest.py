@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterable, Mapping
 
 
@@ -17,5 +16,7 @@ def did_you_mean(word: str, candidates: Iterable[Any], renames: Mapping[str, str
         by_lower.setdefault(name.lower(), name)
     if word.lower() in by_lower and by_lower[word.lower()] != word:
         return by_lower[word.lower()]
+    import difflib  # only a file with a problem gets here
+
     match = difflib.get_close_matches(word.lower(), [n for n in by_lower if by_lower[n] != word], n=1, cutoff=0.6)
     return by_lower[match[0]] if match else None

@@ -19,13 +19,8 @@ import re
 from typing import Any
 
 from .diagnostics import escape_pointer_token, kind_of
-
-#: Deeper nesting than this is refused (E106). Real jobs nest about 8 levels.
-MAX_DEPTH = 100
-#: The document, aliases expanded, may hold at most this many nodes (E106). A 10,000-task-role job has ~170,000.
-MAX_EXPANDED_NODES = 250_000
-#: ... and at most this many bytes of scalar text (E106): an alias of a long string counts its whole length.
-MAX_EXPANDED_BYTES = 8 * 1024 * 1024
+from .jsstring import js_numeric as js_number  # one reading of numbers for both loaders
+from .source import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES  # noqa: F401 - the limits enforced here
 
 _STR = "tag:yaml.org,2002:str"
 _TAG_PREFIX = "tag:yaml.org,2002:"
@@ -440,13 +435,6 @@ def _js_float(raw: str) -> int | float:
                               hint="quote it if it is meant as text")
         value = float(text)
     return js_number(value)
-
-
-def js_number(value: float) -> int | float:
-    """JavaScript has one number type: an integral float is the integer (`2.0` is 2, as upstream prints it)."""
-    if math.isfinite(value) and value == int(value) and abs(value) < 2 ** 53:
-        return int(value)
-    return value
 
 
 def _explicit_tag(tag: str | None) -> str | None:

@@ -4,8 +4,6 @@ Every command imports its machinery lazily: `paictl --help` and `paictl validate
 kubernetes or the Python jsonschema package unless they are used.
 """
 
-from __future__ import annotations
-
 import enum
 import sys
 from typing import List, Optional

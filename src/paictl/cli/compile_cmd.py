@@ -4,8 +4,6 @@ The typer declaration of the command (help, options, usage errors); what it does
 which the console script also runs directly for plain command lines (entry.py), without importing typer.
 """
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import List, Optional

@@ -1,7 +1,5 @@
 """`paictl diagnose`: which failure rule a task's exit code and log fall under, and whether it is retried."""
 
-from __future__ import annotations
-
 import enum
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`paictl grass ...`: the agents of a Grass cluster (master, node) and the plan of a job on it."""
 
-from __future__ import annotations
-
 import enum
 from pathlib import Path
 from typing import List, Optional

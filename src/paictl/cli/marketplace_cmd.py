@@ -5,8 +5,6 @@ needs a bearer token: `--token`, or the environment variable PAICTL_MARKETPLACE_
 Everything is imported when a command runs, so `paictl --help` and `paictl validate` pay nothing for it.
 """
 
-from __future__ import annotations
-
 import enum
 from typing import Any, List, Optional
 

@@ -4,8 +4,6 @@ Tokens are never printed, never echoed while typed, and never written in plain t
 given; every message that could quote one goes through the client's redaction guard first.
 """
 
-from __future__ import annotations
-
 import sys
 from typing import Optional
 

@@ -6,8 +6,6 @@ no change here beyond the options it takes. Exit statuses: 0 submitted / succeed
 not found (or still pending at --pending-timeout), 4 stopped, 130 interrupted.
 """
 
-from __future__ import annotations
-
 import contextlib
 import signal
 from pathlib import Path
@@ -40,7 +38,7 @@ def _check_target(target: str) -> None:
         raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
 
 
-def _options(*, cluster: Optional[List[str]] = None, **given) -> BackendOptions:
+def _options(*, cluster: Optional[List[str]] = None, **given) -> "BackendOptions":
     """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
     so the first is `cluster` and all of them are `extra["cluster_files"]`."""
     from paictl.targets.backend import BackendOptions
@@ -52,7 +50,7 @@ def _options(*, cluster: Optional[List[str]] = None, **given) -> BackendOptions:
     return BackendOptions(**given, extra=extra)
 
 
-def _open(target: str, options: BackendOptions) -> Backend:
+def _open(target: str, options: "BackendOptions") -> "Backend":
     from paictl.targets import BACKENDS, RUNS_ON, open_backend
 
     if target not in RUNS_ON and target not in BACKENDS:
@@ -93,7 +91,7 @@ def _check_format(output_format: str) -> None:
         raise UsageError(f"-o/--format {output_format!r}: expected text or json")
 
 
-def _backend_for(name: str, target: Optional[str], options: BackendOptions) -> tuple[Backend, list[str]]:
+def _backend_for(name: str, target: Optional[str], options: "BackendOptions") -> tuple["Backend", list[str]]:
     """An explicit --target (checked against the target names) wins; otherwise the first backend in `LOOKUP_ORDER` that has a job of that name, else
     the last one. Returns the backend and what the ones passed over said ("no local run ...")."""
     from paictl.targets import LOOKUP_ORDER
@@ -123,7 +121,7 @@ def _echo_json(data: dict) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False))
 
 
-def _finish(backend: Backend, name: str, last: Optional[JobView], output_format: str) -> None:
+def _finish(backend: "Backend", name: str, last: Optional["JobView"], output_format: str) -> None:
     """The last view becomes the exit status; a failed job's deciding task shows its last lines (text only)."""
     from paictl.targets.states import VERDICT_EXIT_CODES
 
@@ -137,7 +135,7 @@ def _finish(backend: Backend, name: str, last: Optional[JobView], output_format:
     raise typer.Exit(VERDICT_EXIT_CODES[last.state])
 
 
-def _show_excerpt(backend: Backend, view: JobView) -> None:
+def _show_excerpt(backend: "Backend", view: "JobView") -> None:
     excerpt = backend.failure_excerpt(view)
     if excerpt is not None:
         typer.echo(f"last lines of {excerpt.label}:")
@@ -145,7 +143,7 @@ def _show_excerpt(backend: Backend, view: JobView) -> None:
             typer.echo(f"  {line}")
 
 
-def _draw(views: Iterable[JobView], output_format: str) -> Optional[JobView]:
+def _draw(views: Iterable["JobView"], output_format: str) -> Optional["JobView"]:
     from .live import follow
 
     with contextlib.closing(views) if hasattr(views, "close") else contextlib.nullcontext(views) as stream:
@@ -156,7 +154,7 @@ def _interrupted(signum: int, frame: object) -> None:
     raise SystemExit(INTERRUPTED)
 
 
-def _run_attached(backend: Backend, submission: Submission, output_format: str) -> None:
+def _run_attached(backend: "Backend", submission: "Submission", output_format: str) -> None:
     """A job running inside this process: Ctrl-C, SIGTERM or a failure while drawing must stop every task."""
     from .live import follow
 
@@ -326,7 +324,7 @@ def status_command(
             backend.close()
 
 
-def _list_jobs(*, target: Optional[str], options: BackendOptions, output_format: str) -> None:
+def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_format: str) -> None:
     """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`.
 
     What could be listed is printed before any error: an unreachable cluster never hides the local runs. The
