@@ -71,9 +71,35 @@ def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None
         other = other_kinds(data, text, path)
         if other is not None:
             return other
+    if schema_valid and semantic:
+        warned = _warnings_located(text, path, data, semantic)
+        if warned is not None:
+            return warned
     return validate_located(text, path, schema_valid_data=data if schema_valid else None,
                             other_kinds=other_kinds if data is None else None,
                             fast=(data, semantic) if data is not None else None)
+
+
+def _warnings_located(text: str, path: str, data: dict[str, Any], semantic: list[Finding]) -> ValidationResult | None:
+    """A schema-valid job with semantic findings only (the usual warning), located without reading it again.
+
+    The located loader would build the whole document a second time for a few positions; `locate_pointers` walks
+    libyaml's events only as far as the last finding. The result is what `validate_located` gives (the same
+    findings, located the same way), or None where the walk cannot vouch for that: a job holding secrets (their
+    redaction needs the located loader's secret spans), or a text the walk does not read.
+    """
+    from .redaction import secret_values
+    from .yamlpositions import locate_pointers
+
+    if secret_values(data):
+        return None
+    kept = _at_most(semantic, MAX_DIAGNOSTICS, path)
+    positions = locate_pointers(text, data, (f.pointer for f in kept))
+    if positions is None:
+        return None
+    document = Document(path=path, text=text, data=data, positions=positions)
+    return ValidationResult(path=path, diagnostics=tuple(_in_text_order(locate(f, document) for f in kept)),
+                            data=data)
 
 
 def validate_located(text: str, path: str, *, schema_valid_data: dict[str, Any] | None = None,

@@ -1,0 +1,103 @@
+"""Where a few nodes of a job sit, for a file the fast path has already read: what a warning needs to be located.
+
+A file with warnings and no error is read by the fast path (yaml-rs), which keeps no positions; reading it again
+with the located loader (yamlevents.py) builds the whole document a second time and cost as much again as the
+clean file's whole check. Here libyaml's event stream is only walked, noting where the wanted nodes sit, and the
+walk stops once all of them are seen.
+
+Only for texts the fast path accepted (loading.load_fast): no tags, anchors, aliases, merge keys, directives or
+NEL/LS/PS, nesting within the limits, string keys only. So nothing needs checking here, and a key is the text
+libyaml gives; anything else makes `locate_pointers` return None and the caller use the located loader. The
+positions are exactly those yamlevents records (tests/test_yamlpositions.py compares them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .diagnostics import escape_pointer_token, pointer_of, split_pointer
+
+#: (key line, key column, value line, value column), all 1-based, as loading.Position.
+Position = tuple[int, int, int, int]
+
+
+def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, Position] | None:
+    """Positions of `pointers` that exist in `data` (what the fast path read from `text`) and of their ancestors;
+    None when the text is not one the walk may read (the caller then loads it with the located loader)."""
+    import yaml
+
+    from .yamlevents import _MAYBE_SPECIAL, _SPECIAL, _loader_class
+
+    wanted: set[str] = set()
+    for pointer in pointers:
+        tokens = _existing_tokens(data, split_pointer(pointer))
+        wanted.update(pointer_of(*tokens[:depth]) for depth in range(1, len(tokens) + 1))
+    positions: dict[str, Position] = {"": (1, 1, 1, 1)}
+    if not wanted:
+        return positions
+    scalar, mapping, sequence = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+    ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    # One frame per open collection: [is a mapping, pointer, next index (sequence) or key (mapping), key's mark]
+    stack: list[list[Any]] = []
+    loader = _loader_class()(text)
+    try:
+        while wanted:
+            event = loader.get_event()
+            kind = event.__class__
+            if kind in ends:
+                stack.pop()
+                continue
+            if kind is not scalar and kind is not mapping and kind is not sequence:
+                if kind is yaml.StreamEndEvent or kind is yaml.AliasEvent:
+                    return None  # a wanted node never came, or an alias (the fast path refuses those)
+                continue  # stream and document start and end
+            mark = event.start_mark
+            if not stack:
+                if kind is not mapping:
+                    return None
+                stack.append([True, "", None, None])
+                continue
+            frame = stack[-1]
+            if frame[0]:
+                if frame[2] is None:  # this node is a key
+                    if kind is not scalar or (event.implicit[0] and (event.value[:1] in _MAYBE_SPECIAL
+                                                                     or event.value in _SPECIAL)):
+                        return None  # a key js-yaml may read as other than its text: the located loader decides
+                    frame[2], frame[3] = event.value, mark
+                    continue
+                pointer = f"{frame[1]}/{escape_pointer_token(frame[2])}"
+                if pointer in wanted:
+                    key_mark = frame[3]
+                    positions[pointer] = (key_mark.line + 1, key_mark.column + 1, mark.line + 1, mark.column + 1)
+                    wanted.discard(pointer)
+                frame[2] = None
+            else:
+                pointer = f"{frame[1]}/{frame[2]}"
+                frame[2] += 1
+                if pointer in wanted:
+                    positions[pointer] = (mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1)
+                    wanted.discard(pointer)
+            if kind is mapping:
+                stack.append([True, pointer, None, None])
+            elif kind is sequence:
+                stack.append([False, pointer, 0, None])
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    return positions
+
+
+def _existing_tokens(data: Any, tokens: list[str]) -> list[str]:
+    """The longest prefix of `tokens` that names a node of `data` (a finding may point at a missing key)."""
+    found: list[str] = []
+    node = data
+    for token in tokens:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isascii() and token.isdigit() and int(token) < len(node) and str(int(token)) == token:
+            node = node[int(token)]
+        else:
+            break
+        found.append(token)
+    return found
