@@ -174,41 +174,31 @@ def _fast_alias_limits():
     return yaml_rs.AliasLimits(max_total_replayed_events=1000)
 
 
-_PLAIN_SCALARS = (str, int, bool, type(None))
-
-
-class _NotPlain(Exception):
-    pass
+_PLAIN_TYPES = frozenset({str, int, bool, type(None)})
 
 
 def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The data as js-yaml holds it (an integral float is an integer), or None if it holds anything else."""
+    """The data as js-yaml holds it (an integral float is an integer), or None if it holds anything else.
+
+    yaml-rs's objects are ours: floats are replaced in place, in one loop without recursion, checking types
+    exactly (yaml-rs returns no subclasses)."""
     from .jsstring import js_numeric
 
-    def convert(value: Any) -> Any:
-        if isinstance(value, dict):
-            if not all(isinstance(k, str) for k in value):
-                raise _NotPlain
-            return {k: convert(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [convert(v) for v in value]
-        if isinstance(value, float):
-            return js_numeric(value)
-        if isinstance(value, _PLAIN_SCALARS):
-            return value
-        raise _NotPlain
-
-    try:
-        return convert(data)
-    except _NotPlain:
-        return None
-
-
-def load_data(text: str, path: str) -> dict[str, Any]:
-    """The plain data of a job text: the fast path's when it can read it (both loaders read the same data), else the
-    located loader's; raises DocumentError as `load_located` does."""
-    data = load_fast(text)
-    return data if data is not None else load_located(text, path).data
+    pending: list[Any] = [data]
+    while pending:
+        node = pending.pop()
+        entries = node.items() if type(node) is dict else enumerate(node)
+        for key, value in entries:
+            kind = type(value)
+            if kind is dict or kind is list:
+                pending.append(value)
+            elif kind is float:
+                node[key] = js_numeric(value)
+            elif kind not in _PLAIN_TYPES:
+                return None
+            if type(key) is not str and type(node) is dict:
+                return None
+    return data
 
 
 # ----------------------------------------------------------------------------------------------------------------

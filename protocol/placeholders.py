@@ -79,13 +79,14 @@ def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[i
     scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
     for name, role in roles.items():
         base = ("taskRoles", name, "commands")
-        commands = [(pointer_of(*base, i), c) for i, c in strings_in(role.get("commands"))]
+        # (path tokens, text): a pointer is built only for a finding (most commands have none)
+        commands = [((*base, i), c) for i, c in strings_in(role.get("commands"))]
         findings += _check_joined(commands, scopes[name])
         for d_index, deployment in mappings_in(data.get("deployments")):
             extra = as_mapping(deployment.get("taskRoles")).get(name)
             if not isinstance(extra, dict):
                 continue
-            parts = {key: [(pointer_of("deployments", d_index, "taskRoles", name, key, i), c)
+            parts = {key: [(("deployments", d_index, "taskRoles", name, key, i), c)
                            for i, c in strings_in(extra.get(key))] for key in ("preCommands", "postCommands")}
             findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
     auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), broken=_misshapen(data) & {"$secrets"},
@@ -163,8 +164,9 @@ def _strings(value: Any, tokens: tuple[Any, ...]) -> Iterator[tuple[str, str]]:
 # ----------------------------------------------------------------------------------------------------------------
 # Rendered fields
 
-def _check_joined(parts: list[tuple[str, str]], scope: Scope) -> list[Finding]:
-    """Commands are trimmed and joined with newlines before rendering, so a tag may only make sense across them."""
+def _check_joined(parts: list[tuple[tuple[Any, ...], str]], scope: Scope) -> list[Finding]:
+    """Commands are trimmed and joined with newlines before rendering, so a tag may only make sense across them.
+    `parts` are (path tokens, text)."""
     if not any(has_tags(text) for _, text in parts):
         return []
     starts, pieces, offset = [], [], 0
@@ -173,7 +175,7 @@ def _check_joined(parts: list[tuple[str, str]], scope: Scope) -> list[Finding]:
         pieces.append(js_trim(text))
         offset += len(pieces[-1]) + 1
     joined = "\n".join(pieces)
-    return _check_text(joined, lambda at: parts[bisect_right(starts, at) - 1][0], scope)
+    return _check_text(joined, lambda at: pointer_of(*parts[bisect_right(starts, at) - 1][0]), scope)
 
 
 def _check_text(text: str, where: Any, scope: Scope) -> list[Finding]:
