@@ -201,6 +201,13 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
     return data
 
 
+def load_data(text: str, path: str) -> dict[str, Any]:
+    """The plain data of a job text: the fast path's when it can read it (both loaders read the same data), else the
+    located loader's; raises DocumentError as `load_located` does."""
+    data = load_fast(text)
+    return data if data is not None else load_located(text, path).data
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Located path
 
