@@ -26,7 +26,7 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
     None when the text is not one the walk may read (the caller then loads it with the located loader)."""
     import yaml
 
-    from .yamlevents import _MAYBE_SPECIAL, _SPECIAL, _loader_class
+    from .yamlevents import _MAYBE_SPECIAL, _SPECIAL, LoadProblem, _key_text, _loader_class, _resolve
 
     wanted: set[str] = set()
     for pointer in pointers:
@@ -60,10 +60,12 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
             frame = stack[-1]
             if frame[0]:
                 if frame[2] is None:  # this node is a key
-                    if kind is not scalar or (event.implicit[0] and (event.value[:1] in _MAYBE_SPECIAL
-                                                                     or event.value in _SPECIAL)):
-                        return None  # a key js-yaml may read as other than its text: the located loader decides
-                    frame[2], frame[3] = event.value, mark
+                    if kind is not scalar:
+                        return None  # a complex key (the fast path refuses those)
+                    key = event.value
+                    if event.implicit[0] and (key[:1] in _MAYBE_SPECIAL or key in _SPECIAL):
+                        key = _key_text(_resolve(key, event, False))  # `.5`, `~`...: as the located loader reads it
+                    frame[2], frame[3] = key, mark
                     continue
                 pointer = f"{frame[1]}/{escape_pointer_token(frame[2])}"
                 if pointer in wanted:
@@ -81,7 +83,7 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
                 stack.append([True, pointer, None, None])
             elif kind is sequence:
                 stack.append([False, pointer, 0, None])
-    except yaml.YAMLError:
+    except (yaml.YAMLError, LoadProblem):
         return None
     finally:
         loader.dispose()

@@ -78,11 +78,17 @@ def test_a_missing_node_is_placed_at_its_nearest_ancestor():
     assert walked == {"": (1, 1, 1, 1), "/taskRoles": (4, 1, 5, 3), "/taskRoles/a": (5, 3, 6, 5)}
 
 
-@pytest.mark.parametrize("text", ["x: &y 1\na: *y\n", "? [a]\n: b\na: x\n", "1: x\na: x\n", "- a\n"])
+@pytest.mark.parametrize("text", ["x: &y 1\na: *y\n", "? [a]\n: b\na: x\n", "- a\n"])
 def test_texts_the_walk_may_not_read_are_left_to_the_located_loader(text):
-    """Aliases, complex or special keys, a root that is not a mapping: the fast path refuses these files, and the
-    walk does not guess either."""
+    """Aliases, complex keys, a root that is not a mapping: the fast path refuses these files, and the walk does
+    not guess either."""
     assert locate_pointers(text, {"a": "x"}, ["/a"]) is None
+
+
+def test_a_key_js_yaml_reads_as_a_number_is_named_as_the_located_loader_names_it():
+    text = "1.50: x\n~: y\na: z\n"
+    expected = load_located(text, "<t>").positions
+    assert locate_pointers(text, {"1.5": "x", "null": "y", "a": "z"}, ["/1.5", "/null", "/a"]) == expected
 
 
 def test_every_file_with_warnings_reports_what_the_located_path_reports():
@@ -98,3 +104,25 @@ def test_every_file_with_warnings_reports_what_the_located_path_reports():
         assert result.diagnostics == validate_located(text, str(path)).diagnostics, path
         taken += result.ok and bool(result.warnings)
     assert taken >= 5  # the comparison above did cover the walk
+
+
+_keys = st.text(alphabet="abcXYZ_-./~ é", min_size=1, max_size=6)
+_scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.none(), st.text(alphabet="ab :#-'\"\n\\é", max_size=8))
+_documents = st.dictionaries(_keys, st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_keys, inner, max_size=3)), max_leaves=10), min_size=1, max_size=4)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(data=_documents, flow=st.sampled_from([False, True, None]), width=st.sampled_from([20, 80]),
+       style=st.sampled_from([None, "'", '"']))
+def test_generated_layouts_are_placed_as_the_located_loader_places_them(data, flow, width, style):
+    """Block, flow and mixed layouts, quoted and folded scalars, keys that need escaping in a pointer."""
+    import yaml
+
+    text = yaml.safe_dump(data, default_flow_style=flow, width=width, default_style=style, allow_unicode=True,
+                          sort_keys=False)
+    fast = load_fast(text)
+    if fast is None:
+        return  # the fast path refused this text: the walk never sees it
+    positions = load_located(text, "<generated>").positions
+    check_walk(text, fast, positions, sorted(positions))
