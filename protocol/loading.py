@@ -146,8 +146,9 @@ def _shallow_enough(text: str) -> bool:
 
 def load_fast(text: str) -> dict[str, Any] | None:
     """Plain data for an ordinary single-document mapping, or None when the located loader must decide."""
-    if (len(text) > MAX_FILE_BYTES or _needs_located_loader(text) or not _shallow_enough(text)
-            or not _small_enough(text)):
+    # Cheapest first: the counts take 6 ms on 2 MiB, the guards' searches up to 0.4 s on hostile text.
+    if (len(text) > MAX_FILE_BYTES or not _small_enough(text) or not _shallow_enough(text)
+            or _needs_located_loader(text)):
         return None
     import yaml_rs
 
