@@ -297,12 +297,16 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("compile", "--target", "jobset"),
 )
 
-#: Reported by the child at exit (atexit): the peak of its address space, from /proc/self/status.
+#: Reported by the child at exit (atexit), from /proc/self/status: the peak of its address space (VmPeak) and of its
+#: resident memory (VmHWM). The RSS os.wait4 reports cannot serve: Linux keeps the high-water mark across exec, so
+#: it would count the forking parent (pytest: 150 MB).
 _PROBE = ("import atexit, os, runpy, sys\n"
           "def _peak():\n"
+          "    peaks = {}\n"
           "    for line in open('/proc/self/status'):\n"
-          "        if line.startswith('VmPeak:'):\n"
-          "            os.write(int(os.environ['PAICTL_PROBE_FD']), line.split()[1].encode())\n"
+          "        if line.startswith(('VmPeak:', 'VmHWM:')):\n"
+          "            peaks[line.split(':')[0]] = line.split()[1]\n"
+          "    os.write(int(os.environ['PAICTL_PROBE_FD']), f\"{peaks['VmPeak']} {peaks['VmHWM']}\".encode())\n"
           "atexit.register(_peak)\n"
           "sys.argv[0] = 'paictl'\n"
           "runpy.run_module('paictl', run_name='__main__', alter_sys=True)\n")
@@ -312,6 +316,8 @@ _PROBE = ("import atexit, os, runpy, sys\n"
 class Outcome:
     exit_code: int
     cpu_seconds: float
+    #: The child's peak resident memory (VmHWM), or when it died before reporting it, what os.wait4 says (which
+    #: may be the forking parent's).
     peak_rss_mb: float
     #: The child's peak address space (VmPeak), None when it died before reporting it.
     peak_vm_mb: float | None
@@ -359,9 +365,9 @@ def run_child(args: tuple[str, ...], path: str, *, address_space: int | None = N
     out.seek(0)
     err.seek(0)
     signal = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    vm, rss = (int(kb) / 1024 for kb in reported.split()) if reported else (None, usage.ru_maxrss / 1024)
     return Outcome(exit_code=os.waitstatus_to_exitcode(status), cpu_seconds=usage.ru_utime + usage.ru_stime,
-                   peak_rss_mb=usage.ru_maxrss / 1024, peak_vm_mb=int(reported) / 1024 if reported else None,
-                   stdout=out.read(), stderr=err.read(), signal=signal)
+                   peak_rss_mb=rss, peak_vm_mb=vm, stdout=out.read(), stderr=err.read(), signal=signal)
 
 
 def _main(argv: list[str]) -> None:
