@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -86,8 +87,48 @@ def render(text: str, context: Mapping[str, Any]) -> str:
     compiled = _compile(text)
     if not compiled.has_names:
         return "".join(compiled.texts)  # type: ignore[arg-type]
+    if len(compiled.texts) > _SLICE:
+        return "".join(_render_slices(compiled.texts, compiled.names, dict(context)))
     lookup = functools.partial(_name_value, compiled.names, dict(context))
     return _template(compiled.shape).render(t=compiled.texts, n=lookup)
+
+
+#: A text of more tokens than this is rendered in slices of this many names, each through a template that depends
+#: only on the slice's length: jinja2 compiles a template in time and memory that grow with it (one with 110,000
+#: names took 16 s and 1.4 GB), and the slices share one compiled template.
+_SLICE = 256
+
+
+def _render_slices(texts: tuple[str | None, ...], names: tuple[Tag | None, ...], view: dict[str, Any]) -> Any:
+    """Each name with the text before it is one call `u(k)` (one jinja2 call per name, not per token); the text after
+    the last name needs no template, as a text without names needs none. A name's value is looked up once per text:
+    the view does not change while it renders."""
+    values: dict[str, str] = {}
+
+    def lookup(index: int) -> str:
+        name = names[index].name  # type: ignore[union-attr]
+        value = values.get(name)
+        if value is None:
+            value = values[name] = _name_value(names, view, index)
+        return value
+
+    units: list[tuple[str, int]] = []
+    before: list[str] = []
+    for index, text in enumerate(texts):
+        if text is None:
+            units.append(("".join(before), index))
+            before = []
+        else:
+            before.append(text)
+    for start in range(0, len(units), _SLICE):
+        chunk = units[start:start + _SLICE]
+
+        def unit(k: int, chunk: list[tuple[str, int]] = chunk) -> str:
+            text, index = chunk[k]
+            return text + lookup(index)
+
+        yield _template("".join("<% u({0}) %>".format(k) for k in range(len(chunk)))).render(u=unit)
+    yield "".join(before)
 
 
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
@@ -204,28 +245,29 @@ class _Line:
 
 
 def _chars(text: str) -> list[str]:
-    """Text split as the stripping needs it: each whitespace character alone, runs of anything else together."""
-    pieces: list[str] = []
-    start = 0
-    for index, char in enumerate(text):
-        if char in _JS_SPACE:
-            if start < index:
-                pieces.append(text[start:index])
-            pieces.append(char)
-            start = index + 1
-    if start < len(text):
-        pieces.append(text[start:])
-    return pieces
+    """Text split as the stripping needs it: each whitespace character alone, runs of anything else together (by a
+    regular expression: a loop over the characters took 0.3 s for 2 MiB of commands)."""
+    return [piece for piece in _SPACE_SPLIT.split(text) if piece]
+
+
+_SPACE_SPLIT = re.compile("([" + re.escape(JS_WHITESPACE) + "])")
 
 
 def _squash(tokens: Any) -> list[str | Tag]:
-    """Adjacent text pieces joined into one (mustache.js `squashTokens`)."""
+    """Adjacent text pieces joined into one (mustache.js `squashTokens`). Each run is joined once: `+=` on a string
+    held in a list copies it every time (2 MiB of commands took 6 s)."""
     out: list[str | Tag] = []
+    run: list[str] = []
     for token in tokens:
-        if isinstance(token, str) and out and isinstance(out[-1], str):
-            out[-1] += token
-        else:
-            out.append(token)
+        if isinstance(token, str):
+            run.append(token)
+            continue
+        if run:
+            out.append("".join(run))
+            run = []
+        out.append(token)
+    if run:
+        out.append("".join(run))
     return out
 
 

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any, Callable
 
-from paictl.errors import InvalidJobError
+from paictl.errors import InputError, InvalidJobError
 from paictl.protocol.codes import finding
 from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
 from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, decode_source, load_located
@@ -162,7 +162,15 @@ def _read_beside(base: Path, relative: str, pointer: str, document: Document) ->
             return refused("E880", f"{relative!r} is not a regular file")
         if status.st_size > MAX_FILE_BYTES:
             return refused("E880", f"{relative!r} is {status.st_size} bytes; the limit is {MAX_FILE_BYTES} bytes")
-        return Path(target).read_bytes(), []
+        try:
+            from paictl.protocol.source import read_source
+
+            data = read_source(target)  # bounded while reading: the file may have grown since the stat
+        except InputError as exc:
+            return refused("E880", f"{relative!r}: {exc}")
+        if len(data) > MAX_FILE_BYTES:
+            return refused("E880", f"{relative!r} is larger than the limit of {MAX_FILE_BYTES} bytes")
+        return data, []
     except FileNotFoundError:
         return refused("E880", f"{relative!r}: no such file beside the item")
     except OSError as exc:

@@ -87,12 +87,15 @@ def one_line(text: str) -> str:
 
 
 def escape_pointer_token(token: object) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
 
 
 def pointer_of(*tokens: object) -> str:
     """Build a JSON pointer from path tokens: pointer_of("taskRoles", "a/b") == "/taskRoles/a~1b"."""
-    return "".join("/" + escape_pointer_token(t) for t in tokens)
+    return "".join(["/" + escape_pointer_token(t) for t in tokens])
 
 
 def split_pointer(pointer: str) -> list[str]:

@@ -170,6 +170,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "E607": ("Native runtime: the ports the job asks for do not fit in the profile's portRange.",
              "resourcePerInstance: {ports: {http: 5000}}",
              "ask for fewer ports, or widen the profile's portRange"),
+    "E608": ("Native runtime: each pod's start script exports every task's port variables, so the object grows with "
+             "task roles times ports; past 3 MiB (the Kubernetes API server's request limit) it could never be "
+             "created.",
+             "10,000 task roles",
+             "use fewer task roles (instances of one role share its variables), or a profile with OpenPAI's runtime"),
     "E701": ("Mars: every task role must be scheduler, webservice or worker (any case), each at most once.",
              "taskRoles:\n  master: ...",
              "rename the task roles to scheduler, webservice and worker"),
@@ -194,7 +199,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W702": ("Mars: the scheduler is never restarted with its state, so its taskRetryCount is not applied.",
              "scheduler:\n  taskRetryCount: 3",
              "remove taskRetryCount from the scheduler (retry the job instead)"),
-    "W101": ("A file reports at most 1,000 diagnostics, errors first; the rest are counted in this one line.",
+    "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),
     "E801": ("taskRoles (or one task role) is not a mapping; no target can compile it, and OpenPAI's rest-server "

@@ -152,8 +152,9 @@ def _shallow_enough(text: str) -> bool:
 
 def load_fast(text: str) -> dict[str, Any] | None:
     """Plain data for an ordinary single-document mapping, or None when the located loader must decide."""
-    if (len(text) > MAX_FILE_BYTES or _needs_located_loader(text) or not _shallow_enough(text)
-            or not _small_enough(text)):
+    # Cheapest first: the counts take 6 ms on 2 MiB, the guards' searches up to 0.4 s on hostile text.
+    if (len(text) > MAX_FILE_BYTES or not _small_enough(text) or not _shallow_enough(text)
+            or _needs_located_loader(text)):
         return None
     import yaml_rs
 
@@ -212,7 +213,16 @@ def load_data(text: str, path: str) -> dict[str, Any]:
 # Located path
 
 def load_located(text: str, path: str) -> Document:
-    """Load `text` as one YAML mapping with positions, or raise DocumentError with located diagnostics."""
+    """Load `text` as one YAML mapping with positions, or raise DocumentError with located diagnostics.
+
+    The last document is kept: `compile` validates, then needs the located document of the same text, and a second
+    parse of a 2 MiB job would cost 0.5 s of the 2 s bound. Nothing mutates a Document's data.
+    """
+    return _load_located(text, path)
+
+
+@functools.lru_cache(maxsize=1)
+def _load_located(text: str, path: str) -> Document:
     import yaml
 
     from .yamlevents import LoadProblem, load_events

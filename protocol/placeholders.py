@@ -178,11 +178,18 @@ def _check_joined(parts: list[tuple[tuple[Any, ...], str]], scope: Scope) -> lis
     return _check_text(joined, lambda at: pointer_of(*parts[bisect_right(starts, at) - 1][0]), scope)
 
 
+#: A file reports at most 1,000 problems (MAX_DIAGNOSTICS in protocol/validate.py), and these are all warnings: past
+#: this many in one text, the rest could never be shown (50,000 unknown placeholders took 1 s to describe).
+_MAX_FINDINGS = 1000
+
+
 def _check_text(text: str, where: Any, scope: Scope) -> list[Finding]:
     pointer_at = where if callable(where) else (lambda at: where)
     findings: list[tuple[int, Finding]] = []
     try:
         for tag in scan_tags(text):
+            if len(findings) > _MAX_FINDINGS:
+                continue  # still scanned to its end: a parse failure there is reported
             found = _check_tag(tag, pointer_at(tag.start), scope)
             if found is not None:
                 findings.append((tag.start, dataclasses.replace(found, excerpt=tag.raw)))

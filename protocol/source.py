@@ -100,3 +100,68 @@ def _printable(name: str) -> str:
 
     shown = one_line(name)
     return shown if len(shown) <= 200 else f"{shown[:120]}...({len(name)} characters)"
+
+
+#: A stream (standard input, a FIFO) is read to its end to find its tail, but no further than this: an endless
+#: producer must not keep a command running for ever.
+MAX_STREAM_BYTES = 256 * 1024 * 1024
+
+
+def read_tail(path: str | os.PathLike[str], tail: int, what: str) -> tuple[bytes, bool]:
+    """The last `tail` bytes of a user-given file ("-" for standard input) that may legitimately be huge (a task's
+    log), and whether anything before them was left out. A regular file is read from `size - tail` (its size costs
+    nothing); a FIFO or standard input is read to its end keeping only the tail, and refused past
+    MAX_STREAM_BYTES; devices and sockets are refused as for a job. InputError (exit 2) names `what` it was."""
+    if os.fspath(path) == "-":
+        import sys
+
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise InputError("<stdin>: standard input is closed")
+        return _stream_tail(stream, "<stdin>", tail, what)
+    shown = _printable(os.fspath(path))
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{shown}: cannot read the {what}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{shown}: cannot read the {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{shown}: cannot read the {what}: is a directory")
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise InputError(f"{shown}: cannot read the {what}: not a regular file (a device or socket has no end "
+                             "to read to); copy it to a file, or pipe it to `-`")
+        os.set_blocking(descriptor, True)
+        with os.fdopen(descriptor, "rb", closefd=False) as stream:
+            if stat.S_ISFIFO(mode):
+                return _stream_tail(stream, shown, tail, what)
+            size = os.fstat(descriptor).st_size
+            start = max(0, size - tail)
+            stream.seek(start)
+            return read_bounded(stream, shown, tail - 1), start > 0
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read the {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
+
+
+def _stream_tail(stream: BinaryIO, shown: str, tail: int, what: str) -> tuple[bytes, bool]:
+    kept = bytearray()
+    total = 0
+    try:
+        while True:
+            chunk = stream.read(_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_STREAM_BYTES:
+                raise InputError(f"{shown}: the {what} goes on past {MAX_STREAM_BYTES // (1024 * 1024)} MiB; save it "
+                                 "to a file and pass that (only its end is read)")
+            kept += chunk
+            if len(kept) > 2 * tail:
+                del kept[:len(kept) - tail]
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read the {what}: {exc.strerror or exc}") from None
+    return bytes(kept[-tail:]), total > tail

@@ -136,7 +136,7 @@ def check_document(document: Document, *, schema_valid_data: dict[str, Any] | No
     else:
         from .schema_check import check_schema
 
-        findings = check_schema(document.data)
+        findings = check_schema(document.data, limit=MAX_DIAGNOSTICS)
     # Semantic checks run on every document, valid or not (upstream stops at the schema; a user fixing a file wants
     # every problem at once). They skip values of the wrong shape, and whatever they still find at or below a spot
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
@@ -159,8 +159,9 @@ def _at_most(findings: list[Finding], limit: int, path: str) -> list[Finding]:
 
     errors = [f for f in findings if f.severity is Severity.ERROR]
     kept = (errors + [f for f in findings if f.severity is not Severity.ERROR])[:limit]
-    note = finding("W101", "", f"{len(findings) - limit} more problems are not shown; only the first {limit} of a "
-                   "file are reported", "fix these and validate again")
+    # Not counted: past the limit the schema phase stops making errors (protocol/schema_check.py).
+    note = finding("W101", "", f"more problems are not shown; only the first {limit} of a file are reported",
+                   "fix these and validate again")
     return [*kept, note]
 
 

@@ -89,6 +89,7 @@ class _Frame:
 
 
 _NO_KEY = object()
+_MAPPING_START: type = type(None)  # yaml.MappingStartEvent, set on first use (yaml is imported lazily)
 _MERGE = object()
 #: Where a job keeps values no diagnostic may show: its secrets and every prerequisite's registry credentials.
 _SECRET_POINTER = re.compile(r"/secrets(?:/|$)|/prerequisites/[0-9]+/auth(?:/|$)")
@@ -121,6 +122,9 @@ class _Builder:
 
     def build(self):
         import yaml
+
+        global _MAPPING_START
+        _MAPPING_START = yaml.MappingStartEvent
 
         loader = self.loader
         root = _NO_KEY
@@ -159,15 +163,17 @@ class _Builder:
             raise LoadProblem("E106", f"the document nests more than {MAX_DEPTH} levels deep; a job never does",
                               *_at(event.start_mark))
         pointer = self._child_pointer(event.start_mark)
-        is_map = event.__class__.__name__ == "MappingStartEvent"
-        tag = _explicit_tag(event.tag)
-        if tag not in (None, "map" if is_map else "seq") and not (is_map and tag == "set"):
+        is_map = event.__class__ is _MAPPING_START
+        tag = _explicit_tag(event.tag) if event.tag is not None else None
+        if tag is not None and tag != ("map" if is_map else "seq") and not (is_map and tag == "set"):
             raise _tag_problem(event.tag, event.start_mark)
         frame = _Frame("map" if is_map else "seq", {} if is_map else [], pointer, event.anchor, tag,
                        event.start_mark)
         if event.anchor is not None:
             self.open_anchors.add(event.anchor)
-        self._count(1, 0, event.start_mark)
+        self.nodes += 1
+        if self.nodes > MAX_EXPANDED_NODES:
+            self._count(0, 0, event.start_mark)
         self.stack.append(frame)
         return _NO_KEY
 
@@ -197,6 +203,8 @@ class _Builder:
         return self._deliver(value, nodes, size, event.start_mark, event, counted=True)
 
     def _scalar(self, event) -> Any:
+        # The hot path (every key and most values): a few hundred thousand calls for a 2 MiB file, so attribute
+        # look-ups are kept few and a mapping key, the commonest scalar, is handled here without _deliver.
         raw = event.value if self.restore is None else event.value.translate(self.restore)
         if event.tag is None:
             if not event.implicit[0]:
@@ -217,7 +225,40 @@ class _Builder:
         self.bytes += size
         if self.bytes > MAX_EXPANDED_BYTES or self.nodes > MAX_EXPANDED_NODES:
             self._count(0, 0, event.start_mark)
-        return self._deliver(value, 1, size, event.start_mark, event, counted=True)
+        stack = self.stack
+        if not stack:
+            return value
+        parent = stack[-1]
+        key = parent.key
+        if parent.kind == "map":
+            if key is _NO_KEY:
+                if value.__class__ is not str or value == "<<":
+                    return self._deliver(value, 1, size, event.start_mark, event, counted=True)
+                parent.key = value
+                parent.key_mark = event.start_mark
+            else:
+                if key is _MERGE or parent.pointer.startswith(_SECRET_PREFIXES) or key == "secrets" or key == "auth":
+                    return self._deliver(value, 1, size, event.start_mark, event, counted=True)
+                target = parent.value
+                if key in target:
+                    return self._deliver(value, 1, size, event.start_mark, event, counted=True)  # E102
+                target[key] = value
+                parent.key = _NO_KEY
+                key_mark, mark = parent.key_mark, event.start_mark
+                token = key if "~" not in key and "/" not in key else escape_pointer_token(key)
+                self.positions[f"{parent.pointer}/{token}"] = (key_mark.line + 1, key_mark.column + 1,
+                                                               mark.line + 1, mark.column + 1)
+        else:
+            if parent.pointer.startswith(_SECRET_PREFIXES):
+                return self._deliver(value, 1, size, event.start_mark, event, counted=True)
+            items = parent.value
+            mark = event.start_mark
+            line, column = mark.line + 1, mark.column + 1
+            self.positions[f"{parent.pointer}/{len(items)}"] = (line, column, line, column)
+            items.append(value)
+        parent.nodes += 1
+        parent.bytes += size
+        return _NO_KEY
 
     # -- helpers --------------------------------------------------------------------------------------------------
 
@@ -401,6 +442,9 @@ def _js_int(raw: str) -> int | None:
     if colon:
         if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):
             return None
+        if len(body) > _MAX_DIGITS:  # each `:` multiplies by 60: 700,000 parts would be a quadratic big integer
+            raise LoadProblem("E101", f"a number with {len(body)} characters; no job value is that long", None, None,
+                              hint="quote it if it is meant as text")
         total = 0
         for part in [head.replace("_", ""), *tail.split(":")]:
             total = total * 60 + int(part)
@@ -457,6 +501,8 @@ def _tag_problem(tag: str, mark) -> LoadProblem:
 
 def _key_text(value: Any) -> str:
     """js-yaml (OpenPAI) turns non-string keys into their JavaScript text: `1: x` is key "1", `true: x` "true"."""
+    if value.__class__ is str:  # nearly every key: no import machinery per key (120,000 keys cost 0.2 s)
+        return value
     from .jsstring import js_string
 
     return js_string(value)

@@ -73,6 +73,9 @@ _KEY_CHARS = re.compile(r"[-._a-zA-Z0-9]+")
 #: Secret data keys are at most 253 characters.
 _MAX_KEY = 253
 
+#: The largest request the Kubernetes API server accepts (its maxRequestBodyBytes, 3 MiB): a bigger object can never
+#: be created.
+MAX_OBJECT_BYTES = 3 * 1024 * 1024
 #: task role name -> label -> ports, in the order the environment lists them.
 Ports = Mapping[str, Mapping[str, tuple[int, ...]]]
 
@@ -82,6 +85,13 @@ def allocate_ports(job: Job, profile: Profile) -> tuple[dict[str, dict[str, tupl
     from paictl.protocol.codes import finding
 
     start, end = profile.port_range
+    # Counted before any range is made: 100,000 labels of 30,000 ports each would be 3 billion numbers.
+    needed = sum(max(count, 0) for role in job.task_roles for label, count in
+                 {**{label: 1 for label in ALWAYS_PORTS}, **dict(role.resources.ports)}.items())
+    if start + needed > end:
+        return {}, [finding("E607", "/taskRoles", f"the job needs {needed} ports; the profile's portRange "
+                                                  f"[{start}, {end}) holds {end - start}",
+                            hint="ask for fewer ports (resourcePerInstance.ports), or widen portRange")]
     next_port = start
     ports: dict[str, dict[str, tuple[int, ...]]] = {}
     for role in job.task_roles:
@@ -93,10 +103,14 @@ def allocate_ports(job: Job, profile: Profile) -> tuple[dict[str, dict[str, tupl
             count = max(count, 0)
             ports[role.name][label] = tuple(range(next_port, next_port + count))
             next_port += count
-    if next_port > end:
-        return {}, [finding("E607", "/taskRoles", f"the job needs {next_port - start} ports; the profile's portRange "
-                                                  f"[{start}, {end}) holds {end - start}",
-                            hint="ask for fewer ports (resourcePerInstance.ports), or widen portRange")]
+    size = len(job.task_roles) * sum(len(line) + 1 for line in port_lines(job, ports))
+    if size > MAX_OBJECT_BYTES:
+        return {}, [finding("E608", "/taskRoles", f"every pod exports every task's port variables: for "
+                                                  f"{len(job.task_roles)} task roles they alone would take "
+                                                  f"{size // (1024 * 1024)} MiB, over the {MAX_OBJECT_BYTES // (1024 * 1024)} "
+                                                  "MiB Kubernetes accepts in one object",
+                            hint="use fewer task roles (the instances of one role share its variables), or a "
+                                 "profile with OpenPAI's own runtime")]
     return ports, []
 
 

@@ -88,13 +88,12 @@ def load_clusters(path: Optional[Path] = None) -> dict[str, ClusterEntry]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
+    from paictl.protocol.source import read_text_file
+
     path = path or clusters_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the clusters file: {exc}") from None
+    text = read_text_file(path, "clusters file")  # bounded as a job is: a FIFO or /dev/zero never hangs it
     try:
         data = YAML(typ="safe", pure=True).load(text) or {}
     except YAMLError as exc:

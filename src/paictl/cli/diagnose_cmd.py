@@ -1,7 +1,6 @@
 """`paictl diagnose`: which failure rule a task's exit code and log fall under, and whether it is retried."""
 
 import enum
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,9 +26,11 @@ RETRIED = {
 def diagnose_command(
     exit_code: int = typer.Option(..., "--exit-code", metavar="N", help="The exit status of the task's command."),
     log: Optional[Path] = typer.Option(None, "--log", metavar="FILE",
-                                       help="The task's own log (stdout/stderr), or - for standard input."),
+                                       help="The task's own log (stdout/stderr), or - for standard input. Only its "
+                                            "last 10 MiB is read, as OpenPAI does; a stream may be at most 256 MiB."),
     platform_log: Optional[Path] = typer.Option(None, "--platform-log", metavar="FILE",
-                                                help="The runtime's log (plugins, SSH barrier), if you have it."),
+                                                help="The runtime's log (plugins, SSH barrier), if you have it "
+                                                     "(its last 10 MiB)."),
     exit_spec: Optional[Path] = typer.Option(None, "--exit-spec", metavar="FILE",
                                              help="Use these failure rules instead of the built-in ones."),
     output_format: DiagnoseFormat = typer.Option(DiagnoseFormat.text, "--format", "-o", help="text or json."),
@@ -45,14 +46,14 @@ def diagnose_command(
 
     try:
         rules = load_rule_set(exit_spec)
-        user_text = _read_log(log, "--log")
-        platform_text = _read_log(platform_log, "--platform-log")
+        user_text, user_cut = _read_log(log, "--log")
+        platform_text, platform_cut = _read_log(platform_log, "--platform-log")
     except InputError as exc:
         fail(exc)
     except InvalidJobError as exc:
         report_invalid(exc)
     verdict = analyse(exit_code, user_text, platform_text, rules)
-    report = _report(verdict)
+    report = _report(verdict, cut=[name for name, cut in (("user", user_cut), ("platform", platform_cut)) if cut])
     if output_format is DiagnoseFormat.json:
         import json
 
@@ -61,18 +62,24 @@ def diagnose_command(
         typer.echo(_text(report))
 
 
-def _read_log(path: Optional[Path], option: str) -> str:
-    """Logs are decoded leniently: a stray binary byte must not hide the error message next to it."""
+def _read_log(path: Optional[Path], option: str) -> tuple[str, bool]:
+    """The log's last LOG_TAIL bytes (what upstream's aggregator reads), and whether its start was left out; the cut
+    line is dropped. Decoded leniently: a stray binary byte must not hide the error message next to it."""
+    from paictl.compiler.exit_rules import LOG_TAIL
+    from paictl.protocol.source import read_tail
+
     if path is None:
-        return ""
+        return "", False
     try:
-        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{option} {path}: cannot read the log: {exc.strerror or exc}") from None
-    return raw.decode("utf-8", errors="replace")
+        raw, cut = read_tail(path, LOG_TAIL, "log")
+    except InputError as exc:
+        raise InputError(f"{option} {exc}") from None
+    if cut:
+        raw = raw[raw.find(b"\n") + 1:]
+    return raw.decode("utf-8", errors="replace"), cut
 
 
-def _report(verdict) -> dict[str, Any]:
+def _report(verdict, cut: list[str]) -> dict[str, Any]:
     rule = verdict.rule
     return {
         "code": rule.code,
@@ -84,6 +91,8 @@ def _report(verdict) -> dict[str, Any]:
         "reason": rule.reason,
         "solution": list(rule.solution),
         "matched": [{"log": m.log, "line": m.line, "text": m.text} for m in verdict.matched],
+        # The logs whose start was not read: their line numbers count from the start of their last 10 MiB.
+        "tail_only": cut,
     }
 
 
@@ -97,5 +106,6 @@ def _text(report: dict[str, Any]) -> str:
     for index, step in enumerate(report["solution"]):
         lines.append(f"  {'solution:' if index == 0 else '':<10} - {step}")
     for match in report["matched"]:
-        lines.append(f"  matched:   {match['log']} log line {match['line']}: {match['text']}")
+        where = " of its last 10 MiB" if match["log"] in report["tail_only"] else ""
+        lines.append(f"  matched:   {match['log']} log line {match['line']}{where}: {match['text']}")
     return "\n".join(lines)

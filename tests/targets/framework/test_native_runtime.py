@@ -212,6 +212,31 @@ def test_ports_beyond_the_port_range_are_an_error():
     assert [d.code for d in caught.value.diagnostics] == ["E607"]
 
 
+def test_ports_are_counted_before_any_is_numbered():
+    # 100,000 labels of 20,000 ports each: refused from the sum, never two billion numbers made (issue 13).
+    labels = ", ".join(f"p{i}: 20000" for i in range(100_000))
+    with pytest.raises(InvalidJobError) as caught:
+        compile_text(JOB.replace("ports: {api: 2}", "ports: {" + labels + "}"))
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "E607" and "needs 2000000004 ports" in diagnostic.message
+
+
+def _roles(count: int) -> str:
+    role = ("  r{i}:\n    instances: 1\n    dockerImage: img\n    resourcePerInstance: {{cpu: 1, memoryMB: 100, gpu: 0}}\n"
+            "    commands: [echo]\n")
+    return ("protocolVersion: 2\nname: many-roles\ntype: job\nprerequisites:\n  - {type: dockerimage, name: img, uri: u}\n"
+            "taskRoles:\n" + "".join(role.format(i=i) for i in range(count)))
+
+
+def test_a_framework_whose_port_variables_exceed_what_kubernetes_stores_is_refused():
+    # Every pod exports every task's ports: the object grows with roles x roles (5,000 roles took 20 s and 2 GB).
+    with pytest.raises(InvalidJobError) as caught:
+        compile_text(_roles(400))
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "E608" and "400 task roles" in diagnostic.message
+    assert compile_text(_roles(60))[-1]["kind"] == "Framework"  # 60 roles: about 1 MiB of port variables
+
+
 # -- the script, run for real --------------------------------------------------------------------------------------
 
 @needs_bash
