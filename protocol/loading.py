@@ -134,10 +134,11 @@ _STACKED_INDICATORS = re.compile(r"[ \t](?<=[-?:][ \t])(?:[ \t]*[-?:][ \t]+){15}
 
 
 def _small_enough(text: str) -> bool:
-    """True when the node count is certainly within the limit: every node but the first needs a line break, a comma
-    or an indicator before it. A larger file goes to the located loader, which stops at the limit."""
+    """True when the node count is within a few times the limit, so yaml-rs's work is bounded: every node but the
+    first needs a line break, a comma or an indicator before it, or is the value of such a key. The exact count is
+    taken on yaml-rs's data (`_as_js`); a file over the limit goes to the located loader, which stops at it."""
     bound = text.count("\n") + text.count(",") + text.count("- ") + text.count(": ") + 1
-    return bound <= MAX_EXPANDED_NODES // 2
+    return bound <= MAX_EXPANDED_NODES * 2
 
 
 def _shallow_enough(text: str) -> bool:
@@ -182,12 +183,17 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
     """The data as js-yaml holds it (an integral float is an integer), or None if it holds anything else.
 
     yaml-rs's objects are ours: floats are replaced in place, in one loop without recursion, checking types
-    exactly (yaml-rs returns no subclasses)."""
+    exactly (yaml-rs returns no subclasses). Nodes are counted as the located loader counts them (every
+    collection, key and scalar): a document over MAX_EXPANDED_NODES is left to it, which refuses it (E106)."""
     from .jsstring import js_numeric
 
     pending: list[Any] = [data]
+    nodes = 0
     while pending:
         node = pending.pop()
+        nodes += 1 + (len(node) if type(node) is dict else 0)  # the collection, and a mapping's keys
+        if nodes > MAX_EXPANDED_NODES:
+            return None
         entries = node.items() if type(node) is dict else enumerate(node)
         for key, value in entries:
             kind = type(value)
@@ -195,11 +201,14 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
                 pending.append(value)
             elif kind is float:
                 node[key] = js_numeric(value)
-            elif kind not in _PLAIN_TYPES:
+                nodes += 1
+            elif kind in _PLAIN_TYPES:
+                nodes += 1
+            else:
                 return None
             if type(key) is not str and type(node) is dict:
                 return None
-    return data
+    return data if nodes <= MAX_EXPANDED_NODES else None
 
 
 def load_data(text: str, path: str) -> dict[str, Any]:

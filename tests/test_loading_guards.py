@@ -73,3 +73,37 @@ def test_texts_js_yaml_reads_otherwise_are_not_read_fast(text: str) -> None:
                                   "a: 10.0.0.1:9000\n", "a: x != y && z\n", "a: 100\n"])
 def test_ordinary_texts_are_read_fast(text: str) -> None:
     assert loading.load_fast(text) is not None
+
+
+_keys = st.text(alphabet="abc_-.", min_size=1, max_size=4)
+_values = st.recursive(st.one_of(st.integers(-3, 3), st.floats(-2, 2), st.none(), st.text(alphabet="ab ", max_size=3)),
+                       lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+                       max_leaves=25)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(data=st.dictionaries(_keys, _values, min_size=1, max_size=5), flow=st.booleans(), limit=st.integers(1, 60))
+def test_the_fast_path_counts_nodes_as_the_located_loader_does(data, flow, limit):
+    """yaml-rs's data is counted in `_as_js`: the fast path reads a document exactly when the located loader finds
+    it within the node limit (else the located loader refuses it, E106)."""
+    import yaml
+
+    from paictl.protocol import yamlevents
+    from paictl.protocol.loading import DocumentError, load_located
+
+    text = yaml.safe_dump(data, default_flow_style=flow, sort_keys=False)
+    if loading.load_fast(text) is None:
+        return  # refused for another reason (a guard)
+    saved = loading.MAX_EXPANDED_NODES, yamlevents.MAX_EXPANDED_NODES
+    loading.MAX_EXPANDED_NODES = yamlevents.MAX_EXPANDED_NODES = limit
+    try:
+        try:
+            loading._load_located.cache_clear()  # it keeps the last document, read under another limit
+            load_located(text, "<t>")
+            within = True
+        except DocumentError as error:
+            assert error.diagnostics[0].code == "E106"
+            within = False
+        assert (loading.load_fast(text) is not None) == within
+    finally:
+        loading.MAX_EXPANDED_NODES, yamlevents.MAX_EXPANDED_NODES = saved
