@@ -49,6 +49,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E303": (E, "a task role's prerequisites list names an unknown prerequisite"),
     "E304": (E, "dockerImage/script/output/data names no prerequisite of that type"),
     "E305": (E, "defaults.deployment names no deployment"),
+    "E306": (E, "extras.hivedScheduler does not match OpenPAI's HiveD schema (priority class, task role names, setting types)"),
+    "E307": (E, "HiveD: an unknown task role, both skuType and pinnedCellId, or an inconsistent affinity group (OpenPAI's HiveD 400s)"),
     # Pitfalls users reported (OpenPAI accepts the job, then it misbehaves)
     "W401": (W, "a $parameters placeholder resolves to nothing"),
     "W402": (W, "a $secrets placeholder resolves to nothing"),
@@ -75,8 +77,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion outside -1..int32"),
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "extras.com.microsoft.pai.runtimeplugin is not a list of {plugin, parameters} mappings"),
-    "E805": (E, "extras.hivedScheduler has a value of the wrong shape (skuType, pinnedCellId, affinityGroupName, skuNum)"),
-    "E806": (E, "defaults.virtualCluster is not a valid Kubernetes label value"),
+    "E805": (E, "extras.hivedScheduler.taskRoles is a number or boolean (OpenPAI ignores it; no HiveD settings can be read from it)"),
+    "E806": (E, "defaults.virtualCluster is empty, not a valid Kubernetes label value, or null with HiveD"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),
     "E702": (E, "Mars: the job has no scheduler or no worker task role"),

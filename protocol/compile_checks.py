@@ -39,6 +39,11 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
     cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
     if cluster is None:
         return
+    if cluster == "":
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is empty; OpenPAI "
+                      "keeps it (only null means `default`), and no virtual cluster has an empty name",
+                      "remove the key to use the default virtual cluster, or name one")
+        return
     if not isinstance(cluster, str) or len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
         yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster ({kind_of(cluster)}) "
                       "is not a valid Kubernetes label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with "
@@ -156,34 +161,13 @@ def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
                           f"{kind_of(plugin['parameters'])}; it is a mapping")
 
 
-#: HiveD's per-task-role settings and the types HiveD's own schema gives them.
-_HIVED_ROLE_TYPES = {"skuType": str, "pinnedCellId": str, "affinityGroupName": str, "skuNum": int}
-
-
 def _hived(data: dict[str, Any]) -> Iterator[Finding]:
+    """A hivedScheduler.taskRoles that is a number or a boolean: OpenPAI's HiveD schema skips it and its code finds
+    no task role in it, so the settings are silently lost (validate's E306/E307 cover every other shape)."""
     extras = data.get("extras")
     hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
-    if hived is None:
-        return
-    base = ("extras", "hivedScheduler")
-    if not isinstance(hived, dict):
-        yield finding("E805", pointer_of(*base), f"hivedScheduler is {kind_of(hived)}; it is a mapping")
-        return
-    roles = hived.get("taskRoles")
-    if roles is None:
-        return
-    if not isinstance(roles, dict):
-        yield finding("E805", pointer_of(*base, "taskRoles"), f"hivedScheduler.taskRoles is {kind_of(roles)}; it is "
-                      "a mapping of task role name to HiveD settings")
-        return
-    for name, settings in roles.items():
-        if not isinstance(settings, dict):
-            yield finding("E805", pointer_of(*base, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
-                          f"{kind_of(settings)}; it is a mapping")
-            continue
-        for key, wanted in _HIVED_ROLE_TYPES.items():
-            value = settings.get(key)
-            if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
-                yield finding("E805", pointer_of(*base, "taskRoles", name, key), f"hivedScheduler.taskRoles.{name}."
-                              f"{key} is {kind_of(value)}; HiveD wants " + ("a string" if wanted is str else
-                                                                            "an integer"))
+    roles = hived.get("taskRoles") if isinstance(hived, dict) else None
+    if isinstance(roles, (int, float)):
+        yield finding("E805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
+                      f"{kind_of(roles)}; OpenPAI ignores it, so no HiveD setting would apply",
+                      "write a mapping of task role name to HiveD settings, or remove it")

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .codes import finding
+from .hived_checks import hived_findings
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
@@ -46,6 +47,7 @@ def check_semantics(data: Any) -> list[Finding]:
         *_defaults(data),
         *_task_roles(data),
         *check_placeholders(data, prerequisites_by_type(data)),
+        *hived_findings(data),
     ]
     return _in_document_order(findings, data)
 

@@ -68,20 +68,21 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
         role_config = roles_config.get(role.name) or {}
         role_config = role_config if isinstance(role_config, Mapping) else {}
         where = f"{base}/taskRoles/{role.name}"
+        # hived.js reads these with lodash `get(..., null)` and tests `!= null`: an empty string is a value.
         sku_type, pinned = role_config.get("skuType"), role_config.get("pinnedCellId")
-        if sku_type and pinned:
+        if sku_type is not None and pinned is not None:
             findings.append(finding("E603", f"{where}/pinnedCellId", f"Taskrole {role.name} has both skuType and "
                                     "pinnedCellId, only one is allowed.", hint="remove one of them"))
-        if sku_type and sku_type not in skus:
+        if sku_type is not None and sku_type not in skus:  # upstream crashes on it (resourceUnits[sku] is undefined)
             findings.append(finding("E602", f"{where}/skuType", f"Taskrole {role.name} has unknown skuType "
                                     f"{sku_type}, allow {', '.join(skus)}.", hint=_sku_hint(sku_type, skus)))
             continue
-        count, problem = _leaf_cells(role, skus[sku_type] if sku_type else None, skus)
+        count, problem = _leaf_cells(role, skus[sku_type] if sku_type is not None else None, skus)
         if problem:
             findings.append(finding("E604", f"/taskRoles/{role.name}/resourcePerInstance", problem))
         cells[role.name] = count
         group = role_config.get("affinityGroupName")
-        if group:
+        if group is not None:
             members = groups.setdefault(group, [])
             if members and _placement(roles_config.get(members[0])) != _placement(role_config):
                 findings.append(finding("E605", f"{where}/affinityGroupName",
@@ -98,16 +99,18 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
         spec: dict[str, Any] = {
             "virtualCluster": virtual_cluster,
             "priority": priority,
-            "pinnedCellId": role_config.get("pinnedCellId") or None,
-            "leafCellType": role_config.get("skuType") or None,
+            "pinnedCellId": role_config.get("pinnedCellId"),
+            "leafCellType": role_config.get("skuType"),
             "leafCellNumber": cells[role.name],
         }
         spec.update({key: config[key] for key in _SWITCHES if key in config})
         group = role_config.get("affinityGroupName")
         if groups:
-            members = groups.get(group) if group else None
+            members = groups.get(group) if group is not None else None
         else:
-            group, members = "default", (names if job.gang_allocation else None)
+            # hived.js makes the default group only when `extras.gangAllocation` is absent or exactly true
+            # (`get(..., true) === true`); k8s.js turns gang allocation off only when it is exactly false.
+            group, members = "default", (names if job.extras.get("gangAllocation", True) is True else None)
         spec["affinityGroup"] = None if members is None else {
             "name": f"{user_job}/{group}",
             "members": [{"podNumber": by_name[m].instances, "leafCellNumber": cells[m]} for m in members],
@@ -148,7 +151,7 @@ def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tup
 
 def _placement(config: Any) -> tuple[Any, Any]:
     config = config if isinstance(config, Mapping) else {}
-    return config.get("skuType") or None, config.get("pinnedCellId") or None
+    return config.get("skuType"), config.get("pinnedCellId")
 
 
 def _sku_hint(sku_type: str, skus: Mapping[str, Sku]) -> str | None:

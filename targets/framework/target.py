@@ -62,7 +62,9 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
     from paictl.compiler.render import render_entrypoint
 
     name = framework_name(job, profile)
-    virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
+    # Upstream: `defaults.virtualCluster != null ? it : 'default'` (compile_checks refuses "" and non-strings).
+    virtual_cluster = job.defaults.virtual_cluster if job.defaults.virtual_cluster is not None \
+        else profile.virtual_cluster
     findings: list[Finding] = list(task_role_name_findings(job))
     storages = _storages(job, profile, findings)
     hived_specs: dict[str, Any] = {}
@@ -70,7 +72,7 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
         from paictl.targets.framework.hived import hived_specs as compute
 
         hived_specs, problems = compute(job, profile, virtual_cluster)
-        findings += problems
+        findings += problems + _null_virtual_cluster(document)
     native_ports: dict[str, Any] = {}
     if profile.runtime == "native":
         from paictl.targets.framework.native import allocate_ports
@@ -174,6 +176,19 @@ def task_role_name_findings(job: Job) -> list[Finding]:
                                     hint="rename the task role: lowercase letters and digits are what is kept",
                                     anchor=Anchor.KEY))
     return findings
+
+
+def _null_virtual_cluster(document: Document | None) -> list[Finding]:
+    """E806 for `virtualCluster: null` under HiveD: upstream's labels say `default`, but its HiveD code (lodash
+    `get` with a default, which applies to undefined only) schedules the pods in virtual cluster null."""
+    from paictl.protocol.codes import finding
+
+    defaults = document.data.get("defaults") if document is not None else None
+    if isinstance(defaults, dict) and "virtualCluster" in defaults and defaults["virtualCluster"] is None:
+        return [finding("E806", "/defaults/virtualCluster", "defaults.virtualCluster is null; with HiveD, OpenPAI "
+                        "schedules the pods in virtual cluster null (scheduler hivedscheduler-ds-null)",
+                        "remove the key to use the default virtual cluster, or name one")]
+    return []
 
 
 def _b64(value: str) -> str:
