@@ -43,6 +43,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W205": (W, "unknown key in a deployment (accepted and ignored by OpenPAI)"),
     "W206": (W, "a taskRoles value is not a mapping (accepted by OpenPAI's schema, meaningless)"),
     "W207": (W, "negative resource value (Kubernetes refuses the pod) or a port count below 1"),
+    "W208": (W, "a storage entry OpenPAI skips (not a mapping with a name, or storages written as a string)"),
     # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
     "E301": (E, "duplicate prerequisite (same type and name)"),
     "E302": (E, "duplicate deployment name"),
@@ -78,6 +79,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "extras.com.microsoft.pai.runtimeplugin is not a list of {plugin, parameters} mappings"),
     "E805": (E, "extras.hivedScheduler.taskRoles is a number or boolean (OpenPAI ignores it; no HiveD settings can be read from it)"),
+    "E808": (E, "extras.storages (or teamwise_storage's names) of a shape OpenPAI crashes on, a non-string mountPath, a storage listed twice"),
     "E806": (E, "defaults.virtualCluster is empty, not a valid Kubernetes label value, or null with HiveD"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),

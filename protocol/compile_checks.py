@@ -26,8 +26,10 @@ MAX_INT32 = 2 ** 31 - 1
 
 def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
+    from .storage_checks import storage_problems
+
     return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data)]
+            *_labels(data), *storage_problems(data)]
 
 
 #: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).

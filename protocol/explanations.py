@@ -91,6 +91,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W207": ("A negative resource (Kubernetes refuses the pod) or a port count below 1.",
              "resourcePerInstance: {cpu: -1, memoryMB: 512, gpu: 0}",
              "use zero or a positive number"),
+    "W208": ("OpenPAI mounts a storage only for an entry that is a mapping with a name; a string, a number, `{}` "
+             "or an empty name is skipped without a word, and `storages` written as one string is read character by "
+             "character, so nothing is mounted.",
+             "extras:\n  storages: [confignfs]",
+             "write `storages: [{name: confignfs}]`"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),
@@ -236,6 +241,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "becomes the virtual cluster `null` of the pod's scheduling spec and scheduler name.",
              "defaults:\n  virtualCluster: my cluster",
              "name an existing virtual cluster with a label-safe name"),
+    "E808": ("OpenPAI's rest-server crashes (HTTP 500) on storages that are a mapping, a number or true, on a null "
+             "entry, on teamwise_storage parameters that are null and on storageConfigNames that are not a list; "
+             "Kubernetes refuses a mountPath that is not a string and two volumes of one name (a storage listed "
+             "twice).",
+             "extras:\n  storages: {name: confignfs}",
+             "write `storages: [{name: confignfs}]`, each storage once, with a string mountPath"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

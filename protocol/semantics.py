@@ -21,6 +21,7 @@ from typing import Any
 
 from .codes import finding
 from .hived_checks import hived_findings
+from .storage_checks import storage_warnings
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
@@ -48,6 +49,7 @@ def check_semantics(data: Any) -> list[Finding]:
         *_task_roles(data),
         *check_placeholders(data, prerequisites_by_type(data)),
         *hived_findings(data),
+        *storage_warnings(data),
     ]
     return _in_document_order(findings, data)
 
