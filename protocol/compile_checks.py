@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator
 
 from .codes import finding
-from .diagnostics import Finding, kind_of, pointer_of
+from .diagnostics import Finding, escape_pointer_token, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
 
 #: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
@@ -29,7 +29,31 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     from .storage_checks import storage_problems
 
     return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data)]
+            *_labels(data), *storage_problems(data), *_dates(data)]
+
+
+#: Where the job schema wants a mapping: ajv takes a JavaScript Date for an (empty) object there, so OpenPAI accepts
+#: an unquoted date and silently treats it as no settings at all.
+_MAPPING_PLACES = re.compile(r"/(?:parameters|secrets|defaults|extras|extras/hivedScheduler"
+                             r"|extras/hivedScheduler/taskRoles/[^/]+|taskRoles/[^/]+/(?:completion|extraContainerOptions)"
+                             r"|deployments/[0-9]+/taskRoles/[^/]+|prerequisites/[0-9]+/auth)")
+
+
+def _dates(data: dict[str, Any]) -> Iterator[Finding]:
+    from .timestamps import Timestamp
+
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        pointer, value = stack.pop()
+        if isinstance(value, Timestamp):
+            if _MAPPING_PLACES.fullmatch(pointer):
+                yield finding("E809", pointer, f"this is the unquoted date {value}, where a mapping belongs; OpenPAI "
+                              "reads it as a JavaScript Date, which its schema takes for an empty mapping, and then "
+                              "ignores it", "write the mapping this key takes, or remove the key")
+        elif isinstance(value, dict):
+            stack.extend((f"{pointer}/{escape_pointer_token(k)}", v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{pointer}/{i}", v) for i, v in enumerate(value))
 
 
 #: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
@@ -40,6 +64,13 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
     defaults = data.get("defaults")
     cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
     if cluster is None:
+        return
+    from .timestamps import is_timestamp
+
+    if is_timestamp(cluster):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster is the unquoted "
+                      f"date {cluster}; OpenPAI reads it as a JavaScript Date, and its label would be the date's ISO "
+                      "text, which no Kubernetes label value can be", f"quote it ('{cluster}')")
         return
     if cluster == "":
         yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is empty; OpenPAI "

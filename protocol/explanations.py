@@ -247,6 +247,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "twice).",
              "extras:\n  storages: {name: confignfs}",
              "write `storages: [{name: confignfs}]`, each storage once, with a string mountPath"),
+    "E809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
+             "extraContainerOptions, parameters, secrets, defaults, extras, a registry auth, HiveD settings). "
+             "OpenPAI's YAML reader makes it a JavaScript Date, which its schema counts as an object without keys, "
+             "so the rest-server accepts the job and ignores the value.",
+             "taskRoles:\n  train:\n    completion: 2020-01-01",
+             "write the mapping the key takes (`completion: {minSucceededInstances: 1}`), or remove the key"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
+from .timestamps import is_timestamp
 
 #: The priority classes HiveD's schema allows (hived.js also maps `crit`, which the schema never lets through).
 PRIORITY_CLASSES = ("prod", "test", "oppo")
@@ -33,6 +34,8 @@ def hived_findings(data: dict[str, Any]) -> list[Finding]:
     if not isinstance(extras, dict) or "hivedScheduler" not in extras:
         return []
     hived = extras["hivedScheduler"]
+    if is_timestamp(hived):
+        return []  # ajv takes a Date for an object; compile refuses it (E809)
     if not isinstance(hived, dict):
         return [finding("E306", pointer_of(*_BASE), f"extras.hivedScheduler is {kind_of(hived)}; OpenPAI's HiveD "
                         "schema wants a mapping", "write `hivedScheduler:` with jobPriorityClass and taskRoles keys")]
@@ -49,6 +52,8 @@ def _schema(hived: dict[str, Any]) -> Iterator[Finding]:
                       f"{_shown(value)}; OpenPAI's HiveD schema allows only {', '.join(PRIORITY_CLASSES)}",
                       "use prod, test (the default) or oppo")
     roles = hived.get("taskRoles")
+    if is_timestamp(roles):
+        roles = {}  # a Date: an object without properties, so minProperties fails
     if not isinstance(roles, dict):
         return
     if not roles:
@@ -58,13 +63,15 @@ def _schema(hived: dict[str, Any]) -> Iterator[Finding]:
         if not _ROLE_NAME.match(name):
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles key {name!r} "
                           "does not match ^[A-Za-z0-9._~]+$ (OpenPAI's HiveD schema)", anchor=Anchor.KEY)
+        if is_timestamp(settings):
+            continue  # a Date passes `type: object`; compile refuses it (E809)
         if not isinstance(settings, dict):
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
                           f"{kind_of(settings)}; OpenPAI's HiveD schema wants a mapping", "write `{skuType: K80}`, say")
             continue
         for key in _NAMED:
             value = settings.get(key)
-            if value is not None and not isinstance(value, str):
+            if value is not None and (not isinstance(value, str) or is_timestamp(value)):
                 yield finding("E306", pointer_of(*_BASE, "taskRoles", name, key), f"hivedScheduler.taskRoles.{name}."
                               f"{key} is {kind_of(value)}; OpenPAI's HiveD schema wants a string or null",
                               "quote the value")
@@ -72,6 +79,8 @@ def _schema(hived: dict[str, Any]) -> Iterator[Finding]:
 
 def _code(hived: dict[str, Any], job_roles: Any) -> Iterator[Finding]:
     roles = hived.get("taskRoles")
+    if is_timestamp(roles):
+        return
     if isinstance(roles, (str, list)) and roles:
         # ajv skips a non-mapping; `Object.keys` then gives its indexes, and "0" is no task role.
         yield finding("E307", pointer_of(*_BASE, "taskRoles"), f"hivedScheduler.taskRoles is {kind_of(roles)}; "
@@ -87,6 +96,8 @@ def _code(hived: dict[str, Any], job_roles: Any) -> Iterator[Finding]:
             yield finding("E307", pointer_of(*where), f"Taskrole {name} does not exist.", anchor=Anchor.KEY,
                           hint=f"task roles of this job: {', '.join(job_roles)}")
             continue
+        if not isinstance(settings, dict):
+            continue
         placement = (settings.get("skuType"), settings.get("pinnedCellId"))
         if placement[0] is not None and placement[1] is not None:
             yield finding("E307", pointer_of(*where, "pinnedCellId"), f"Taskrole {name} has both skuType and "
@@ -101,4 +112,6 @@ def _code(hived: dict[str, Any], job_roles: Any) -> Iterator[Finding]:
 
 
 def _shown(value: Any) -> str:
+    if is_timestamp(value):
+        return f"the unquoted date {value}"
     return repr(value) if isinstance(value, str) else kind_of(value)

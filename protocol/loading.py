@@ -5,8 +5,8 @@ gives up on anything unusual (and on anything whose depth it has not first been 
 `load_located` (libyaml's event stream, protocol/yamlevents.py) is the authority: it keeps the line and column of
 every key and value, enforces the depth and expanded-size limits while reading, and turns every way a file can be
 broken into a located diagnostic. ruamel.yaml is used only for the wording of syntax errors in files small enough for
-it. Both read scalars as js-yaml (OpenPAI) does, with one deliberate choice: timestamps stay strings (JSON has no
-dates, and a job's `version: 2020-01-01` means a string).
+it. Both read scalars as js-yaml (OpenPAI) does: the fast path leaves any file with a date-like scalar to the
+located loader, which reads an unquoted `2020-01-01` as a timestamp (protocol/timestamps.py), as js-yaml does.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ _NEEDS_LOCATED_LOADER = (
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
     re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w.:/-])"),
     re.compile(r"^%", re.MULTILINE),  # directives
+    DATE_LIKE := re.compile(r"(?<![\w.:/-])[0-9]{4}-[0-9]{1,2}-[0-9]"),  # js-yaml reads dates as timestamps
 )
 
 

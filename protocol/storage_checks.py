@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
+from .timestamps import is_timestamp
 
 
 def requested_storages(extras: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -30,6 +31,8 @@ def requested_storages(extras: Any) -> tuple[Any, tuple[Any, ...]]:
     if not isinstance(extras, dict):
         return None, ()
     storages = extras.get("storages")
+    if is_timestamp(storages):  # a truthy Date: upstream iterates it and crashes
+        return Crash(f"storages is the unquoted date {storages}"), ("extras", "storages")
     if _truthy(storages):
         return storages, ("extras", "storages")
     plugins = extras.get(PLUGIN_KEY)
@@ -43,7 +46,8 @@ def requested_storages(extras: Any) -> tuple[Any, tuple[Any, ...]]:
             names = parameters.get("storageConfigNames") if isinstance(parameters, dict) else None
             if _truthy(names):
                 if not isinstance(names, list):  # upstream calls `names.map` and crashes
-                    return Crash(f"storageConfigNames is {kind_of(names)}"), (*base, "storageConfigNames")
+                    shown = f"the unquoted date {names}" if is_timestamp(names) else kind_of(names)
+                    return Crash(f"storageConfigNames is {shown}"), (*base, "storageConfigNames")
                 found = ([{"name": n} for n in names], (*base, "storageConfigNames"))
             else:
                 found = ([], (*base, "storageConfigNames"))
@@ -88,7 +92,7 @@ def storage_problems(data: dict[str, Any]) -> Iterator[Finding]:
         if name is None:
             continue
         mount_path = entry.get("mountPath")
-        if _truthy(mount_path) and not isinstance(mount_path, str):
+        if _truthy(mount_path) and (not isinstance(mount_path, str) or is_timestamp(mount_path)):
             yield finding("E808", pointer_of(*where, "mountPath"), f"mountPath of storage {index} is "
                           f"{kind_of(mount_path)}; Kubernetes refuses a mount path that is not a string",
                           "quote the path")
@@ -113,7 +117,8 @@ def storage_warnings(data: dict[str, Any]) -> Iterator[Finding]:
         if entry is None or storage_name(entry) is not None:
             continue
         where = pointer_of(*base, index)
-        shown = f"the string {entry!r}" if isinstance(entry, str) else kind_of(entry) if not isinstance(
+        shown = f"the unquoted date {entry}" if is_timestamp(entry) else f"the string {entry!r}" if isinstance(
+            entry, str) else kind_of(entry) if not isinstance(
             entry, dict) else "a mapping without a name"
         yield finding("W208", where, f"storage {index} is {shown}; OpenPAI skips an entry that is not a mapping "
                       "with a name, so nothing is mounted for it",
