@@ -24,9 +24,10 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from paictl.protocol.templates import JS_WHITESPACE, Tag, TagKind, js_trim, resolve, rewrite_indexes, scan_tags
-
 from paictl.protocol.jsstring import js_string
+from paictl.protocol.jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+from paictl.protocol.templates import (JS_WHITESPACE, Tag, TagKind, TemplateError, js_trim, rewrite_indexes,
+                                       scan_tags)
 
 if TYPE_CHECKING:
     from paictl.protocol.model import Job
@@ -93,14 +94,17 @@ def render(text: str, context: Mapping[str, Any]) -> str:
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
     """One name tag's output: the value as JavaScript prints it, or the tag written back when it is null/undefined.
 
-    `resolve` walks dict keys and list indexes only, so a segment such as `__class__` is simply not found.
+    The lookup is a model of JavaScript property access over plain data (protocol/jsvalues.py): dict keys, list and
+    string indexes, and tables of the built-in prototypes; no Python attribute is ever reached (`__class__` is
+    simply not found).
     """
     tag = names[index]
     assert tag is not None
-    found, value = resolve(tag.path, view)
-    if found:
-        return js_string(value)
-    return f"<% {rewrite_indexes(tag.name)} %>"
+    try:
+        text = printed(js_lookup(tag.path, view))
+    except (JsThrow, Unmodeled) as exc:  # compile_checks refuses these first (E810)
+        raise TemplateError(f"OpenPAI's renderer fails on {tag.raw}: {exc}", tag.start) from None
+    return text if text is not None else f"<% {rewrite_indexes(tag.name)} %>"
 
 
 @dataclasses.dataclass(frozen=True)

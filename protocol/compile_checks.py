@@ -29,7 +29,82 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     from .storage_checks import storage_problems
 
     return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data)]
+            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data)]
+
+
+def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
+    """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
+    `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
+    built-in protocol/jsvalues.py does not model (refused, not guessed)."""
+    from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+    from .templates import TagKind, TemplateError, js_trim, scan_tags
+
+    for pieces, view in _rendered_views(data):
+        text, starts, position = "", [], 0
+        for pointer, command in pieces:
+            starts.append((position, pointer))
+            piece = js_trim(command) if view.get("$secrets", _NO_SECRETS) is _NO_SECRETS else command
+            text += ("\n" if text or position else "") + piece
+            position = len(text) + 1
+        try:
+            tags = [tag for tag in scan_tags(text) if tag.kind is TagKind.NAME]
+        except TemplateError:
+            continue  # E803 reports it
+        for tag in tags:
+            try:
+                printed(js_lookup(tag.path, view))
+            except (JsThrow, Unmodeled) as exc:
+                pointer = next(p for start, p in reversed(starts) if start <= tag.start)
+                why = "paictl does not model this JavaScript built-in, so it cannot tell what OpenPAI renders" \
+                    if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
+                yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
+                              "not a JavaScript built-in reached through it", excerpt=tag.raw)
+
+
+_NO_SECRETS = object()
+
+
+def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
+    """Each text upstream renders as one template (a task role's commands with its default deployment's pre and
+    post commands; each registry auth value), as (pointer, piece) pairs, with the view it is rendered against."""
+    by_type: dict[str, dict[str, Any]] = {}
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("type"), str):
+            by_type.setdefault(item["type"], {}).setdefault(item["name"], item)
+        auth = item.get("auth") if isinstance(item, dict) else None
+        for key, value in (auth.items() if isinstance(auth, dict) else []):
+            if isinstance(value, str):
+                yield [(pointer_of("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
+    deployment = _default_deployment(data)
+    for name, role in _roles(data):
+        pieces: list[tuple[str, str]] = []
+        extra = deployment.get(name) if isinstance(deployment, dict) else None
+        extra = extra if isinstance(extra, dict) else {}
+        for key, base in (("preCommands", None), ("commands", ("taskRoles", name, "commands")),
+                          ("postCommands", None)):
+            source = role if key == "commands" else extra
+            commands = source.get(key) if isinstance(source, dict) else None
+            for number, command in enumerate(commands if isinstance(commands, list) else []):
+                if isinstance(command, str):
+                    where = base or ("deployments", deployment["__index__"], "taskRoles", name, key)
+                    pieces.append((pointer_of(*where, number), command))
+        view = {"$parameters": data.get("parameters")}
+        for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
+            view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
+        yield pieces, view
+
+
+def _default_deployment(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The default deployment's task roles (with its index under `__index__`), or None."""
+    defaults = data.get("defaults")
+    wanted = defaults.get("deployment") if isinstance(defaults, dict) else None
+    deployments = data.get("deployments")
+    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+        if isinstance(deployment, dict) and deployment.get("name") == wanted and wanted is not None:
+            roles = deployment.get("taskRoles")
+            return {**(roles if isinstance(roles, dict) else {}), "__index__": index}
+    return None
 
 
 #: Where the job schema wants a mapping: ajv takes a JavaScript Date for an (empty) object there, so OpenPAI accepts

@@ -253,6 +253,13 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "so the rest-server accepts the job and ignores the value.",
              "taskRoles:\n  train:\n    completion: 2020-01-01",
              "write the mapping the key takes (`completion: {minSucceededInstances: 1}`), or remove the key"),
+    "E810": ("OpenPAI renders `<% ... %>` with mustache.js, which looks each dotted name up as JavaScript "
+             "properties and calls a function it ends on with the view as `this`. Some names reach a built-in that "
+             "throws then (`$parameters.n.toFixed`, `$parameters.s.toString`, `__defineGetter__`), or a mapping "
+             "with a `toString` key, which JavaScript cannot print: the rest-server's render fails. A few built-ins "
+             "paictl does not model (static methods such as `constructor.keys`, `Date()`) are refused too.",
+             "commands:\n  - echo <% $parameters.epochs.toFixed %>",
+             "name the parameter itself (`<% $parameters.epochs %>`)"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

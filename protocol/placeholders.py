@@ -218,13 +218,28 @@ def _check_tag(tag: Tag, pointer: str, scope: Scope) -> Finding | None:
         return None
     code, rest = ROOT_CODES[root], tag.path[1:]
     if root in scope.context:
-        if resolve(rest, scope.context[root])[0]:
+        if _found(root, rest, scope):
             return None
         why, guess = _explain_miss(root, rest, scope)
     else:
         why, guess = _explain_absent(root, scope), None
     return finding(code, pointer, f"placeholder {quoted} resolves to nothing: {why}; {_consequence(root, scope)}",
                     f"did you mean '{guess}'?" if guess else _fix(root, rest, scope))
+
+
+def _found(root: str, rest: tuple[str, ...], scope: Scope) -> bool:
+    """Does the tag render? The runtime's plugin lookup walks dict keys only; mustache.js (commands, auth) does
+    JavaScript property access, so `x.length` or `constructor` render too (protocol/jsvalues.py). A name the
+    rest-server's render throws on is not "nothing": compile refuses it (E810)."""
+    if scope.where == "plugin":
+        return resolve(rest, scope.context[root])[0]
+    from .jsvalues import UNDEFINED, JsThrow, Unmodeled, lookup as js_lookup
+
+    try:
+        value = js_lookup((root, *rest), {root: scope.context[root]})
+    except (JsThrow, Unmodeled):
+        return True
+    return value is not None and value is not UNDEFINED
 
 
 def _explain_absent(root: str, scope: Scope) -> str:
