@@ -10,9 +10,10 @@ byte.
 Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
 jinja source: the text is split into mustache tokens once (cached per text), and the template is built from the
 token list's shape alone, as `<% t[i] %>` for text (the text is passed in as a value) and `<% n(i) %>` for a name (a
-plain function that walks dict keys and list indexes only and returns the JavaScript string or the literal tag). So
-`{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no
-attribute of a Python object is reachable. Templates are shared by every text of the same shape (one compile for a
+plain function that looks the name up as JavaScript would, in protocol/jsvalues.py's model of plain data and
+built-in prototypes, and returns the JavaScript string or the literal tag). So `{{ }}`, `{% %}` or
+`<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no attribute of a Python
+object is reachable. Templates are shared by every text of the same shape (one compile for a
 hundred task roles with similar commands), and a text without names needs no template. jinja2 is imported on the
 first render with a name only: `paictl validate` never loads it.
 """

@@ -55,7 +55,7 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
                 printed(js_lookup(tag.path, view))
             except (JsThrow, Unmodeled) as exc:
                 pointer = next(p for start, p in reversed(starts) if start <= tag.start)
-                why = "paictl does not model this JavaScript built-in, so it cannot tell what OpenPAI renders" \
+                why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
                     if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
                 yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
                               "not a JavaScript built-in reached through it", excerpt=tag.raw)

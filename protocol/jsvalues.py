@@ -224,7 +224,11 @@ def _own(value: Any, key: str) -> Any:
             units = _utf16(value) if not value.isascii() else value
             if key == "length":
                 return len(units)
-            return units[int(key)] if int(key) < len(units) else UNDEFINED
+            if int(key) >= len(units):
+                return UNDEFINED
+            if "\ud800" <= units[int(key)] <= "\udfff":
+                raise Unmodeled("half of a UTF-16 surrogate pair, which no YAML or JSON text can hold")
+            return units[int(key)]
         return UNDEFINED
     if isinstance(value, list):
         if key == "length":
@@ -232,7 +236,7 @@ def _own(value: Any, key: str) -> Any:
         return value[int(key)] if _is_index(key) and int(key) < len(value) else UNDEFINED
     if isinstance(value, JsFunction):
         if key in value.statics:
-            raise Unmodeled(f"{value.name}.{key}")
+            raise Unmodeled(f"{value.name}.{key} is a JavaScript built-in paictl does not model")
         if key == "name":
             return value.name
         if key == "length":

@@ -27,6 +27,8 @@ SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
 ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 ISOLATION_FIELD = "metadata.annotations['hivedscheduler.microsoft.com/pod-leaf-cell-isolation']"
 
+_MAX_SAFE_INTEGER = 2 ** 53 - 1
+
 #: Job-level switches copied into every pod's spec when the job sets them.
 _SWITCHES = ("gangReleaseEnable", "lazyPreemptionEnable", "ignoreK8sSuggestedNodes")
 
@@ -88,6 +90,11 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
                 findings.append(finding("E605", f"{where}/affinityGroupName",
                                         f"AffinityGroup {group} has inconsistent skuType or pinnedCellId."))
             members.append(role.name)
+    requested = sum(role.instances * cells.get(role.name, 0) for role in job.task_roles)
+    if requested > _MAX_SAFE_INTEGER and job.extras.get("gangAllocation", True) is True and priority_class != "oppo":
+        # upstream's best-effort quota check; without HiveD's web service the quota is JavaScript's largest integer
+        findings.append(finding("E604", "/taskRoles", f"Job requests {requested} SKUs, exceeds maximum "
+                                f"{_MAX_SAFE_INTEGER} SKUs in VC {virtual_cluster}.", anchor=Anchor.KEY))
     if findings:
         return {}, findings
 
