@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator
 
 from .codes import finding
-from .diagnostics import Finding, escape_pointer_token, kind_of, pointer_of
+from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
 
 #: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
@@ -46,6 +46,8 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
             piece = js_trim(command) if view.get("$secrets", _NO_SECRETS) is _NO_SECRETS else command
             text += ("\n" if text or position else "") + piece
             position = len(text) + 1
+        if "<%" not in text:
+            continue
         try:
             tags = [tag for tag in scan_tags(text) if tag.kind is TagKind.NAME]
         except TemplateError:
@@ -107,28 +109,39 @@ def _default_deployment(data: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-#: Where the job schema wants a mapping: ajv takes a JavaScript Date for an (empty) object there, so OpenPAI accepts
-#: an unquoted date and silently treats it as no settings at all.
-_MAPPING_PLACES = re.compile(r"/(?:parameters|secrets|defaults|extras|extras/hivedScheduler"
-                             r"|extras/hivedScheduler/taskRoles/[^/]+|taskRoles/[^/]+/(?:completion|extraContainerOptions)"
-                             r"|deployments/[0-9]+/taskRoles/[^/]+|prerequisites/[0-9]+/auth)")
-
-
 def _dates(data: dict[str, Any]) -> Iterator[Finding]:
+    """E809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
+    object there, so OpenPAI accepts the job and silently treats the value as no settings at all. Only those
+    places are looked at (a date anywhere else is either refused by the schema or kept as data)."""
     from .timestamps import Timestamp
 
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        pointer, value = stack.pop()
+    def places() -> Iterator[tuple[tuple[Any, ...], Any]]:
+        for key in ("parameters", "secrets", "defaults", "extras"):
+            yield (key,), data.get(key)
+        extras = data.get("extras")
+        hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
+        yield ("extras", "hivedScheduler"), hived
+        roles = hived.get("taskRoles") if isinstance(hived, dict) else None
+        for name, entry in (roles.items() if isinstance(roles, dict) else ()):
+            yield ("extras", "hivedScheduler", "taskRoles", name), entry
+        for name, role in _roles(data):
+            for key in ("completion", "extraContainerOptions"):
+                yield ("taskRoles", name, key), role.get(key)
+        deployments = data.get("deployments")
+        for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+            entries = deployment.get("taskRoles") if isinstance(deployment, dict) else None
+            for name, entry in (entries.items() if isinstance(entries, dict) else ()):
+                yield ("deployments", index, "taskRoles", name), entry
+        prerequisites = data.get("prerequisites")
+        for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+            if isinstance(item, dict):
+                yield ("prerequisites", index, "auth"), item.get("auth")
+
+    for where, value in places():
         if isinstance(value, Timestamp):
-            if _MAPPING_PLACES.fullmatch(pointer):
-                yield finding("E809", pointer, f"this is the unquoted date {value}, where a mapping belongs; OpenPAI "
-                              "reads it as a JavaScript Date, which its schema takes for an empty mapping, and then "
-                              "ignores it", "write the mapping this key takes, or remove the key")
-        elif isinstance(value, dict):
-            stack.extend((f"{pointer}/{escape_pointer_token(k)}", v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((f"{pointer}/{i}", v) for i, v in enumerate(value))
+            yield finding("E809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
+                          "OpenPAI reads it as a JavaScript Date, which its schema takes for an empty mapping, and "
+                          "then ignores it", "write the mapping this key takes, or remove the key")
 
 
 #: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
