@@ -212,7 +212,7 @@ def _check_tag(tag: Tag, pointer: str, scope: Scope) -> Finding | None:
     if root not in ROOT_CODES:
         guess = did_you_mean(root if root.startswith("$") else "$" + root, ROOT_CODES)
         return finding("W409", pointer, f"tag {quoted} names '{root}', which is not one of OpenPAI's names; "
-                        f"{_left_as_is(scope)}", f"did you mean '{guess}'?" if guess else
+                        f"{_unknown_root_outcome(tag, scope)}", f"did you mean '{guess}'?" if guess else
                         "names start with $parameters, $secrets, $script, $output or $data")
     if root in scope.broken:
         return None
@@ -277,6 +277,21 @@ def _consequence(root: str, scope: Scope) -> str:
     if root == "$secrets":
         return "the runtime renders it as an empty string" if scope.has_secrets else \
             "OpenPAI leaves it in the command as written"
+    return _left_as_is(scope)
+
+
+def _unknown_root_outcome(tag: Tag, scope: Scope) -> str:
+    """What becomes of a name outside OpenPAI's roots: mustache.js still looks it up in the view, a plain
+    JavaScript object, so `toString` or `__proto__` print `[object Object]` (protocol/jsvalues.py)."""
+    if scope.where != "plugin":
+        from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+
+        try:
+            shown = printed(js_lookup(tag.path, {}))
+        except (JsThrow, Unmodeled):
+            shown = None
+        if shown is not None:
+            return f"OpenPAI prints JavaScript's {shown!r} for it"
     return _left_as_is(scope)
 
 
