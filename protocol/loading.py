@@ -115,7 +115,9 @@ _NEEDS_LOCATED_LOADER = (
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
     re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w.:/-])"),
     re.compile(r"^%", re.MULTILINE),  # directives
-    DATE_LIKE := re.compile(r"(?<![\w.:/-])[0-9]{4}-[0-9]{1,2}-[0-9]"),  # js-yaml reads dates as timestamps
+    # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
+    # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
+    DATE_LIKE := re.compile(r"-[0-9]{1,2}-[0-9]"),
 )
 
 
