@@ -11,6 +11,7 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterator
 
@@ -37,8 +38,9 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
     `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
     built-in protocol/jsvalues.py does not model (refused, not guessed)."""
     from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
-    from .templates import TagKind, TemplateError, js_trim, scan_tags
+    from .templates import js_trim
 
+    outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
     for pieces, view in _rendered_views(data):
         text, starts, position = "", [], 0
         for pointer, command in pieces:
@@ -48,14 +50,17 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
             position = len(text) + 1
         if "<%" not in text:
             continue
-        try:
-            tags = [tag for tag in scan_tags(text) if tag.kind is TagKind.NAME]
-        except TemplateError:
-            continue  # E803 reports it
-        for tag in tags:
-            try:
-                printed(js_lookup(tag.path, view))
-            except (JsThrow, Unmodeled) as exc:
+        view_key = tuple(id(value) for value in view.values())
+        for tag in _name_tags(text):
+            key = (view_key, tag.path)
+            if key not in outcomes:
+                try:
+                    printed(js_lookup(tag.path, view))
+                    outcomes[key] = None
+                except (JsThrow, Unmodeled) as failure:
+                    outcomes[key] = failure
+            exc = outcomes[key]
+            if exc is not None:
                 pointer = next(p for start, p in reversed(starts) if start <= tag.start)
                 why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
                     if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
@@ -64,6 +69,18 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
 
 
 _NO_SECRETS = object()
+
+
+@functools.lru_cache(maxsize=512)
+def _name_tags(text: str) -> tuple[Any, ...]:
+    """The name tags of a text (none when mustache.js cannot parse it: E803 reports that), cached: commands repeat
+    across task roles."""
+    from .templates import TagKind, TemplateError, scan_tags
+
+    try:
+        return tuple(tag for tag in scan_tags(text) if tag.kind is TagKind.NAME)
+    except TemplateError:
+        return ()
 
 
 def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
