@@ -98,7 +98,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
     deployment = _default_deployment(data)
     for name, role in _roles(data):
         pieces: list[tuple[str, str]] = []
-        extra = deployment.get(name) if isinstance(deployment, dict) else None
+        extra = deployment[1].get(name) if deployment is not None else None
         extra = extra if isinstance(extra, dict) else {}
         for key, base in (("preCommands", None), ("commands", ("taskRoles", name, "commands")),
                           ("postCommands", None)):
@@ -106,7 +106,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
             commands = source.get(key) if isinstance(source, dict) else None
             for number, command in enumerate(commands if isinstance(commands, list) else []):
                 if isinstance(command, str):
-                    where = base or ("deployments", deployment["__index__"], "taskRoles", name, key)
+                    where = base or ("deployments", deployment[0] if deployment else 0, "taskRoles", name, key)
                     pieces.append((pointer_of(*where, number), command))
         view = {"$parameters": data.get("parameters")}
         for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
@@ -114,15 +114,17 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
         yield pieces, view
 
 
-def _default_deployment(data: dict[str, Any]) -> dict[str, Any] | None:
-    """The default deployment's task roles (with its index under `__index__`), or None."""
+def _default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str | None] | None:
+    """(index, task roles, the shape upstream crashes on or None) of the default deployment, or None. A list of
+    task roles is read as none: JavaScript's `in` finds no task role name among a list's indexes."""
     defaults = data.get("defaults")
     wanted = defaults.get("deployment") if isinstance(defaults, dict) else None
     deployments = data.get("deployments")
     for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
         if isinstance(deployment, dict) and deployment.get("name") == wanted and wanted is not None:
             roles = deployment.get("taskRoles")
-            return {**(roles if isinstance(roles, dict) else {}), "__index__": index}
+            broken = None if isinstance(roles, (dict, list)) else kind_of(roles)
+            return index, roles if isinstance(roles, dict) else {}, broken
     return None
 
 
@@ -200,6 +202,13 @@ def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
         if not isinstance(role, dict):
             yield finding("E801", pointer_of("taskRoles", name), f"task role '{name}' is {kind_of(role)}, not a "
                           "mapping; no target can compile it (OpenPAI's rest-server crashes on it)")
+    # The default deployment's taskRoles is searched with JavaScript's `in`: a list has no task role names (it
+    # is read as none), anything else but a mapping makes the rest-server crash.
+    deployment = _default_deployment(data)
+    if deployment is not None and deployment[2] is not None:
+        yield finding("E801", pointer_of("deployments", deployment[0], "taskRoles"), f"the default deployment's "
+                      f"taskRoles is {deployment[2]}, not a mapping; OpenPAI's rest-server crashes on it",
+                      "write a mapping of task role name to preCommands/postCommands")
 
 
 def _roles(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

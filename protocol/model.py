@@ -202,6 +202,6 @@ def _deployment(item: Mapping[str, Any]) -> Deployment:
         task_roles=_frozen({
             name: DeploymentTaskRole(pre_commands=tuple(spec.get("preCommands") or ()),
                                      post_commands=tuple(spec.get("postCommands") or ()))
-            for name, spec in ((n, _mapping(v)) for n, v in item["taskRoles"].items())
+            for name, spec in ((n, _mapping(v)) for n, v in _mapping(item["taskRoles"]).items())
         }),
     )

@@ -403,3 +403,21 @@ def test_a_path_of_own_keys_and_indexes_renders_the_value_there(value, data):
     name = ".".join(["$parameters", *path])
     expected = f"<% {name} %>" if node is None else js_string(node)
     assert render(f"<% {name} %>", {"$parameters": here}) == expected
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# found by the harness's random mutations
+
+def test_a_default_deployment_whose_task_roles_are_a_list_adds_no_commands():
+    # upstream's schema has no type for a deployment's taskRoles, and `'worker' in [...]` is false
+    extra = "deployments: [{name: d, taskRoles: [null]}]\ndefaults: {deployment: d}\n"
+    env = pod_spec(compiled(extra))["initContainers"][0]["env"]
+    assert env[0] == {"name": "USER_CMD", "value": "echo hi"}
+    assert refused("deployments: [{name: d, taskRoles: abc}]\ndefaults: {deployment: d}\n") == {"E801"}  # crash
+
+
+def test_a_negative_gpu_count_gets_no_hived_device_variables():
+    text = BASE.replace("gpu: 1}", "gpu: -1}")
+    objects = _compile_hived(text)
+    names = [e["name"] for e in pod_spec(objects)["containers"][0]["env"]]
+    assert "NVIDIA_VISIBLE_DEVICES" not in names and "HIVED_VISIBLE_DEVICES" not in names  # `=== 0` nor `> 0`
