@@ -10,9 +10,10 @@ byte.
 Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
 jinja source: the text is split into mustache tokens once (cached per text), and the template is built from the
 token list's shape alone, as `<% t[i] %>` for text (the text is passed in as a value) and `<% n(i) %>` for a name (a
-plain function that walks dict keys and list indexes only and returns the JavaScript string or the literal tag). So
-`{{ }}`, `{% %}` or `<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no
-attribute of a Python object is reachable. Templates are shared by every text of the same shape (one compile for a
+plain function that looks the name up as JavaScript would, in protocol/jsvalues.py's model of plain data and
+built-in prototypes, and returns the JavaScript string or the literal tag). So `{{ }}`, `{% %}` or
+`<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no attribute of a Python
+object is reachable. Templates are shared by every text of the same shape (one compile for a
 hundred task roles with similar commands), and a text without names needs no template. jinja2 is imported on the
 first render with a name only: `paictl validate` never loads it.
 """
@@ -25,9 +26,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from paictl.protocol.templates import JS_WHITESPACE, Tag, TagKind, js_trim, resolve, rewrite_indexes, scan_tags
-
 from paictl.protocol.jsstring import js_string
+from paictl.protocol.jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+from paictl.protocol.templates import (JS_WHITESPACE, Tag, TagKind, TemplateError, js_trim, rewrite_indexes,
+                                       scan_tags)
 
 if TYPE_CHECKING:
     from paictl.protocol.model import Job
@@ -134,14 +136,17 @@ def _render_slices(texts: tuple[str | None, ...], names: tuple[Tag | None, ...],
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
     """One name tag's output: the value as JavaScript prints it, or the tag written back when it is null/undefined.
 
-    `resolve` walks dict keys and list indexes only, so a segment such as `__class__` is simply not found.
+    The lookup is a model of JavaScript property access over plain data (protocol/jsvalues.py): dict keys, list and
+    string indexes, and tables of the built-in prototypes; no Python attribute is ever reached (`__class__` is
+    simply not found).
     """
     tag = names[index]
     assert tag is not None
-    found, value = resolve(tag.path, view)
-    if found:
-        return js_string(value)
-    return f"<% {rewrite_indexes(tag.name)} %>"
+    try:
+        text = printed(js_lookup(tag.path, view))
+    except (JsThrow, Unmodeled) as exc:  # compile_checks refuses these first (E810)
+        raise TemplateError(f"OpenPAI's renderer fails on {tag.raw}: {exc}", tag.start) from None
+    return text if text is not None else f"<% {rewrite_indexes(tag.name)} %>"
 
 
 @dataclasses.dataclass(frozen=True)

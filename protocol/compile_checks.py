@@ -11,6 +11,7 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterator
 
@@ -26,8 +27,140 @@ MAX_INT32 = 2 ** 31 - 1
 
 def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
+    from .storage_checks import storage_problems
+
     return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data)]
+            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data)]
+
+
+def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
+    """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
+    `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
+    built-in protocol/jsvalues.py does not model (refused, not guessed)."""
+    from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+    from .templates import js_trim
+
+    outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
+    for pieces, view in _rendered_views(data):
+        text, starts, position = "", [], 0
+        for pointer, command in pieces:
+            starts.append((position, pointer))
+            piece = js_trim(command) if view.get("$secrets", _NO_SECRETS) is _NO_SECRETS else command
+            text += ("\n" if text or position else "") + piece
+            position = len(text) + 1
+        if "<%" not in text:
+            continue
+        view_key = tuple(id(value) for value in view.values())
+        for tag in _name_tags(text):
+            key = (view_key, tag.path)
+            if key not in outcomes:
+                try:
+                    printed(js_lookup(tag.path, view))
+                    outcomes[key] = None
+                except (JsThrow, Unmodeled) as failure:
+                    outcomes[key] = failure
+            exc = outcomes[key]
+            if exc is not None:
+                pointer = next(p for start, p in reversed(starts) if start <= tag.start)
+                why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
+                    if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
+                yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
+                              "not a JavaScript built-in reached through it", excerpt=tag.raw)
+
+
+_NO_SECRETS = object()
+
+
+@functools.lru_cache(maxsize=512)
+def _name_tags(text: str) -> tuple[Any, ...]:
+    """The name tags of a text (none when mustache.js cannot parse it: E803 reports that), cached: commands repeat
+    across task roles."""
+    from .templates import TagKind, TemplateError, scan_tags
+
+    try:
+        return tuple(tag for tag in scan_tags(text) if tag.kind is TagKind.NAME)
+    except TemplateError:
+        return ()
+
+
+def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
+    """Each text upstream renders as one template (a task role's commands with its default deployment's pre and
+    post commands; each registry auth value), as (pointer, piece) pairs, with the view it is rendered against."""
+    by_type: dict[str, dict[str, Any]] = {}
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("type"), str):
+            by_type.setdefault(item["type"], {}).setdefault(item["name"], item)
+        auth = item.get("auth") if isinstance(item, dict) else None
+        for key, value in (auth.items() if isinstance(auth, dict) else []):
+            if isinstance(value, str):
+                yield [(pointer_of("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
+    deployment = _default_deployment(data)
+    for name, role in _roles(data):
+        pieces: list[tuple[str, str]] = []
+        extra = deployment[1].get(name) if deployment is not None else None
+        extra = extra if isinstance(extra, dict) else {}
+        for key, base in (("preCommands", None), ("commands", ("taskRoles", name, "commands")),
+                          ("postCommands", None)):
+            source = role if key == "commands" else extra
+            commands = source.get(key) if isinstance(source, dict) else None
+            for number, command in enumerate(commands if isinstance(commands, list) else []):
+                if isinstance(command, str):
+                    where = base or ("deployments", deployment[0] if deployment else 0, "taskRoles", name, key)
+                    pieces.append((pointer_of(*where, number), command))
+        view = {"$parameters": data.get("parameters")}
+        for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
+            view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
+        yield pieces, view
+
+
+def _default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str | None] | None:
+    """(index, task roles, the shape upstream crashes on or None) of the default deployment, or None. A list of
+    task roles is read as none: JavaScript's `in` finds no task role name among a list's indexes."""
+    defaults = data.get("defaults")
+    wanted = defaults.get("deployment") if isinstance(defaults, dict) else None
+    deployments = data.get("deployments")
+    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+        if isinstance(deployment, dict) and deployment.get("name") == wanted and wanted is not None:
+            roles = deployment.get("taskRoles")
+            broken = None if isinstance(roles, (dict, list)) else kind_of(roles)
+            return index, roles if isinstance(roles, dict) else {}, broken
+    return None
+
+
+def _dates(data: dict[str, Any]) -> Iterator[Finding]:
+    """E809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
+    object there, so OpenPAI accepts the job and silently treats the value as no settings at all. Only those
+    places are looked at (a date anywhere else is either refused by the schema or kept as data)."""
+    from .timestamps import Timestamp
+
+    def places() -> Iterator[tuple[tuple[Any, ...], Any]]:
+        for key in ("parameters", "secrets", "defaults", "extras"):
+            yield (key,), data.get(key)
+        extras = data.get("extras")
+        hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
+        yield ("extras", "hivedScheduler"), hived
+        roles = hived.get("taskRoles") if isinstance(hived, dict) else None
+        for name, entry in (roles.items() if isinstance(roles, dict) else ()):
+            yield ("extras", "hivedScheduler", "taskRoles", name), entry
+        for name, role in _roles(data):
+            for key in ("completion", "extraContainerOptions"):
+                yield ("taskRoles", name, key), role.get(key)
+        deployments = data.get("deployments")
+        for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+            entries = deployment.get("taskRoles") if isinstance(deployment, dict) else None
+            for name, entry in (entries.items() if isinstance(entries, dict) else ()):
+                yield ("deployments", index, "taskRoles", name), entry
+        prerequisites = data.get("prerequisites")
+        for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+            if isinstance(item, dict):
+                yield ("prerequisites", index, "auth"), item.get("auth")
+
+    for where, value in places():
+        if isinstance(value, Timestamp):
+            yield finding("E809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
+                          "OpenPAI reads it as a JavaScript Date, which its schema takes for an empty mapping, and "
+                          "then ignores it", "write the mapping this key takes, or remove the key")
 
 
 #: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
@@ -38,6 +171,18 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
     defaults = data.get("defaults")
     cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
     if cluster is None:
+        return
+    from .timestamps import is_timestamp
+
+    if is_timestamp(cluster):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster is the unquoted "
+                      f"date {cluster}; OpenPAI reads it as a JavaScript Date, and its label would be the date's ISO "
+                      "text, which no Kubernetes label value can be", f"quote it ('{cluster}')")
+        return
+    if cluster == "":
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is empty; OpenPAI "
+                      "keeps it (only null means `default`), and no virtual cluster has an empty name",
+                      "remove the key to use the default virtual cluster, or name one")
         return
     if not isinstance(cluster, str) or len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
         yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster ({kind_of(cluster)}) "
@@ -57,6 +202,13 @@ def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
         if not isinstance(role, dict):
             yield finding("E801", pointer_of("taskRoles", name), f"task role '{name}' is {kind_of(role)}, not a "
                           "mapping; no target can compile it (OpenPAI's rest-server crashes on it)")
+    # The default deployment's taskRoles is searched with JavaScript's `in`: a list has no task role names (it
+    # is read as none), anything else but a mapping makes the rest-server crash.
+    deployment = _default_deployment(data)
+    if deployment is not None and deployment[2] is not None:
+        yield finding("E801", pointer_of("deployments", deployment[0], "taskRoles"), f"the default deployment's "
+                      f"taskRoles is {deployment[2]}, not a mapping; OpenPAI's rest-server crashes on it",
+                      "write a mapping of task role name to preCommands/postCommands")
 
 
 def _roles(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -156,34 +308,13 @@ def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
                           f"{kind_of(plugin['parameters'])}; it is a mapping")
 
 
-#: HiveD's per-task-role settings and the types HiveD's own schema gives them.
-_HIVED_ROLE_TYPES = {"skuType": str, "pinnedCellId": str, "affinityGroupName": str, "skuNum": int}
-
-
 def _hived(data: dict[str, Any]) -> Iterator[Finding]:
+    """A hivedScheduler.taskRoles that is a number or a boolean: OpenPAI's HiveD schema skips it and its code finds
+    no task role in it, so the settings are silently lost (validate's E306/E307 cover every other shape)."""
     extras = data.get("extras")
     hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
-    if hived is None:
-        return
-    base = ("extras", "hivedScheduler")
-    if not isinstance(hived, dict):
-        yield finding("E805", pointer_of(*base), f"hivedScheduler is {kind_of(hived)}; it is a mapping")
-        return
-    roles = hived.get("taskRoles")
-    if roles is None:
-        return
-    if not isinstance(roles, dict):
-        yield finding("E805", pointer_of(*base, "taskRoles"), f"hivedScheduler.taskRoles is {kind_of(roles)}; it is "
-                      "a mapping of task role name to HiveD settings")
-        return
-    for name, settings in roles.items():
-        if not isinstance(settings, dict):
-            yield finding("E805", pointer_of(*base, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
-                          f"{kind_of(settings)}; it is a mapping")
-            continue
-        for key, wanted in _HIVED_ROLE_TYPES.items():
-            value = settings.get(key)
-            if value is not None and (not isinstance(value, wanted) or isinstance(value, bool)):
-                yield finding("E805", pointer_of(*base, "taskRoles", name, key), f"hivedScheduler.taskRoles.{name}."
-                              f"{key} is {kind_of(value)}; HiveD wants " + ("a string" if wanted is str else
-                                                                            "an integer"))
+    roles = hived.get("taskRoles") if isinstance(hived, dict) else None
+    if isinstance(roles, (int, float)):
+        yield finding("E805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
+                      f"{kind_of(roles)}; OpenPAI ignores it, so no HiveD setting would apply",
+                      "write a mapping of task role name to HiveD settings, or remove it")

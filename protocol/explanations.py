@@ -91,6 +91,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W207": ("A negative resource (Kubernetes refuses the pod) or a port count below 1.",
              "resourcePerInstance: {cpu: -1, memoryMB: 512, gpu: 0}",
              "use zero or a positive number"),
+    "W208": ("OpenPAI mounts a storage only for an entry that is a mapping with a name; a string, a number, `{}` "
+             "or an empty name is skipped without a word, and `storages` written as one string is read character by "
+             "character, so nothing is mounted.",
+             "extras:\n  storages: [confignfs]",
+             "write `storages: [{name: confignfs}]`"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),
@@ -106,6 +111,17 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "E305": ("defaults.deployment names a deployment the job does not have.",
              "defaults:\n  deployment: prod",
              "name one of the job's deployments, or remove defaults.deployment"),
+    "E306": ("extras.hivedScheduler breaks OpenPAI's HiveD schema, which a cluster running HiveD checks on every "
+             "submission: hivedScheduler is a mapping, jobPriorityClass is prod, test or oppo, taskRoles has at "
+             "least one entry, each named with letters, digits, `.`, `_` or `~` and each a mapping whose skuType, "
+             "pinnedCellId and affinityGroupName are strings or null.",
+             "extras:\n  hivedScheduler:\n    jobPriorityClass: crit",
+             "use one of the allowed values, or quote a setting that YAML reads as a number"),
+    "E307": ("OpenPAI's HiveD code refuses the job (HTTP 400): hivedScheduler.taskRoles names a task role the job "
+             "does not have, a task role sets both skuType and pinnedCellId (an empty string counts as set), or "
+             "two task roles of one affinity group differ in skuType or pinnedCellId.",
+             "extras:\n  hivedScheduler:\n    taskRoles:\n      train: {skuType: K80, pinnedCellId: ''}",
+             "name the job's task roles, set one of skuType or pinnedCellId, and keep an affinity group uniform"),
     "W401": ("A <% $parameters.x %> placeholder names no parameter: OpenPAI leaves the text in the command as is.",
              "commands: [python mnist.py --epochs <% $parameters.epoch %>]",
              "define the parameter under `parameters`, or use the suggested name"),
@@ -218,14 +234,37 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "{plugin, parameters} mappings; OpenPAI's runtime crashes on it.",
              "extras:\n  com.microsoft.pai.runtimeplugin: ssh",
              "write a list of mappings: `- plugin: ssh` with `parameters:` a mapping"),
-    "E805": ("A HiveD setting (skuType, pinnedCellId, affinityGroupName, skuNum) has the wrong type for HiveD's "
-             "own schema.",
-             "extras:\n  hivedScheduler:\n    taskRoles:\n      train: {skuType: 4}",
-             "use a string for skuType/pinnedCellId/affinityGroupName and an integer for skuNum"),
+    "E805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
+             "is not a mapping and its code then finds no task roles in it, so the settings are silently lost; "
+             "paictl refuses it instead.",
+             "extras:\n  hivedScheduler:\n    taskRoles: 1",
+             "write taskRoles as a mapping of task role name to HiveD settings, or remove it"),
     "E806": ("defaults.virtualCluster becomes a Kubernetes label value, which must be 63 characters or fewer of "
-             "letters, digits, `-`, `_` and `.`.",
+             "letters, digits, `-`, `_` and `.`. OpenPAI keeps any value that is not null (an empty string, 0, "
+             "false), so the label is empty or not a string: no virtual cluster has such a name (the user check "
+             "refuses it) and the API server refuses a label that is not a string. With HiveD, an explicit null "
+             "becomes the virtual cluster `null` of the pod's scheduling spec and scheduler name.",
              "defaults:\n  virtualCluster: my cluster",
              "name an existing virtual cluster with a label-safe name"),
+    "E808": ("OpenPAI's rest-server crashes (HTTP 500) on storages that are a mapping, a number or true, on a null "
+             "entry, on teamwise_storage parameters that are null and on storageConfigNames that are not a list; "
+             "Kubernetes refuses a mountPath that is not a string and two volumes of one name (a storage listed "
+             "twice).",
+             "extras:\n  storages: {name: confignfs}",
+             "write `storages: [{name: confignfs}]`, each storage once, with a string mountPath"),
+    "E809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
+             "extraContainerOptions, parameters, secrets, defaults, extras, a registry auth, HiveD settings). "
+             "OpenPAI's YAML reader makes it a JavaScript Date, which its schema counts as an object without keys, "
+             "so the rest-server accepts the job and ignores the value.",
+             "taskRoles:\n  train:\n    completion: 2020-01-01",
+             "write the mapping the key takes (`completion: {minSucceededInstances: 1}`), or remove the key"),
+    "E810": ("OpenPAI renders `<% ... %>` with mustache.js, which looks each dotted name up as JavaScript "
+             "properties and calls a function it ends on with the view as `this`. Some names reach a built-in that "
+             "throws then (`$parameters.n.toFixed`, `$parameters.s.toString`, `__defineGetter__`), or a mapping "
+             "with a `toString` key, which JavaScript cannot print: the rest-server's render fails. A few built-ins "
+             "paictl does not model (static methods such as `constructor.keys`, `Date()`) are refused too.",
+             "commands:\n  - echo <% $parameters.epochs.toFixed %>",
+             "name the parameter itself (`<% $parameters.epochs %>`)"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

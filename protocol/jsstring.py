@@ -32,6 +32,11 @@ def js_string(value: Any) -> str:
 
 def _string(value: Any, seen: set[int]) -> str:
     if isinstance(value, str):
+        if type(value) is not str:
+            from .timestamps import Timestamp, js_date_string
+
+            if isinstance(value, Timestamp):  # an unquoted date, a Date upstream
+                return js_date_string(value)
         return value
     if value is None:
         return "null"

@@ -5,8 +5,8 @@ gives up on anything unusual (and on anything whose depth it has not first been 
 `load_located` (libyaml's event stream, protocol/yamlevents.py) is the authority: it keeps the line and column of
 every key and value, enforces the depth and expanded-size limits while reading, and turns every way a file can be
 broken into a located diagnostic. ruamel.yaml is used only for the wording of syntax errors in files small enough for
-it. Both read scalars as js-yaml (OpenPAI) does, with one deliberate choice: timestamps stay strings (JSON has no
-dates, and a job's `version: 2020-01-01` means a string).
+it. Both read scalars as js-yaml (OpenPAI) does: the fast path leaves any file with a date-like scalar to the
+located loader, which reads an unquoted `2020-01-01` as a timestamp (protocol/timestamps.py), as js-yaml does.
 """
 
 from __future__ import annotations
@@ -119,6 +119,9 @@ _NEEDS_LOCATED_LOADER = (
     re.compile(r"\.(?<=[-+]\.)[0-9]"),  # +.5
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
     re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w.:/-])"),
+    # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
+    # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
+    DATE_LIKE := re.compile(r"-[0-9]{1,2}-[0-9]"),
 )
 
 

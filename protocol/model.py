@@ -16,7 +16,13 @@ PrerequisiteType = Literal["script", "output", "data", "dockerimage"]
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(mapping or {}))
+    return MappingProxyType(dict(_mapping(mapping)))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """A mapping the schema accepted; an unquoted date there (js-yaml's Date, which OpenPAI's schema takes for an
+    object without keys) is held as that empty mapping. Compiling refuses such a job (E809)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -158,8 +164,8 @@ def job_from_data(data: Mapping[str, Any]) -> Job:
         job_retry_count=data.get("jobRetryCount") or 0,
         task_roles=tuple(_task_role(n, r) for n, r in roles.items()) if isinstance(roles, dict) else (),
         deployments=tuple(_deployment(d) for d in data.get("deployments") or ()),
-        defaults=Defaults(deployment=(data.get("defaults") or {}).get("deployment"),
-                          virtual_cluster=(data.get("defaults") or {}).get("virtualCluster")),
+        defaults=Defaults(deployment=_mapping(data.get("defaults")).get("deployment"),
+                          virtual_cluster=_mapping(data.get("defaults")).get("virtualCluster")),
         extras=_frozen(data.get("extras")),
     )
 
@@ -181,8 +187,8 @@ def _prerequisite(item: Mapping[str, Any]) -> Prerequisite:
 
 def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
     resources = role["resourcePerInstance"]
-    completion = role.get("completion") or {}
-    options = role.get("extraContainerOptions") or {}
+    completion = _mapping(role.get("completion"))
+    options = _mapping(role.get("extraContainerOptions"))
     return TaskRole(
         name=name,
         instances=role.get("instances") or 1,
@@ -208,6 +214,6 @@ def _deployment(item: Mapping[str, Any]) -> Deployment:
         task_roles=_frozen({
             name: DeploymentTaskRole(pre_commands=tuple(spec.get("preCommands") or ()),
                                      post_commands=tuple(spec.get("postCommands") or ()))
-            for name, spec in item["taskRoles"].items()
+            for name, spec in ((n, _mapping(v)) for n, v in _mapping(item["taskRoles"]).items())
         }),
     )

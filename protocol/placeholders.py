@@ -221,19 +221,34 @@ def _check_tag(tag: Tag, pointer: str, scope: Scope) -> Finding | None:
     if root not in ROOT_CODES:
         guess = did_you_mean(root if root.startswith("$") else "$" + root, ROOT_CODES)
         return finding("W409", pointer, f"tag {quoted} names '{root}', which is not one of OpenPAI's names; "
-                        f"{_left_as_is(scope)}", f"did you mean '{guess}'?" if guess else
+                        f"{_unknown_root_outcome(tag, scope)}", f"did you mean '{guess}'?" if guess else
                         "names start with $parameters, $secrets, $script, $output or $data")
     if root in scope.broken:
         return None
     code, rest = ROOT_CODES[root], tag.path[1:]
     if root in scope.context:
-        if resolve(rest, scope.context[root])[0]:
+        if _found(root, rest, scope):
             return None
         why, guess = _explain_miss(root, rest, scope)
     else:
         why, guess = _explain_absent(root, scope), None
     return finding(code, pointer, f"placeholder {quoted} resolves to nothing: {why}; {_consequence(root, scope)}",
                     f"did you mean '{guess}'?" if guess else _fix(root, rest, scope))
+
+
+def _found(root: str, rest: tuple[str, ...], scope: Scope) -> bool:
+    """Does the tag render? The runtime's plugin lookup walks dict keys only; mustache.js (commands, auth) does
+    JavaScript property access, so `x.length` or `constructor` render too (protocol/jsvalues.py). A name the
+    rest-server's render throws on is not "nothing": compile refuses it (E810)."""
+    if scope.where == "plugin":
+        return resolve(rest, scope.context[root])[0]
+    from .jsvalues import UNDEFINED, JsThrow, Unmodeled, lookup as js_lookup
+
+    try:
+        value = js_lookup((root, *rest), {root: scope.context[root]})
+    except (JsThrow, Unmodeled):
+        return True
+    return value is not None and value is not UNDEFINED
 
 
 def _explain_absent(root: str, scope: Scope) -> str:
@@ -271,6 +286,21 @@ def _consequence(root: str, scope: Scope) -> str:
     if root == "$secrets":
         return "the runtime renders it as an empty string" if scope.has_secrets else \
             "OpenPAI leaves it in the command as written"
+    return _left_as_is(scope)
+
+
+def _unknown_root_outcome(tag: Tag, scope: Scope) -> str:
+    """What becomes of a name outside OpenPAI's roots: mustache.js still looks it up in the view, a plain
+    JavaScript object, so `toString` or `__proto__` print `[object Object]` (protocol/jsvalues.py)."""
+    if scope.where != "plugin":
+        from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+
+        try:
+            shown = printed(js_lookup(tag.path, {}))
+        except (JsThrow, Unmodeled):
+            shown = None
+        if shown is not None:
+            return f"OpenPAI prints JavaScript's {shown!r} for it"
     return _left_as_is(scope)
 
 

@@ -57,7 +57,7 @@ def check_schema(data: Any, schema_name: str = "job", limit: int | None = None) 
         data = _failing_part(data)
     findings: list[Finding] = []
     for error in _validator(schema_name).iter_errors(data):
-        findings.extend(_explain(error))
+        findings.extend(_date_hint(error, _explain(error)))
         if limit is not None and len(findings) > limit:
             break
     return _unique(findings)
@@ -126,7 +126,24 @@ def _where(path: list[Any]) -> str:
     return text
 
 
+def _date_hint(error, findings: list[Finding]) -> list[Finding]:
+    """A value that is an unquoted date (a JavaScript Date to OpenPAI): say so, and how to keep it a string."""
+    from .timestamps import DateView
+
+    if not isinstance(error.instance, DateView):
+        return findings
+    import dataclasses
+
+    hint = (f"quote it ('{error.instance.timestamp}'): OpenPAI's YAML reader (js-yaml, YAML 1.1) reads an unquoted "
+            "date as a timestamp, not a string")
+    return [dataclasses.replace(f, hint=hint) for f in findings]
+
+
 def _describe(value: Any) -> str:
+    from .timestamps import DateView
+
+    if isinstance(value, DateView):
+        return f"the unquoted date {value.timestamp}"
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if value is None:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .codes import finding
+from .hived_checks import hived_findings
+from .storage_checks import storage_warnings
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
@@ -46,6 +48,8 @@ def check_semantics(data: Any) -> list[Finding]:
         *_defaults(data),
         *_task_roles(data),
         *check_placeholders(data, prerequisites_by_type(data)),
+        *hived_findings(data),
+        *storage_warnings(data),
     ]
     return _in_document_order(findings, data)
 

@@ -136,7 +136,7 @@ def check_document(document: Document, *, schema_valid_data: dict[str, Any] | No
     else:
         from .schema_check import check_schema
 
-        findings = check_schema(document.data, limit=MAX_DIAGNOSTICS)
+        findings = check_schema(_as_ajv_sees_it(document), limit=MAX_DIAGNOSTICS)
     # Semantic checks run on every document, valid or not (upstream stops at the schema; a user fixing a file wants
     # every problem at once). They skip values of the wrong shape, and whatever they still find at or below a spot
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
@@ -149,6 +149,19 @@ def check_document(document: Document, *, schema_valid_data: dict[str, Any] | No
 #: A file reports at most this many problems (a 2 MiB file can hold 100,000 unknown keys; nobody reads past the
 #: first screens, and the report must stay within the memory bound).
 MAX_DIAGNOSTICS = 1000
+
+
+def _as_ajv_sees_it(document: Document) -> Any:
+    """The data with each unquoted date as the empty object ajv takes a JavaScript Date for (protocol/timestamps.py).
+
+    The text is searched first (a few ms on 2 MiB) so that files without a date-like scalar skip the walk."""
+    from .loading import DATE_LIKE
+
+    if DATE_LIKE.search(document.text) is None:
+        return document.data
+    from .timestamps import contains_timestamp, dates_as_objects
+
+    return dates_as_objects(document.data) if contains_timestamp(document.data) else document.data
 
 
 def _at_most(findings: list[Finding], limit: int, path: str) -> list[Finding]:

@@ -8,8 +8,8 @@ node). The ruamel.yaml round-trip loader this replaces was superlinear (2 MiB of
 
 Scalars are resolved as js-yaml 3 (the OpenPAI rest-server's reader) resolves them: `0o2` and `08192` are strings,
 `010` is octal 8, `1:30` is 90, `2.0` is the number 2 (JavaScript has one number type), and `<<` merges as js-yaml
-merges (explicit keys win, the first merged mapping wins over later ones). Timestamps stay strings (a deliberate
-difference, see the README).
+merges (explicit keys win, the first merged mapping wins over later ones). An unquoted date such as `2020-01-01`
+is a `Timestamp` (protocol/timestamps.py), as js-yaml reads it as a Date.
 """
 
 from __future__ import annotations
@@ -412,8 +412,20 @@ def _js_implicit(raw: str, mark) -> Any:
     if number is None and _FLOAT.fullmatch(raw) and not raw.endswith("_"):
         number = _js_float(raw)
     if number is None:
-        return raw
+        return _timestamp(raw, mark) if first.isdigit() and "-" in raw else raw
     return number
+
+
+def _timestamp(raw: str, mark) -> Any:
+    """js-yaml's default schema reads `2020-01-01` (and a date with a time) as a Date: a Timestamp here."""
+    from .timestamps import TimestampRangeError, read_timestamp
+
+    try:
+        found = read_timestamp(raw)
+    except TimestampRangeError:
+        raise LoadProblem("E101", f"the date {raw} lies beyond the years 1 to 9999", *_at(mark),
+                          hint="quote it if it is meant as text") from None
+    return raw if found is None else found
 
 
 def _js_int(raw: str) -> int | None:

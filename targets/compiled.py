@@ -123,12 +123,6 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         on_warnings(list(result.warnings))
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
-    model = job_from_data(result.data)
-    unknown = _unknown_overrides(overrides, model, path, raw)
-    if unknown:
-        warnings += unknown
-        if on_warnings is not None:
-            on_warnings(unknown)
     # The job's text and data, unindexed: the config annotation keeps the user's own text (masked), as OpenPAI
     # stores it, and positions (libyaml's event stream, a few ms and PyYAML's import) are built only when a
     # compile-time finding must be located (targets/findings.py `with_positions`).
@@ -139,6 +133,12 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     from .findings import raise_if_any
 
     raise_if_any(compile_findings(result.data), document, path)
+    model = job_from_data(result.data)  # after the checks: they refuse the shapes the model cannot hold
+    unknown = _unknown_overrides(overrides, model, path, raw)
+    if unknown:
+        warnings += unknown
+        if on_warnings is not None:
+            on_warnings(unknown)
     module = get_target(target)
     # A target may accept a job with reservations (e.g. the Mars target's W701): reported like validation warnings.
     notes = module.compile_warnings(model, chosen, document) if hasattr(module, "compile_warnings") else []

@@ -85,7 +85,8 @@ def test_the_config_annotation_keeps_the_users_text_when_the_mask_provably_works
     compiled = compile_job(text.encode(), target="framework", name="j.yaml")
     framework = next(o for o in compiled.objects if o["kind"] == "Framework")
     config = framework["metadata"]["annotations"]["config"]
-    assert config.endswith('secrets: "******"\n') and config.startswith(dump(without_secrets(data)))
+    # upstream's mask takes the final line break with a trailing secrets block (checked on protocolSecret.js)
+    assert config.endswith('secrets: "******"') and config.startswith(dump(without_secrets(data)))
 
 
 BROKEN = {

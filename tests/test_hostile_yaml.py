@@ -3,6 +3,7 @@ property tests that no text makes validation raise, whatever it holds."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from paictl.protocol.codes import CODES
 from paictl.protocol.loading import DocumentError, load_fast, load_located
+from paictl.protocol.timestamps import Timestamp
 from paictl.protocol.validate import validate_text
 from paictl.protocol.yamlevents import MAX_DEPTH, MAX_EXPANDED_BYTES
 
@@ -24,7 +26,9 @@ def value(text: str):
     ("0o2", "0o2"), ("08192", "08192"), ("010", 8), ("0x1F", 31), ("0b101", 5), ("1_000", 1000), ("1:30", 90),
     ("-1:30", -90), ("2.0", 2), ("1e3", 1000), ("1.5", 1.5), (".5", 0.5), ("+.5", "+.5"), ("01.5", "01.5"),
     ("yes", "yes"), ("on", "on"), ("True", True), ("FALSE", False), ("~", None), ("Null", None), ("", None),
-    ("2020-01-01", "2020-01-01"), ("'010'", "010"), ("!!str 010", "010"), ("!!int '7'", 7), ("!!float 1", 1),
+    # js-yaml's YAML 1.1 timestamp: a Date (a Timestamp here), unless quoted
+    ("2020-01-01", Timestamp("2020-01-01", datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))),
+    ("'2020-01-01'", "2020-01-01"), ("'010'", "010"), ("!!str 010", "010"), ("!!int '7'", 7), ("!!float 1", 1),
     ("!!bool true", True), ("!!null ''", None), ("!!map {a: 1}", {"a": 1}), ("!!seq [1]", [1]),
     ("!!set {a, b}", {"a": None, "b": None}), ("1_", "1_"), ("_1", 1),
 ])

@@ -67,10 +67,14 @@ def test_unknown_tag_is_an_error_not_a_silent_string():
     assert d.code == "E101" and "!custom" in d.message and d.line == 1
 
 
-def test_timestamps_stay_strings_in_both_loaders():
-    text = "version: 2020-01-01\nname: x\n"
-    assert load_located(text, "j").data["version"] == "2020-01-01"
-    assert load_fast(text) == {"version": "2020-01-01", "name": "x"}
+def test_an_unquoted_date_is_a_timestamp_and_the_fast_path_defers():
+    from paictl.protocol.timestamps import Timestamp
+
+    text = "version: 2020-01-01\nname: '2020-01-01'\n"
+    data = load_located(text, "j").data
+    assert isinstance(data["version"], Timestamp) and data["version"] == "2020-01-01"
+    assert type(data["name"]) is str  # quoted: a string for js-yaml too
+    assert load_fast(text) is None
 
 
 def test_non_string_keys_become_their_yaml_text():

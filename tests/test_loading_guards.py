@@ -25,6 +25,7 @@ PLAIN_GUARDS = (
     re.compile(r"(?<![\w.:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w.:/-])"),
     re.compile(r"[-+]\.[0-9]"),
     re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w.:/-])"),
+    re.compile(r"-[0-9]{1,2}-[0-9]"),  # dates: already in the fast form
 )
 PLAIN_DIRECTIVE = re.compile(r"^%", re.MULTILINE)
 PLAIN_DEEP_INDENT = re.compile(r"^ {30}", re.MULTILINE)

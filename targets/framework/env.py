@@ -93,7 +93,8 @@ def app_env(role: TaskRole, profile: Profile, shared: list[dict[str, Any]]) -> l
     env = [*shared, _field("PAI_TASK_INDEX", TASK_INDEX_FIELD)]
     if profile.hived.enabled:
         # HiveD writes the leaf cells it bound into an annotation; the devices follow it (none without GPUs).
-        for name in profile.hived.device_envs:
+        # Upstream tests `gpu === 0` and `gpu > 0`: a negative count (W207) gets neither.
+        for name in profile.hived.device_envs if role.resources.gpu >= 0 else ():
             env.append({"name": name, "value": "none"} if role.resources.gpu == 0 else _field(name, ISOLATION_FIELD))
     elif role.resources.gpu == 0:
         env.append({"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"})

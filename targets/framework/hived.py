@@ -27,6 +27,8 @@ SPEC_ANNOTATION = "hivedscheduler.microsoft.com/pod-scheduling-spec"
 ENABLE_RESOURCE = "hivedscheduler.microsoft.com/pod-scheduling-enable"
 ISOLATION_FIELD = "metadata.annotations['hivedscheduler.microsoft.com/pod-leaf-cell-isolation']"
 
+_MAX_SAFE_INTEGER = 2 ** 53 - 1
+
 #: Job-level switches copied into every pod's spec when the job sets them.
 _SWITCHES = ("gangReleaseEnable", "lazyPreemptionEnable", "ignoreK8sSuggestedNodes")
 
@@ -69,25 +71,31 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
         role_config = roles_config.get(role.name) or {}
         role_config = role_config if isinstance(role_config, Mapping) else {}
         where = f"{base}/taskRoles/{role.name}"
+        # hived.js reads these with lodash `get(..., null)` and tests `!= null`: an empty string is a value.
         sku_type, pinned = role_config.get("skuType"), role_config.get("pinnedCellId")
-        if sku_type and pinned:
+        if sku_type is not None and pinned is not None:
             findings.append(finding("E603", f"{where}/pinnedCellId", f"Taskrole {role.name} has both skuType and "
                                     "pinnedCellId, only one is allowed.", hint="remove one of them"))
-        if sku_type and sku_type not in skus:
+        if sku_type is not None and sku_type not in skus:  # upstream crashes on it (resourceUnits[sku] is undefined)
             findings.append(finding("E602", f"{where}/skuType", f"Taskrole {role.name} has unknown skuType "
                                     f"{sku_type}, allow {', '.join(skus)}.", hint=_sku_hint(sku_type, skus)))
             continue
-        count, problem = _leaf_cells(role, skus[sku_type] if sku_type else None, skus)
+        count, problem = _leaf_cells(role, skus[sku_type] if sku_type is not None else None, skus)
         if problem:
             findings.append(finding("E604", f"/taskRoles/{role.name}/resourcePerInstance", problem))
         cells[role.name] = count
         group = role_config.get("affinityGroupName")
-        if group:
+        if group is not None:
             members = groups.setdefault(group, [])
             if members and _placement(roles_config.get(members[0])) != _placement(role_config):
                 findings.append(finding("E605", f"{where}/affinityGroupName",
                                         f"AffinityGroup {group} has inconsistent skuType or pinnedCellId."))
             members.append(role.name)
+    requested = sum(role.instances * cells.get(role.name, 0) for role in job.task_roles)
+    if requested > _MAX_SAFE_INTEGER and job.extras.get("gangAllocation", True) is True and priority_class != "oppo":
+        # upstream's best-effort quota check; without HiveD's web service the quota is JavaScript's largest integer
+        findings.append(finding("E604", "/taskRoles", f"Job requests {requested} SKUs, exceeds maximum "
+                                f"{_MAX_SAFE_INTEGER} SKUs in VC {virtual_cluster}.", anchor=Anchor.KEY))
     if findings:
         return {}, findings
 
@@ -99,16 +107,18 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
         spec: dict[str, Any] = {
             "virtualCluster": virtual_cluster,
             "priority": priority,
-            "pinnedCellId": role_config.get("pinnedCellId") or None,
-            "leafCellType": role_config.get("skuType") or None,
+            "pinnedCellId": role_config.get("pinnedCellId"),
+            "leafCellType": role_config.get("skuType"),
             "leafCellNumber": cells[role.name],
         }
         spec.update({key: config[key] for key in _SWITCHES if key in config})
         group = role_config.get("affinityGroupName")
         if groups:
-            members = groups.get(group) if group else None
+            members = groups.get(group) if group is not None else None
         else:
-            group, members = "default", (names if job.gang_allocation else None)
+            # hived.js makes the default group only when `extras.gangAllocation` is absent or exactly true
+            # (`get(..., true) === true`); k8s.js turns gang allocation off only when it is exactly false.
+            group, members = "default", (names if job.extras.get("gangAllocation", True) is True else None)
         spec["affinityGroup"] = None if members is None else {
             "name": f"{user_job}/{group}",
             "members": [{"podNumber": by_name[m].instances, "leafCellNumber": cells[m]} for m in members],
@@ -149,7 +159,7 @@ def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tup
 
 def _placement(config: Any) -> tuple[Any, Any]:
     config = config if isinstance(config, Mapping) else {}
-    return config.get("skuType") or None, config.get("pinnedCellId") or None
+    return config.get("skuType"), config.get("pinnedCellId")
 
 
 def _sku_hint(sku_type: str, skus: Mapping[str, Sku]) -> str | None:

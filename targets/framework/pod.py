@@ -175,8 +175,8 @@ def _app_container(ctx: PodContext, role: TaskRole) -> dict[str, Any]:
             {"name": "dshm", "mountPath": "/dev/shm"},
             {"name": "pai-vol", "mountPath": RUNTIME_ROOT},
             _log_mount(ctx, role),
+            *_storage_mounts(ctx),  # upstream adds storages with the task role, the secrets after it
             *_secret_mounts(ctx),
-            *_storage_mounts(ctx),
         ],
     }
 
@@ -222,14 +222,15 @@ def _volumes(ctx: PodContext, role: TaskRole) -> list[dict[str, Any]]:
     elif ctx.job.gang_allocation:
         from paictl.targets.framework.native import BARRIER_VOLUME
         volumes.append({"name": BARRIER_VOLUME, "emptyDir": {}})
-    if ctx.secrets_secret:
-        volumes.append({"name": "job-secrets", "secret": {"secretName": ctx.secrets_secret}})
+    secrets = [{"name": "job-secrets", "secret": {"secretName": ctx.secrets_secret}}] if ctx.secrets_secret else []
+    storages = []
     for mounted in ctx.storages:
         claim: dict[str, Any] = {"claimName": mounted.storage.name}
         if mounted.storage.read_only:
             claim["readOnly"] = True
-        volumes.append({"name": f"{mounted.storage.name}-volume", "persistentVolumeClaim": claim})
-    return volumes
+        storages.append({"name": f"{mounted.storage.name}-volume", "persistentVolumeClaim": claim})
+    # Upstream's order (storages with the task role, the secrets after it); the native runtime keeps its own.
+    return volumes + (storages + secrets if profile.runtime == "openpai" else secrets + storages)
 
 
 def _image(job: Job, role: TaskRole) -> str:

@@ -62,7 +62,9 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
     from paictl.compiler.render import render_entrypoint
 
     name = framework_name(job, profile)
-    virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
+    # Upstream: `defaults.virtualCluster != null ? it : 'default'` (compile_checks refuses "" and non-strings).
+    virtual_cluster = job.defaults.virtual_cluster if job.defaults.virtual_cluster is not None \
+        else profile.virtual_cluster
     findings: list[Finding] = list(task_role_name_findings(job))
     storages = _storages(job, profile, findings)
     hived_specs: dict[str, Any] = {}
@@ -70,7 +72,7 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
         from paictl.targets.framework.hived import hived_specs as compute
 
         hived_specs, problems = compute(job, profile, virtual_cluster)
-        findings += problems
+        findings += problems + _null_virtual_cluster(document)
     native_ports: dict[str, Any] = {}
     if profile.runtime == "native":
         from paictl.targets.framework.native import allocate_ports
@@ -176,6 +178,19 @@ def task_role_name_findings(job: Job) -> list[Finding]:
     return findings
 
 
+def _null_virtual_cluster(document: Document | None) -> list[Finding]:
+    """E806 for `virtualCluster: null` under HiveD: upstream's labels say `default`, but its HiveD code (lodash
+    `get` with a default, which applies to undefined only) schedules the pods in virtual cluster null."""
+    from paictl.protocol.codes import finding
+
+    defaults = document.data.get("defaults") if document is not None else None
+    if isinstance(defaults, dict) and "virtualCluster" in defaults and defaults["virtualCluster"] is None:
+        return [finding("E806", "/defaults/virtualCluster", "defaults.virtualCluster is null; with HiveD, OpenPAI "
+                        "schedules the pods in virtual cluster null (scheduler hivedscheduler-ds-null)",
+                        "remove the key to use the default virtual cluster, or name one")]
+    return []
+
+
 def _b64(value: str) -> str:
     import base64
 
@@ -199,43 +214,45 @@ def compile_framework_file(path: str | os.PathLike[str], profile: Profile, **opt
 
 
 def _storages(job: Job, profile: Profile, findings: list[Finding]) -> tuple[MountedStorage, ...]:
-    """The storages to mount: `extras.storages`, else the deprecated teamwise_storage plugin's names.
+    """The storages upstream mounts: `extras.storages`, else the last teamwise_storage plugin's names
+    (protocol/storage_checks.py reads them as k8s.js does; compile_checks has refused the shapes it crashes on).
 
-    An empty list means the profile's default storages, as upstream gives a user all of theirs.
+    An empty list means the profile's default storages, as upstream gives a user all of theirs. Entries without a
+    name are skipped, as upstream skips them (validate warns, W208).
     """
     from paictl.protocol.codes import finding
+    from paictl.protocol.diagnostics import pointer_of
+    from paictl.protocol.jsstring import js_string
+    from paictl.protocol.storage_checks import requested_storages, storage_name
 
-    requested, base = _requested_storages(job)
-    if requested is None:
+    requested, base = requested_storages(_plain_extras(job.extras))
+    if not isinstance(requested, list):
         return ()
     if not requested:
         return tuple(MountedStorage(storage=s, mount_path=f"/mnt/{s.name}") for s in profile.storages if s.default)
     mounted = []
     for index, item in enumerate(requested):
-        storage_name = item.get("name") if isinstance(item, Mapping) else item
-        storage = profile.storage(storage_name) if isinstance(storage_name, str) else None
+        name = storage_name(item)
+        if name is None:
+            continue
+        storage = profile.storage(js_string(name))  # upstream: `name in userStorages`, a string key
         if storage is None:
             known = ", ".join(s.name for s in profile.storages) or "none"
-            findings.append(finding("E601", f"{base}/{index}", f"Storage {storage_name} is not found.",
+            findings.append(finding("E601", pointer_of(*base, index), f"Storage {js_string(name)} is not found.",
                                     hint=f"storages of the cluster profile: {known}"))
             continue
-        mount_path = item.get("mountPath") if isinstance(item, Mapping) else None
+        mount_path = item.get("mountPath")
         mounted.append(MountedStorage(storage=storage, mount_path=mount_path or f"/mnt/{storage.name}"))
     return tuple(mounted)
 
 
-def _requested_storages(job: Job) -> tuple[list[Any] | None, str]:
-    storages = job.extras.get("storages")
-    if isinstance(storages, (list, tuple)):
-        return list(storages), "/extras/storages"
-    plugins = job.extras.get("com.microsoft.pai.runtimeplugin")
-    for index, plugin in enumerate(plugins if isinstance(plugins, (list, tuple)) else ()):
-        if isinstance(plugin, Mapping) and plugin.get("plugin") == "teamwise_storage":
-            names = (plugin.get("parameters") or {}).get("storageConfigNames")
-            if isinstance(names, (list, tuple)):
-                return [{"name": n} for n in names], \
-                    f"/extras/com.microsoft.pai.runtimeplugin/{index}/parameters/storageConfigNames"
-    return None, ""
+def _plain_extras(value: Any) -> Any:
+    """The model's read-only extras as dicts and lists, the shapes storage_checks reads."""
+    if isinstance(value, Mapping):
+        return {k: _plain_extras(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_extras(v) for v in value]
+    return value
 
 
 def _path(document: Document | None) -> str:

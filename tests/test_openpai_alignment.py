@@ -1,0 +1,423 @@
+"""paictl against OpenPAI's unchanged rest-server code, class by class (issue 13, "differences from OpenPAI").
+
+Every expected value here is upstream's behaviour, written down from running microsoft/pai's rest-server code
+(a95d9420: js-yaml 3, ajv 6, mustache 2.3.2, k8s.js, hived.js, under Node 20 with TZ=UTC and the golden settings of
+shared/corpus/openpai/golden) on the same job, in a differential harness kept outside the project; it is not
+paictl's output copied back. Where upstream crashes or builds something that cannot run, the expectation is
+paictl's located refusal, listed in the README's "Deliberate differences from OpenPAI".
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import string
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from paictl.compiler.profiles import load_profile
+from paictl.compiler.render import render
+from paictl.errors import InvalidJobError
+from paictl.protocol.loading import load_located
+from paictl.protocol.templates import TemplateError
+from paictl.protocol.validate import validate_text
+from paictl.targets.compiled import compile_job
+
+BASE = """\
+protocolVersion: 2
+name: facts
+type: job
+prerequisites:
+  - {name: img, type: dockerimage, uri: ubuntu}
+taskRoles:
+  worker:
+    instances: 2
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 1}
+    commands: [echo hi]
+  ps:
+    instances: 1
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 0}
+    commands: [echo ps]
+"""
+
+
+def compiled(extra: str, *, hived: bool = False) -> list[dict]:
+    profile = "openpai"
+    if hived:
+        return _compile_hived(BASE + extra)
+    return compile_job((BASE + extra).encode(), target="framework", profile=profile, name="job.yaml").objects
+
+
+def _compile_hived(text: str) -> list[dict]:
+    from paictl.protocol import job_from_data
+    from paictl.protocol.compile_checks import compile_findings
+    from paictl.targets.findings import raise_if_any
+    from paictl.targets.framework.target import compile_framework
+
+    result = validate_text(text, "job.yaml")
+    if not result.ok:
+        raise InvalidJobError(list(result.diagnostics))
+    document = load_located(text, "job.yaml")
+    raise_if_any(compile_findings(result.data), document, "job.yaml")
+    profile = load_profile("openpai")
+    profile = dataclasses.replace(profile, hived=dataclasses.replace(profile.hived, enabled=True))
+    return compile_framework(job_from_data(result.data), profile, document=document)
+
+
+def refused(extra: str, *, hived: bool = False) -> set[str]:
+    with pytest.raises(InvalidJobError) as caught:
+        compiled(extra, hived=hived)
+    return {d.code for d in caught.value.diagnostics if d.is_error}
+
+
+def framework(objects: list[dict]) -> dict:
+    return next(o for o in objects if o["kind"] == "Framework")
+
+
+def pod_spec(objects: list[dict], role: int = 0) -> dict:
+    return framework(objects)["spec"]["taskRoles"][role]["task"]["pod"]["spec"]
+
+
+def hived_spec(objects: list[dict], role: int = 0) -> str:
+    return framework(objects)["spec"]["taskRoles"][role]["task"]["pod"]["metadata"]["annotations"][
+        "hivedscheduler.microsoft.com/pod-scheduling-spec"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# storages (k8s.js put/generateTaskRole)
+
+def storages_of(objects: list[dict]) -> tuple[list[str], list[tuple]]:
+    spec = pod_spec(objects)
+    volumes = [v["name"] for v in spec["volumes"] if "persistentVolumeClaim" in v]
+    mounts = [(m["name"], m["mountPath"], m.get("subPath")) for m in spec["containers"][0]["volumeMounts"]
+              if m["name"].endswith("-volume")]
+    return volumes, mounts
+
+
+@pytest.mark.parametrize("extra, volumes, mounts", [
+    # entries that are not mappings with a name are skipped; a string is walked character by character
+    ("extras:\n  storages: [confignfs, nfs-storage]\n", [], []),
+    ("extras:\n  storages: confignfs\n", [], []),
+    # an empty list is the user's default storages (the profile's `default: true`, shared)
+    ("extras:\n  storages: []\n", ["confignfs-volume"], [("confignfs-volume", "/mnt/confignfs", None)]),
+    ("extras:\n  storages: [{name: nfs-storage, mountPath: /data}, {}, {name: ''}, 7, "
+     "{name: confignfs-data, mountPath: ''}]\n", ["nfs-storage-volume", "confignfs-data-volume"],
+     [("nfs-storage-volume", "/data", None), ("confignfs-data-volume", "/mnt/confignfs-data", "alice")]),
+    # a falsy `storages` lets the teamwise_storage plugins decide, and the last one wins
+    ("extras:\n  storages: null\n  com.microsoft.pai.runtimeplugin:\n"
+     "    - {plugin: teamwise_storage, parameters: {storageConfigNames: [nfs-storage]}}\n"
+     "    - {plugin: teamwise_storage, parameters: {storageConfigNames: [confignfs-data]}}\n",
+     ["confignfs-data-volume"], [("confignfs-data-volume", "/mnt/confignfs-data", "alice")]),
+    ("extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: teamwise_storage}\n",
+     ["confignfs-volume"], [("confignfs-volume", "/mnt/confignfs", None)]),
+    ("extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: teamwise_storage, parameters: "
+     "{storageConfigNames: []}}\n", ["confignfs-volume"], [("confignfs-volume", "/mnt/confignfs", None)]),
+    ("extras:\n  storages: [{name: confignfs}]\n  com.microsoft.pai.runtimeplugin:\n"
+     "    - {plugin: teamwise_storage, parameters: {storageConfigNames: [nfs-storage]}}\n",
+     ["confignfs-volume"], [("confignfs-volume", "/mnt/confignfs", None)]),
+])
+def test_storages_are_mounted_as_upstream_mounts_them(extra, volumes, mounts):
+    assert storages_of(compiled(extra)) == (volumes, mounts)
+
+
+@pytest.mark.parametrize("extra, code", [
+    ("extras:\n  storages: {name: confignfs}\n", "E808"),  # upstream: storages is not iterable (500)
+    ("extras:\n  storages: [null]\n", "E808"),  # upstream: reading 'name' of null (500)
+    ("extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: teamwise_storage, parameters: null}\n", "E808"),
+    ("extras:\n  com.microsoft.pai.runtimeplugin:\n    - {plugin: teamwise_storage, parameters: "
+     "{storageConfigNames: confignfs}}\n", "E808"),  # upstream: storageConfigNames.map is not a function
+    ("extras:\n  storages: [{name: confignfs}, {name: confignfs}]\n", "E808"),  # two volumes of one name
+    ("extras:\n  storages: [{name: confignfs, mountPath: 5}]\n", "E808"),  # a mountPath that is a number
+    ("extras:\n  storages: [{name: nope}]\n", "E601"),  # upstream 404: Storage nope is not found.
+    ("extras:\n  storages: [{name: 1}]\n", "E601"),  # upstream 404: Storage 1 is not found.
+])
+def test_storages_upstream_fails_on_are_refused(extra, code):
+    assert refused(extra) == {code}
+
+
+def test_skipped_storage_entries_are_warned_about():
+    result = validate_text(BASE + "extras:\n  storages: [confignfs, {name: nfs-storage}]\n", "job.yaml")
+    assert result.ok and [(d.code, d.line, d.column) for d in result.warnings] == [("W208", 18, 14)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# defaults.virtualCluster: `!= null ? it : 'default'` in k8s.js, lodash `get(..., 'default')` in hived.js
+
+@pytest.mark.parametrize("value", ["''", "0", "false", "[]", "2020-01-01"])
+def test_a_virtual_cluster_upstream_keeps_but_cannot_run_is_refused(value):
+    # upstream labels the Framework '' (no such VC: 403 on a real cluster), 0, false, [] or a Date's ISO text
+    assert refused(f"defaults: {{virtualCluster: {value}}}\n") == {"E806"}
+
+
+def test_a_null_virtual_cluster_is_default_without_hived_and_refused_with_it():
+    objects = compiled("defaults: {virtualCluster: null}\n")
+    assert framework(objects)["metadata"]["labels"]["virtualCluster"] == "default"
+    # with HiveD upstream schedules with virtual cluster null (scheduler hivedscheduler-ds-null)
+    assert refused("defaults: {virtualCluster: null}\n", hived=True) == {"E806"}
+
+
+def test_a_named_virtual_cluster_reaches_labels_env_and_scheduler():
+    objects = compiled("defaults: {virtualCluster: vc1}\n", hived=True)
+    assert framework(objects)["metadata"]["labels"]["virtualCluster"] == "vc1"
+    assert pod_spec(objects)["schedulerName"] == "hivedscheduler-ds-vc1"
+    assert hived_spec(objects).startswith("virtualCluster: vc1\n")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# HiveD: its schema, its 400s, and empty names (hived.js reads them with `get(..., null)` and tests `!= null`)
+
+MEMBERS_BOTH = "  members:\n    - podNumber: 2\n      leafCellNumber: 1\n    - podNumber: 1\n      leafCellNumber: 1\n"
+
+
+@pytest.mark.parametrize("extra, spec", [
+    ("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {pinnedCellId: ''}\n",
+     "virtualCluster: default\npriority: 10\npinnedCellId: ''\nleafCellType: null\nleafCellNumber: 1\n"
+     "affinityGroup:\n  name: alice~facts/default\n" + MEMBERS_BOTH),
+    ("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {affinityGroupName: ''}\n      ps: "
+     "{affinityGroupName: ''}\n", "virtualCluster: default\npriority: 10\npinnedCellId: null\nleafCellType: null\n"
+     "leafCellNumber: 1\naffinityGroup:\n  name: alice~facts/\n" + MEMBERS_BOTH),
+    ("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {affinityGroupName: ''}\n",
+     "virtualCluster: default\npriority: 10\npinnedCellId: null\nleafCellType: null\nleafCellNumber: 1\n"
+     "affinityGroup:\n  name: alice~facts/\n  members:\n    - podNumber: 2\n      leafCellNumber: 1\n"),
+    # the default group is made only when gangAllocation is absent or exactly true
+    ("extras:\n  gangAllocation: 2\n", "virtualCluster: default\npriority: 10\npinnedCellId: null\n"
+     "leafCellType: null\nleafCellNumber: 1\naffinityGroup: null\n"),
+    ("extras:\n  hivedScheduler:\n    jobPriorityClass: oppo\n    taskRoles:\n      worker: {skuType: null, "
+     "pinnedCellId: c1}\n", "virtualCluster: default\npriority: -1\npinnedCellId: c1\nleafCellType: null\n"
+     "leafCellNumber: 1\naffinityGroup:\n  name: alice~facts/default\n" + MEMBERS_BOTH),
+])
+def test_hived_spec_keeps_what_upstream_keeps(extra, spec):
+    assert hived_spec(compiled(extra, hived=True)) == spec
+
+
+def test_the_default_group_is_shared_by_every_task_role_when_one_role_has_an_empty_group_name():
+    objects = compiled("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {affinityGroupName: ''}\n",
+                       hived=True)
+    assert hived_spec(objects, 1).endswith("affinityGroup: null\n")  # ps is in no group
+
+
+@pytest.mark.parametrize("extra, code", [
+    ("extras:\n  hivedScheduler: null\n", "E306"),  # ajv: should be object
+    ("extras:\n  hivedScheduler: {jobPriorityClass: crit}\n", "E306"),  # enum prod/test/oppo
+    ("extras:\n  hivedScheduler: {jobPriorityClass: null}\n", "E306"),
+    ("extras:\n  hivedScheduler: {taskRoles: {}}\n", "E306"),  # minProperties 1
+    ("extras:\n  hivedScheduler: {taskRoles: {'a b': {}}}\n", "E306"),  # ^[A-Za-z0-9._~]+$
+    ("extras:\n  hivedScheduler: {taskRoles: {worker: x}}\n", "E306"),  # an entry is an object
+    ("extras:\n  hivedScheduler: {taskRoles: {worker: {affinityGroupName: 3}}}\n", "E306"),  # string or null
+    ("extras:\n  hivedScheduler: {taskRoles: {worker: {skuType: 2020-01-01}}}\n", "E306"),  # a Date
+    ("extras:\n  hivedScheduler: {taskRoles: abc}\n", "E307"),  # Taskrole 0 does not exist.
+    ("extras:\n  hivedScheduler: {taskRoles: {chief: {}}}\n", "E307"),  # Taskrole chief does not exist.
+    ("extras:\n  hivedScheduler: {taskRoles: {worker: {skuType: K80, pinnedCellId: ''}}}\n", "E307"),
+    ("extras:\n  hivedScheduler: {taskRoles: {worker: {affinityGroupName: g, skuType: K80}, ps: "
+     "{affinityGroupName: g}}}\n", "E307"),  # AffinityGroup g has inconsistent skuType or pinnedCellId.
+])
+def test_validate_refuses_what_upstreams_hived_refuses(extra, code):
+    result = validate_text(BASE + extra, "job.yaml")
+    assert {d.code for d in result.errors} == {code} and all(d.line for d in result.errors)
+
+
+def test_hived_shapes_upstream_ignores_or_crashes_on_are_refused_when_compiling():
+    assert refused("extras:\n  hivedScheduler: {taskRoles: 1}\n") == {"E805"}  # silently no settings upstream
+    # upstream: resourceUnits[''] is undefined, a TypeError
+    assert refused("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {skuType: ''}\n", hived=True) == {
+        "E602"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# unquoted dates: js-yaml reads a Date (YAML 1.1 timestamp)
+
+@pytest.mark.parametrize("plain, shown", [
+    ("2020-01-01", "Wed Jan 01 2020 00:00:00 GMT+0000 (Coordinated Universal Time)"),
+    ("2001-12-14t21:59:43.10-05:00", "Sat Dec 15 2001 02:59:43 GMT+0000 (Coordinated Universal Time)"),
+    ("2001-12-14 21:59:43.10 -5", "Sat Dec 15 2001 02:59:43 GMT+0000 (Coordinated Universal Time)"),
+    ("2020-02-30", "Sun Mar 01 2020 00:00:00 GMT+0000 (Coordinated Universal Time)"),  # Date.UTC carries over
+    ("0099-01-01", "Fri Jan 01 1999 00:00:00 GMT+0000 (Coordinated Universal Time)"),  # years 0-99 are 19xx
+    ("2020-13-00", "Thu Dec 31 2020 00:00:00 GMT+0000 (Coordinated Universal Time)"),
+    ("2002-1-1 1:2:3", "2002-1-1 1:2:3"),  # not a timestamp: minutes need two digits
+    ("2020-1-1", "2020-1-1"),  # a date alone needs two-digit month and day
+])
+def test_a_date_parameter_renders_as_javascript_prints_a_date(plain, shown):
+    text = BASE.replace("commands: [echo hi]", "commands: ['echo <% $parameters.when %>']") + \
+        f"parameters: {{when: {plain}}}\n"
+    objects = compile_job(text.encode(), target="framework", profile="openpai", name="j.yaml").objects
+    assert pod_spec(objects)["initContainers"][0]["env"][0] == {"name": "USER_CMD", "value": f"echo {shown}"}
+
+
+@pytest.mark.parametrize("key, value", [("version", "2020-01-01"), ("description", "2001-12-15T02:59:43.1Z"),
+                                        ("name", "2020-01-01")])
+def test_a_date_where_a_string_is_wanted_is_refused_with_a_hint_to_quote_it(key, value):
+    text = BASE.replace("name: facts\n", "") + (f"name: facts\n" if key != "name" else "") + f"{key}: {value}\n"
+    [error] = validate_text(text, "job.yaml").errors
+    assert error.code == "E203" and f"the unquoted date {value}" in error.message
+    assert error.hint.startswith(f"quote it ('{value}')") and error.line == text.count("\n")
+
+
+def test_a_date_inside_a_command_list_is_refused_too():
+    text = BASE.replace("commands: [echo hi]", "commands: [2020-01-01]")
+    [error] = validate_text(text, "job.yaml").errors
+    assert error.code == "E203" and error.pointer == "/taskRoles/worker/commands/0"
+
+
+def test_a_quoted_date_is_a_string():
+    assert validate_text(BASE + "version: '2020-01-01'\n", "job.yaml").ok
+
+
+@pytest.mark.parametrize("extra", [
+    "parameters: 2020-01-01\n",  # ajv takes a Date for an object: upstream accepts and ignores it
+    "secrets: 2020-01-01\n",
+    "extras: 2020-01-01\n",
+])
+def test_a_date_where_a_mapping_belongs_is_accepted_by_validate_and_refused_by_compile(extra):
+    assert validate_text(BASE + extra, "job.yaml").ok
+    assert refused(extra) == {"E809"}
+
+
+def test_a_date_secret_is_stored_as_a_timestamp():
+    objects = compiled("secrets: {when: 2020-01-01}\n")
+    secret = next(o for o in objects if o["kind"] == "Secret")
+    import yaml
+
+    stored = yaml.safe_load(base64.b64decode(secret["data"]["secrets.yaml"]))
+    import datetime
+
+    # js-yaml writes `when: 2020-01-01T00:00:00.000Z`, which the runtime's PyYAML reads as this instant
+    assert stored == {"when": datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# template names: mustache.js Context.lookup over JavaScript values
+
+PARAMETERS = """\
+x: hello
+n: 42
+f: 1.5
+t: true
+nul: null
+arr: [1, two, null, {k: 1}]
+obj: {a: 1}
+bad: {toString: s}
+u: "h\\u00e9\\U0001F600"
+d: 2020-01-01
+constructor: own
+"""
+THROWS = "throws"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("$parameters.x.length", "5"), ("$parameters.x.0", "h"), ("$parameters.x.5", "<% $parameters.x.5 %>"),
+    ("$parameters.x.1.0", "e"), ("$parameters.u.length", "4"), ("$parameters.arr.length", "4"),
+    ("$parameters.arr.1", "two"), ("$parameters.arr[3].k", "1"), ("$parameters.arr", "1,two,,[object Object]"),
+    ("$parameters.obj", "[object Object]"), ("$parameters.f", "1.5"),
+    ("$parameters.constructor", "own"),  # an own key wins over the prototype's
+    ("$parameters.obj.constructor", "[object Object]"), ("$parameters.obj.constructor.name", "Object"),
+    ("$parameters.x.constructor", ""), ("$parameters.x.constructor.name", "String"),
+    ("$parameters.n.constructor", "0"), ("$parameters.t.constructor", "false"), ("$parameters.arr.constructor", ""),
+    ("$parameters.__proto__", "[object Object]"), ("$parameters.x.__proto__", ""), ("$parameters.n.__proto__", "0"),
+    ("$parameters.x.__proto__.__proto__", "[object Object]"), ("$parameters.toString", "[object Object]"),
+    ("$parameters.hasOwnProperty", "false"), ("$parameters.valueOf", "[object Object]"),
+    ("$parameters.x.toUpperCase", "[OBJECT OBJECT]"), ("$parameters.x.charAt", "["),
+    ("$parameters.x.bold", "<b>[object Object]</b>"), ("$parameters.x.localeCompare", "-1"),
+    ("$parameters.x.matchAll", "[object RegExp String Iterator]"), ("$parameters.arr.join", ""),
+    ("$parameters.arr.push", "0"), ("$parameters.arr.pop", "<% $parameters.arr.pop %>"),
+    ("$parameters.arr.entries", "[object Array Iterator]"), ("$parameters.arr.toString", "[object Object]"),
+    ("$parameters.x.constructor.constructor", "function anonymous(\n) {\n\n}"),
+    ("$parameters.x.trimLeft.name", "trimStart"), ("$parameters.x.charAt.length", "1"),
+    ("$parameters.x.constructor.length", "1"), ("$parameters.x.constructor.prototype", ""),
+    ("$parameters.x.constructor.__proto__", "<% $parameters.x.constructor.__proto__ %>"),
+    ("$parameters.x.__proto__.constructor.name", "String"), ("$parameters.arr.__proto__.length", "0"),
+    ("$parameters.d", "Wed Jan 01 2020 00:00:00 GMT+0000 (Coordinated Universal Time)"),
+    ("$parameters.d.length", "<% $parameters.d.length %>"),
+    ("__proto__", "[object Object]"), ("toString", "[object Object]"), ("hasOwnProperty", "false"),
+    (".", "[object Object]"), ("$parameters.missing", "<% $parameters.missing %>"),
+    ("$parameters.nul", "<% $parameters.nul %>"), ("$parameters.nul.x", "<% $parameters.nul.x %>"),
+    ("$parameters.x.__class__", "<% $parameters.x.__class__ %>"), ("$parameters.__class__",
+                                                                     "<% $parameters.__class__ %>"),
+    # upstream's render throws on these: the submission fails
+    ("$parameters.bad", THROWS), ("$parameters.arr.map", THROWS), ("$parameters.n.toFixed", THROWS),
+    ("$parameters.x.toString", THROWS), ("$parameters.t.valueOf", THROWS), ("$parameters.d.getTime", THROWS),
+    ("$parameters.x.constructor.caller", THROWS), ("$parameters.obj.__defineGetter__", THROWS),
+])
+def test_a_name_renders_as_mustache_js_renders_it(name, expected):
+    params = load_located(PARAMETERS, "p.yaml").data
+    view = {"$parameters": params, "$script": None, "$output": None, "$data": None}
+    if expected is THROWS:
+        with pytest.raises(TemplateError, match="throws|cannot be converted|may not be accessed"):
+            render(f"<% {name} %>", view)
+    else:
+        assert render(f"<% {name} %>", view) == expected
+
+
+@pytest.mark.parametrize("command", ["echo <% $parameters.x.toString %>", "echo <% $parameters.p.constructor.keys %>",
+                                     "echo <% $parameters.x.constructor.fromCharCode %>"])
+def test_a_name_upstream_throws_on_or_paictl_does_not_model_is_a_located_refusal(command):
+    text = BASE.replace("commands: [echo hi]", f"commands: ['{command}']") + "parameters: {x: a, p: {}}\n"
+    assert validate_text(text, "job.yaml").ok  # upstream's validate passes; its render fails
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
+    [error] = caught.value.diagnostics
+    assert error.code == "E810" and error.line == 11 and error.end_column is not None
+
+
+_DATA = {"a": {"b": [1, {"c": "x"}], "": "empty"}, "s": "text", "n": 3, "l": [True, None, 2.5]}
+_SEGMENTS = st.sampled_from(["a", "b", "c", "0", "1", "2", "", "s", "n", "l", "length", "constructor", "__proto__",
+                             "toString", "name", "__class__", "__globals__", "__dict__", "mro", "__init__",
+                             "format", "join", "keys", "items", "prototype", "call", "apply"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(_SEGMENTS, min_size=1, max_size=5))
+def test_any_name_renders_from_the_data_and_javascript_tables_only(path):
+    """Whatever the name, the output comes from the job's data or the JavaScript model: no Python object, method
+    or repr is ever reached (`__class__`, `__globals__`, `format`, `items` are not found), or the render is
+    refused where JavaScript throws."""
+    name = ".".join(["$parameters", *path])
+    try:
+        out = render(f"<% {name} %>", {"$parameters": _DATA})
+    except TemplateError:
+        return
+    assert "<class" not in out and "<bound" not in out and "built-in" not in out and "object at 0x" not in out
+    if any(s.startswith("__") and s != "__proto__" for s in path) or path[0] in ("items", "format", "keys", "mro"):
+        assert out == f"<% {name} %>"
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(string.ascii_letters, max_size=3),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.text(string.ascii_lowercase, min_size=1, max_size=2), inner, max_size=3), max_leaves=8),
+       st.data())
+def test_a_path_of_own_keys_and_indexes_renders_the_value_there(value, data):
+    """JavaScript finds own properties first: a name made of the data's own keys and indexes is its value."""
+    from paictl.protocol.jsstring import js_string
+
+    path: list[str] = []
+    here = {"v": value}
+    node = here["v"]
+    path.append("v")
+    while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node))))
+        path.append(str(key))
+        node = node[key]
+    name = ".".join(["$parameters", *path])
+    expected = f"<% {name} %>" if node is None else js_string(node)
+    assert render(f"<% {name} %>", {"$parameters": here}) == expected
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# found by the harness's random mutations
+
+def test_a_default_deployment_whose_task_roles_are_a_list_adds_no_commands():
+    # upstream's schema has no type for a deployment's taskRoles, and `'worker' in [...]` is false
+    extra = "deployments: [{name: d, taskRoles: [null]}]\ndefaults: {deployment: d}\n"
+    env = pod_spec(compiled(extra))["initContainers"][0]["env"]
+    assert env[0] == {"name": "USER_CMD", "value": "echo hi"}
+    assert refused("deployments: [{name: d, taskRoles: abc}]\ndefaults: {deployment: d}\n") == {"E801"}  # crash
+
+
+def test_a_negative_gpu_count_gets_no_hived_device_variables():
+    text = BASE.replace("gpu: 1}", "gpu: -1}")
+    objects = _compile_hived(text)
+    names = [e["name"] for e in pod_spec(objects)["containers"][0]["env"]]
+    assert "NVIDIA_VISIBLE_DEVICES" not in names and "HIVED_VISIBLE_DEVICES" not in names  # `=== 0` nor `> 0`
