@@ -240,8 +240,11 @@ def _found(root: str, rest: tuple[str, ...], scope: Scope) -> bool:
     """Does the tag render? The runtime's plugin lookup walks dict keys only; mustache.js (commands, auth) does
     JavaScript property access, so `x.length` or `constructor` render too (protocol/jsvalues.py). A name the
     rest-server's render throws on is not "nothing": compile refuses it (E810)."""
-    if scope.where == "plugin":
-        return resolve(rest, scope.context[root])[0]
+    found = resolve(rest, scope.context[root])[0]
+    if scope.where == "plugin" or (found and "__proto__" not in rest):
+        # An own key or index holding a value is what JavaScript finds too (js-yaml 3 makes `__proto__` the
+        # prototype, not a key): only the names plain data lacks need the JavaScript model.
+        return found
     from .jsvalues import UNDEFINED, JsThrow, Unmodeled, lookup as js_lookup
 
     try:

@@ -20,12 +20,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from .codes import finding
-from .hived_checks import hived_findings
-from .storage_checks import storage_warnings
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
-from .placeholders import check_placeholders
+from .placeholders import PLUGIN_KEY, check_placeholders
 from .shapes import as_list, as_mapping, is_int, mappings_in, strings_in
 
 #: The task role fields that name a prerequisite, with the prerequisite type each must name (upstream uses
@@ -48,10 +46,27 @@ def check_semantics(data: Any) -> list[Finding]:
         *_defaults(data),
         *_task_roles(data),
         *check_placeholders(data, prerequisites_by_type(data)),
-        *hived_findings(data),
-        *storage_warnings(data),
+        *_extras_findings(data),
     ]
     return _in_document_order(findings, data)
+
+
+def _extras_findings(data: dict[str, Any]) -> list[Finding]:
+    """HiveD's and the storages' checks, for a job whose extras hold what they look at (most hold neither: their
+    modules, and the date handling they import, stay unloaded on the validate fast path)."""
+    extras = data.get("extras")
+    if not isinstance(extras, dict):
+        return []
+    found: list[Finding] = []
+    if "hivedScheduler" in extras:
+        from .hived_checks import hived_findings
+
+        found += hived_findings(data)
+    if "storages" in extras or PLUGIN_KEY in extras:
+        from .storage_checks import storage_warnings
+
+        found += storage_warnings(data)
+    return found
 
 
 def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int, dict[str, Any]]]] | None:
