@@ -445,3 +445,37 @@ def test_upstream_accepted_jobs_have_no_semantic_errors():
         assert not errors, f"{path.name}: {errors}"
         # The only warnings on the corpus are two real W407s (hived examples copied with instances lowered).
         assert {f.code for f in findings} <= {"W407"}, f"{path.name}: {findings}"
+
+
+def test_a_tag_made_by_a_double_quoted_escape_is_still_checked():
+    """validate skips the placeholder walk when the text has no `<%` and no backslash; an escape can make one."""
+    from paictl.protocol.validate import validate_text
+
+    job = ("protocolVersion: 2\nname: a\ntype: job\nprerequisites: [{name: i, type: dockerimage, uri: u}]\n"
+           "taskRoles:\n  a:\n    dockerImage: i\n    resourcePerInstance: {cpu: 1, memoryMB: 1, gpu: 0}\n"
+           "    commands: [\"echo \\x3c% $parameters.nope %>\"]\n")
+    assert [d.code for d in validate_text(job, "x").diagnostics] == ["W401"]
+    folded = job.replace('"echo \\x3c% $parameters.nope %>"', '"echo <\\\n      % $parameters.nope %>"')
+    assert "<%" not in folded
+    assert [d.code for d in validate_text(folded, "x").diagnostics] == ["W401"]
+
+
+def test_skipping_the_placeholder_walk_changes_no_verdict():
+    """Every local case and example: the semantic findings with the walk skipped (no `<%`, no backslash in the
+    text) are the full check's."""
+    from conftest import ROOT
+
+    from paictl.protocol.loading import DocumentError, decode_source, load_located
+    from paictl.protocol.semantics import check_semantics
+
+    checked = 0
+    for path in sorted((ROOT / "tests" / "cases").rglob("*.yaml")) + sorted((ROOT / "examples").rglob("*.yaml")):
+        try:
+            text = decode_source(path.read_bytes(), str(path))
+            data = load_located(text, str(path)).data
+        except DocumentError:
+            continue
+        if "<%" not in text and "\\" not in text:
+            assert check_semantics(data, tags=False) == check_semantics(data), path
+            checked += 1
+    assert checked >= 10
