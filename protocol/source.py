@@ -30,29 +30,44 @@ _CHUNK = 64 * 1024
 def read_source(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
     """At most `limit + 1` bytes of a regular file or a FIFO (process substitution), else InputError (exit 2)."""
     shown = _printable(os.fspath(path))
+    descriptor, _ = _open_readable(path, shown, lead="", reading="cannot read: ", thing="the job")
     try:
-        # O_NONBLOCK: opening a FIFO with no writer must not block; it is cleared again before reading.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise InputError(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{shown}: is a directory") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise InputError(f"{shown}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
-            raise InputError(f"{shown}: is a directory")
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise InputError(f"{shown}: not a regular file (a device or socket has no end to read to); "
-                             "copy the job to a file, or pipe it to `-`")
-        os.set_blocking(descriptor, True)
         with os.fdopen(descriptor, "rb", buffering=0, closefd=False) as stream:
             return read_bounded(stream, shown, limit)
     except OSError as exc:
         raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(descriptor)
+
+
+def _open_readable(path: str | os.PathLike[str], shown: str, *, lead: str, reading: str, thing: str
+                   ) -> tuple[int, int]:
+    """(descriptor, mode) of a regular file or FIFO opened for a blocking read, else InputError worded with `lead`
+    (before "no such file" and the like), `reading` (before an OS error) and `thing` (what to copy to a file)."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer must not block; it is cleared again before reading.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{shown}: {lead}no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: {lead}is a directory") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise InputError(f"{shown}: {reading}{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{shown}: {lead}is a directory")
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise InputError(f"{shown}: {lead}not a regular file (a device or socket has no end to read to); "
+                             f"copy {thing} to a file, or pipe it to `-`")
+        os.set_blocking(descriptor, True)
+    except InputError:
+        os.close(descriptor)
+        raise
+    except OSError as exc:
+        os.close(descriptor)
+        raise InputError(f"{shown}: {reading}{exc.strerror or exc}") from None
+    return descriptor, mode
 
 
 def read_stdin(limit: int = MAX_FILE_BYTES) -> bytes:
@@ -120,20 +135,9 @@ def read_tail(path: str | os.PathLike[str], tail: int, what: str) -> tuple[bytes
             raise InputError("<stdin>: standard input is closed")
         return _stream_tail(stream, "<stdin>", tail, what)
     shown = _printable(os.fspath(path))
+    lead = f"cannot read the {what}: "
+    descriptor, mode = _open_readable(path, shown, lead=lead, reading=lead, thing="it")
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise InputError(f"{shown}: cannot read the {what}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{shown}: cannot read the {what}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
-            raise InputError(f"{shown}: cannot read the {what}: is a directory")
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise InputError(f"{shown}: cannot read the {what}: not a regular file (a device or socket has no end "
-                             "to read to); copy it to a file, or pipe it to `-`")
-        os.set_blocking(descriptor, True)
         with os.fdopen(descriptor, "rb", closefd=False) as stream:
             if stat.S_ISFIFO(mode):
                 return _stream_tail(stream, shown, tail, what)

@@ -52,14 +52,19 @@ def cases(tmp_path):
     ]
 
 
+def assert_fast_path_prints_what_typer_prints(args: list[str], stdin: bytes) -> None:
+    """The command line runs without typer and gives typer's bytes and exit code."""
+    code, out, err = run(TYPER, args, stdin)
+    fast_code, fast_out, fast_err = run(FAST, args, stdin)
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"False", args
+    assert (fast_code, fast_out, fast_err) == (code, out, err), args
+
+
 def test_fast_path_prints_what_typer_prints(tmp_path):
     for args, stdin in cases(tmp_path):
         assert parse_validate(args[1:]) is not None, args
-        code, out, err = run(TYPER, args, stdin)
-        fast_code, fast_out, fast_err = run(FAST, args, stdin)
-        fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
-        assert imported == b"False", args
-        assert (fast_code, fast_out, fast_err) == (code, out, err), args
+        assert_fast_path_prints_what_typer_prints(args, stdin)
 
 
 @pytest.mark.parametrize("args", [
@@ -119,11 +124,7 @@ def compile_cases(tmp_path):
 def test_compile_fast_path_prints_what_typer_prints(tmp_path):
     for args, stdin in compile_cases(tmp_path):
         assert parse_compile(args[1:]) is not None, args
-        code, out, err = run(TYPER, args, stdin)
-        fast_code, fast_out, fast_err = run(FAST, args, stdin)
-        fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
-        assert imported == b"False", args
-        assert (fast_code, fast_out, fast_err) == (code, out, err), args
+        assert_fast_path_prints_what_typer_prints(args, stdin)
 
 
 def test_compile_cases_cover_every_exit_status_and_every_option(tmp_path):
