@@ -134,7 +134,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
 
     raise_if_any(compile_findings(result.data), document, path)
     model = job_from_data(result.data)  # after the checks: they refuse the shapes the model cannot hold
-    unknown = _unknown_overrides(overrides, model, path, raw)
+    unknown = _unknown_overrides(overrides, model, document)
     if unknown:
         warnings += unknown
         if on_warnings is not None:
@@ -157,24 +157,20 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
                        parameters=overrides, objects=objects, warnings=tuple(warnings))
 
 
-def _unknown_overrides(overrides: Mapping[str, Any], model: Job, path: str, raw: bytes) -> list[Diagnostic]:
+def _unknown_overrides(overrides: Mapping[str, Any], model: Job, document: Document) -> list[Diagnostic]:
     """W510 for each override the job has no parameter for (a typo would otherwise be silently ignored), located
     at the job's `parameters` mapping (or its first line when it has none)."""
     from paictl.protocol.codes import finding
     from paictl.protocol.diagnostics import Anchor
-    from paictl.protocol.loading import decode_source, load_located
     from paictl.protocol.suggest import did_you_mean
 
-    from .findings import located
+    from .findings import located_all
 
     missing = [key for key in overrides if key not in model.parameters]
-    if not missing:
-        return []
-    document = load_located(decode_source(raw, path), path)
     defined = ", ".join(map(str, model.parameters)) or "none"
     pointer = "/parameters" if "parameters" in document.data else ""
-    return [located(finding("W510", pointer, f"parameter override {key!r} (-p/--parameters) names no parameter of "
-                                             f"the job (its parameters: {defined}); it changes nothing",
-                            hint=(f"did you mean {guess!r}?" if (guess := did_you_mean(str(key), model.parameters))
-                                  else "add it to the job's `parameters` or drop the override"), anchor=Anchor.KEY),
-                    document, path) for key in missing]
+    return located_all((finding("W510", pointer, f"parameter override {key!r} (-p/--parameters) names no parameter "
+                                                 f"of the job (its parameters: {defined}); it changes nothing",
+                                hint=(f"did you mean {guess!r}?" if (guess := did_you_mean(str(key), model.parameters))
+                                      else "add it to the job's `parameters` or drop the override"),
+                                anchor=Anchor.KEY) for key in missing), document, document.path)

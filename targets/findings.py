@@ -18,10 +18,18 @@ if TYPE_CHECKING:
 
 
 def raise_if_any(findings: Iterable[Finding], document: Document | None, path: str = "<job>") -> None:
+    diagnostics = located_all(findings, document, path)
+    if diagnostics:
+        raise InvalidJobError(diagnostics)
+
+
+def located_all(findings: Iterable[Finding], document: Document | None, path: str = "<job>") -> list[Diagnostic]:
+    """Every finding located, the document indexed once (and only if there is a finding)."""
     findings = list(findings)
-    if findings:
-        document = with_positions(document)
-        raise InvalidJobError([located(f, document, path) for f in findings])
+    if not findings:
+        return []
+    document = with_positions(document)
+    return [located(f, document, path) for f in findings]
 
 
 def with_positions(document: Document | None) -> Document | None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from paictl.targets.findings import located, raise_if_any, with_positions
+from paictl.targets.findings import located_all, raise_if_any
 from paictl.targets.framework.env import min_failed, min_succeeded
 from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.jobset.names import jobset_name, name_findings, replicated_job_names
@@ -137,9 +137,7 @@ def _can_trigger_success(role: TaskRole) -> bool:
 
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
     """What a JobSet cluster will do differently from OpenPAI (W901-W904), located; raised under --strict."""
-    warnings = semantic_findings(job, profile)
-    document = with_positions(document) if warnings else document  # indexed once, not once per warning
-    return [located(w, document, _path(document)) for w in warnings]
+    return located_all(semantic_findings(job, profile), document, _path(document))
 
 
 def semantic_findings(job: Job, profile: Profile) -> list[Finding]:

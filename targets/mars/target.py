@@ -39,7 +39,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Mapping
 
-from paictl.targets.findings import located, raise_if_any, with_positions
+from paictl.targets.findings import located_all, raise_if_any
 from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.mars.extras import MarsSettings, read_settings
 from paictl.targets.mars.status import API_VERSIONS, CONTAINER, KIND, PLURAL, REPLICA_TYPES, job_state, job_view, task_views
@@ -123,8 +123,7 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
     """What the compile accepts but the user should fix (W701, W702), located; printed by the CLI, not raised."""
     _, _, _, warnings = _plan(job, profile)
-    document = with_positions(document) if warnings else document
-    return [located(w, document, document.path if document is not None else "<job>") for w in warnings]
+    return located_all(warnings, document, document.path if document is not None else "<job>")
 
 
 def restart_policy(job: Job, role: TaskRole, replica_type: str, settings: MarsSettings) -> str:
