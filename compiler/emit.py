@@ -6,6 +6,7 @@ order the compiler built them, no anchors or aliases, no line folding.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from pathlib import Path
@@ -32,13 +33,40 @@ def _quoted(text: str) -> str:
     return _ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
+def _float(value: float) -> str:
+    """A float both YAML 1.1 and 1.2 readers read back as that float: 1.1 wants a dot in the mantissa and a signed
+    exponent (Python's repr always signs it), and neither reads JSON's NaN or Infinity."""
+    if value != value:
+        return ".nan"
+    if value in (_INF, -_INF):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    return f"{mantissa}.0e{exponent}" if e and "." not in mantissa else text
+
+
+_INF = float("inf")
+
+
+def _timestamp(value: datetime.datetime) -> str:
+    """An instant as js-yaml writes a Date (`toISOString`, UTC): a plain YAML timestamp, read back as an instant."""
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc)
+    return (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
+            f"{value.second:02d}.{value.microsecond // 1000:03d}Z")
+
+
 def _scalar(value: Any) -> str:
     if value is None:
         return "null"
     if value is True or value is False:
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, int):
         return json.dumps(value)
+    if isinstance(value, datetime.datetime):
+        return _timestamp(value)
     if _PLAIN.fullmatch(value) and value.lower() not in _RESERVED:
         return value
     return _quoted(value)
@@ -202,6 +230,20 @@ def to_yaml(objects: Iterable[Mapping[str, Any]]) -> str:
     """`write_yaml`'s output as one string."""
     chunks: list[str] = []
     write_yaml(objects, chunks.append)
+    return "".join(chunks)
+
+
+def to_yaml_document(data: Mapping[str, Any]) -> str:
+    """One block YAML document without `---`, for YAML carried inside an object (a Secret's `secrets.yaml`, the
+    masked job of the `config` annotation). Besides what `write_yaml` takes, its values may hold instants
+    (`datetime`), written as timestamps; keys are written as strings, as JavaScript (upstream) holds them."""
+    chunks: list[str] = []
+    emitter = _Emitter(chunks.append)
+    if data:
+        emitter.mapping(data if type(data) is dict else dict(data), "", first_inline=False)
+    else:
+        emitter.parts.append("{}\n")
+    emitter.flush()
     return "".join(chunks)
 
 

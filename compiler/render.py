@@ -7,15 +7,12 @@ escaping). Every other tag is dropped, and a section with everything inside it. 
 container's `USER_CMD`, so any difference here is a different program run; the upstream corpus checks it byte for
 byte.
 
-Rendering goes through jinja2's SandboxedEnvironment (the project's one template engine), but no user text is ever
-jinja source: the text is split into mustache tokens once (cached per text), and the template is built from the
-token list's shape alone, as `<% t[i] %>` for text (the text is passed in as a value) and `<% n(i) %>` for a name (a
-plain function that looks the name up as JavaScript would, in protocol/jsvalues.py's model of plain data and
-built-in prototypes, and returns the JavaScript string or the literal tag). So `{{ }}`, `{% %}` or
-`<% $parameters.__class__ %>` in a job are inert text or a name that is not found, and no attribute of a Python
-object is reachable. Templates are shared by every text of the same shape (one compile for a
-hundred task roles with similar commands), and a text without names needs no template. jinja2 is imported on the
-first render with a name only: `paictl validate` never loads it.
+No template engine renders here, on purpose: upstream's renderer is this token walk, not a template engine's
+`render`, and every value is looked up as JavaScript would look it up (protocol/jsvalues.py's model of plain data
+and built-in prototypes). So no attribute of a Python object is reachable, and `{{ }}`, `{% %}` or
+`<% $parameters.__class__ %>` in a job are inert text or a name that is not found; a sandboxed engine joining the
+tokens would guard nothing more, and importing one was a sixth of every `paictl compile`. A text is split into
+tokens once (cached per text) and joined in one pass, linear in its length.
 """
 
 from __future__ import annotations
@@ -89,48 +86,18 @@ def render(text: str, context: Mapping[str, Any]) -> str:
     compiled = _compile(text)
     if not compiled.has_names:
         return "".join(compiled.texts)  # type: ignore[arg-type]
-    if len(compiled.texts) > _SLICE:
-        return "".join(_render_slices(compiled.texts, compiled.names, dict(context)))
-    lookup = functools.partial(_name_value, compiled.names, dict(context))
-    return _template(compiled.shape).render(t=compiled.texts, n=lookup)
-
-
-#: A text of more tokens than this is rendered in slices of this many names, each through a template that depends
-#: only on the slice's length: jinja2 compiles a template in time and memory that grow with it (one with 110,000
-#: names took 16 s and 1.4 GB), and the slices share one compiled template.
-_SLICE = 256
-
-
-def _render_slices(texts: tuple[str | None, ...], names: tuple[Tag | None, ...], view: dict[str, Any]) -> Any:
-    """Each name with the text before it is one call `u(k)` (one jinja2 call per name, not per token); the text after
-    the last name needs no template, as a text without names needs none. A name's value is looked up once per text:
-    the view does not change while it renders."""
-    values: dict[str, str] = {}
-
-    def lookup(index: int) -> str:
-        name = names[index].name  # type: ignore[union-attr]
-        value = values.get(name)
-        if value is None:
-            value = values[name] = _name_value(names, view, index)
-        return value
-
-    units: list[tuple[str, int]] = []
-    before: list[str] = []
-    for index, text in enumerate(texts):
-        if text is None:
-            units.append(("".join(before), index))
-            before = []
-        else:
-            before.append(text)
-    for start in range(0, len(units), _SLICE):
-        chunk = units[start:start + _SLICE]
-
-        def unit(k: int, chunk: list[tuple[str, int]] = chunk) -> str:
-            text, index = chunk[k]
-            return text + lookup(index)
-
-        yield _template("".join("<% u({0}) %>".format(k) for k in range(len(chunk)))).render(u=unit)
-    yield "".join(before)
+    view = dict(context)
+    names = compiled.names
+    values: dict[str, str] = {}  # a name's value, looked up once per text: the view does not change meanwhile
+    pieces = []
+    for index, piece in enumerate(compiled.texts):
+        if piece is None:
+            name = names[index].name  # type: ignore[union-attr]
+            piece = values.get(name)
+            if piece is None:
+                piece = values[name] = _name_value(names, view, index)
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
@@ -159,8 +126,6 @@ class _Compiled:
     #: Per token: its tag (None for a text token).
     names: tuple[Tag | None, ...]
     has_names: bool
-    #: The jinja source for this token list: indexes only, never a character of the text.
-    shape: str
 
 
 @functools.lru_cache(maxsize=512)
@@ -169,31 +134,7 @@ def _compile(text: str) -> _Compiled:
     tokens = output_tokens(text)
     texts = tuple(token if isinstance(token, str) else None for token in tokens)
     names = tuple(token if isinstance(token, Tag) else None for token in tokens)
-    shape = "".join("<% t[{0}] %>".format(i) if isinstance(token, str) else "<% n({0}) %>".format(i)
-                    for i, token in enumerate(tokens))
-    return _Compiled(texts, names, any(name is not None for name in names), shape)
-
-
-#: jinja2 needs block and comment delimiters; these (private-use characters) never occur in the generated source.
-_UNUSED_DELIMITERS = {
-    "block_start_string": "\ue000{%", "block_end_string": "%}\ue000",
-    "comment_start_string": "\ue000{#", "comment_end_string": "#}\ue000",
-}
-
-
-@functools.lru_cache(maxsize=256)
-def _template(shape: str):
-    """The compiled template of a token-list shape, shared by every text with that shape."""
-    return _environment().from_string(shape)
-
-
-@functools.cache
-def _environment():
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(variable_start_string="<%", variable_end_string="%>", autoescape=False,
-                                undefined=StrictUndefined, **_UNUSED_DELIMITERS)
+    return _Compiled(texts, names, any(name is not None for name in names))
 
 
 def output_tokens(text: str) -> list[str | Tag]:

@@ -26,8 +26,11 @@ def _scalar(value: Any) -> str:
         return "null"
     if value is True or value is False:
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
+    if isinstance(value, (int, float)) or not isinstance(value, str):
+        # Numbers and instants: one rule each, shared with the emitter (this reference checks its caching).
+        from paictl.compiler.emit import _scalar as scalar
+
+        return scalar(value)
     if _PLAIN.fullmatch(value) and value.lower() not in _RESERVED:
         return value
     return _quoted(value)

@@ -99,7 +99,7 @@ def test_validate_imports_only_what_it_uses():
     probe = ("import sys, runpy; sys.argv = ['paictl', 'validate', '--quiet', sys.argv[1]]\n"
              "try:\n    runpy.run_module('paictl', run_name='__main__')\n"
              "except SystemExit as e:\n    code = e.code\n"
-             "heavy = sorted(m for m in ('jinja2', 'kubernetes', 'jsonschema', 'rich', 'httpx') if m in sys.modules)\n"
+             "heavy = sorted(m for m in ('ruamel', 'kubernetes', 'jsonschema', 'rich', 'httpx') if m in sys.modules)\n"
              "print(code, ','.join(heavy))")
     done = subprocess.run([sys.executable, "-c", probe, str(EXAMPLES / "hello-world.yaml")], capture_output=True,
                           text=True, timeout=60)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from paictl.compiler.emit import file_name, to_json_list, to_yaml, write_files
+from paictl.compiler.emit import file_name, to_json_list, to_yaml, to_yaml_document, write_files
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), texts,
@@ -92,3 +92,55 @@ def test_characters_outside_yamls_printable_set_are_escaped():
     text = to_yaml([{"\ufffe": None, "value": "x\uffffy", "lines": "a\n\ufffe\n"}])
     assert "\ufffe" not in text and "\uffff" not in text
     assert YAML(typ="safe").load(text) == {"\ufffe": None, "value": "x\uffffy", "lines": "a\n\ufffe\n"}
+
+
+def _instant(value):
+    """A read-back timestamp as an aware UTC datetime (PyYAML keeps the zone, ruamel drops it for `Z`)."""
+    import datetime
+
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=datetime.timezone.utc)
+    if isinstance(value, dict):
+        return {k: _instant(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_instant(v) for v in value]
+    return value
+
+
+instants = st.datetimes(min_value=__import__("datetime").datetime(1, 1, 1),
+                        timezones=st.just(__import__("datetime").timezone.utc)).map(
+    lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000))
+document_values = st.recursive(
+    st.one_of(values, st.floats(allow_nan=False), instants),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(texts, inner, max_size=3)), max_leaves=10)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.dictionaries(texts, document_values, max_size=5))
+def test_a_document_with_floats_and_instants_reads_back_in_yaml_1_1_and_1_2(data):
+    """`to_yaml_document` writes a job's secrets (read by the runtime's YAML 1.1 reader) and the masked job: every
+    float, including exponents and infinities, and every instant must read back as itself."""
+    import yaml
+    from ruamel.yaml import YAML
+
+    text = to_yaml_document(data)
+    assert not text.startswith("---")
+    assert _instant(YAML(typ="safe", pure=True).load(text)) == data
+    assert _instant(yaml.safe_load(text)) == data
+
+
+def test_floats_are_written_for_yaml_1_1_readers_and_nan_reads_back_as_nan():
+    import math
+
+    import yaml
+
+    text = to_yaml_document({"big": 1e16, "small": 1.5e-07, "one": 1.0, "low": float("-inf"), "none": float("nan")})
+    assert text == "big: 1.0e+16\nsmall: 1.5e-07\none: 1.0\nlow: -.inf\nnone: .nan\n"
+    assert math.isnan(yaml.safe_load(text)["none"])
+
+
+def test_a_document_keeps_keys_as_strings_and_an_empty_one_is_a_mapping():
+    import yaml
+
+    assert to_yaml_document({1: "a", 2.5: "b"}) == '"1": a\n"2.5": b\n'
+    assert yaml.safe_load(to_yaml_document({})) == {}

@@ -10,7 +10,6 @@ can be printed, diffed and committed without leaking anything.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -157,15 +156,9 @@ def plain(value: Any) -> Any:
 
 
 def _dump(data: Any) -> str:
-    from ruamel.yaml import YAML
+    from paictl.compiler.emit import to_yaml_document
 
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False
-    yaml.width = 4096
-    stream = io.StringIO()
-    yaml.dump(data, stream)
-    return stream.getvalue()
+    return to_yaml_document(data)
 
 
 def _b64(data: bytes) -> str:

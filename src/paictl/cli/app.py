@@ -1,6 +1,6 @@
 """The `paictl` command line. The only place that prints or exits.
 
-Every command imports its machinery lazily: `paictl --help` and `paictl validate` must not pay for jinja2,
+Every command imports its machinery lazily: `paictl --help` and `paictl validate` must not pay for ruamel.yaml,
 kubernetes or the Python jsonschema package unless they are used.
 """
 

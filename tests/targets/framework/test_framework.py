@@ -130,7 +130,7 @@ def test_without_the_source_text_the_annotation_is_serialised_and_masked():
     job = load_job_text(JOB, "job.yaml")
     framework = compile_framework(job, load_profile("openpai"))[-1]
     config = framework["metadata"]["annotations"]["config"]
-    assert "s3cr3t" not in config and "secrets: '******'" in config and "name: train" in config
+    assert "s3cr3t" not in config and 'secrets: "******"' in config and "name: train" in config
 
 
 def test_unknown_sku_is_located():

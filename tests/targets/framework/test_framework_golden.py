@@ -24,7 +24,7 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
         "which would make `kubectl apply -f` use whatever namespace the current context has.",
     "configSecretDef.data.secrets.yaml":
         "compared as parsed YAML: upstream serialises the secrets with js-yaml (which folds long strings at 80 "
-        "columns), paictl with ruamel.yaml; the secrets the runtime reads are identical.",
+        "columns), paictl with its own emitter (compiler/emit.py); the secrets the runtime reads are identical.",
     "frameworkRequest.metadata.annotations.totalGpuNumber":
         "not exercised by the corpus: upstream multiplies by `instances` before applying its default, so a job that "
         "omits `instances` gets \"NaN\"; paictl writes the real total (the default of 1 applied).",
