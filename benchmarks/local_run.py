@@ -4,6 +4,12 @@ Two figures: one task running `true`, from the command line to the verdict, agai
 instances of `true`, against a shell starting 200 `/bin/true` in the background and waiting for them, per
 instance. Both pairs run interleaved (A B A B); each paictl run gets its own run folder in a scratch directory.
 
+For context (no goal), the 200 instances are also compared with the same commands started bare the way a task
+starts them: `bash -o errexit -o nounset -o pipefail -c true` with the environment a task of that job gets
+(captured from a paictl run), about 1,000 `PAI_*` variables at 200 instances. bash 5 copies its whole environment
+into an export list with a linear duplicate check per variable (quadratic), so that environment alone costs each
+bash about 3 ms of CPU; this row separates it from what paictl itself adds.
+
     python benchmarks/local_run.py [--rounds 7]
 
 Goals (issue 19): one `true` <= +0.25 s over the bare command; 200 instances <= 3 ms per instance over the bare
@@ -25,11 +31,21 @@ PER_INSTANCE_GOAL_MS = 3.0
 MANY = 200
 
 
-def job(name: str, instances: int) -> str:
+def job(name: str, instances: int, command: str = "true") -> str:
     return (f"protocolVersion: 2\nname: {name}\ntype: job\n"
             "prerequisites:\n  - {name: img, type: dockerimage, uri: 'python:3.11'}\n"
             f"taskRoles:\n  worker:\n    instances: {instances}\n    dockerImage: img\n"
-            "    resourcePerInstance: {cpu: 1, memoryMB: 512, gpu: 0}\n    commands:\n      - 'true'\n")
+            f"    resourcePerInstance: {{cpu: 1, memoryMB: 512, gpu: 0}}\n    commands:\n      - '{command}'\n")
+
+
+def task_environment(paictl: str, folder: Path) -> list[str]:
+    """The environment of task 0 of the 200-instance job, as `NAME=value` items, from a real run."""
+    dump = folder / "env0"
+    (folder / "dump.yaml").write_text(job("bench-many", MANY, f"[ $PAI_TASK_INDEX != 0 ] || env -0 > {dump}"))
+    _, _, code = run_once([paictl, "submit", str(folder / "dump.yaml"), "--target", "local", "--follow",
+                           "--run-dir", str(folder / "runs-env")])
+    assert code == 0, f"environment capture: exit {code}"
+    return [item for item in dump.read_text().split("\0") if item]
 
 
 def main() -> int:
@@ -44,17 +60,19 @@ def main() -> int:
         (folder / "one.yaml").write_text(job("bench-one", 1))
         (folder / "many.yaml").write_text(job("bench-many", MANY))
 
-        def submit(name: str, round_: int) -> list[str]:
+        def submit(name: str, run: str) -> list[str]:
             # A run folder per round: replacing the previous run's folder (200 logs) is not part of running.
             return [paictl, "submit", str(folder / f"{name}.yaml"), "--target", "local", "--follow",
-                    "--run-dir", str(folder / f"runs-{round_}")]
+                    "--run-dir", str(folder / f"runs-{run}")]
 
-        bare = {"one": ["/bin/true"], "many": ["bash", "-c", f"for i in $(seq {MANY}); do /bin/true & done; wait"]}
+        shells = (f"for i in $(seq {MANY}); do bash -o errexit -o nounset -o pipefail -c true & done; wait")
+        bare = {"one": ["/bin/true"], "many": ["bash", "-c", f"for i in $(seq {MANY}); do /bin/true & done; wait"],
+                "shells": ["env", "-i", *task_environment(paictl, folder), "bash", "-c", shells]}
         differences: dict[str, list[float]] = {name: [] for name in bare}
         walls: dict[str, list[tuple[float, float]]] = {name: [] for name in bare}
         for round_ in range(args.rounds + 1):  # the first round warms up
             for name in bare:
-                mine, _, code = run_once(submit(name, round_))
+                mine, _, code = run_once(submit("many" if name == "shells" else name, f"{name}-{round_}"))
                 theirs, _, bare_code = run_once(bare[name])
                 assert code == 0 and bare_code == 0, f"{name}: exit {code} / {bare_code}"
                 if round_:
@@ -69,6 +87,10 @@ def main() -> int:
                f"{per:.2f} ms ({statistics.median(w[0] for w in walls['many']):.3f} s / "
                f"{statistics.median(w[1] for w in walls['many']):.3f} s)", f"<= {PER_INSTANCE_GOAL_MS} ms",
                per <= PER_INSTANCE_GOAL_MS)
+    shells = statistics.median(differences["shells"]) / MANY * 1000
+    report.add(f"  context: {MANY} instances, per instance over bare bash with a task's environment",
+               f"{shells:.2f} ms ({statistics.median(w[0] for w in walls['shells']):.3f} s / "
+               f"{statistics.median(w[1] for w in walls['shells']):.3f} s)", "none", None)
     return report.finish()
 
 
