@@ -139,23 +139,24 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     while wanted:  # the hot loop: heap calls and attribute tests inlined
         needed = pop(wanted)[1]
         cpu, memory, gpu = needed.cpu, needed.memory, needed.gpu
-        set_aside = []
+        set_aside = []  # heap entries as popped: they go back with the same key, so the same tuple goes back
         chosen = None
         while nodes:
-            candidate = pop(nodes)[1]
+            entry = pop(nodes)
+            candidate = entry[1]
             if candidate.cpu >= cpu and candidate.memory >= memory and candidate.gpu >= gpu:
                 chosen = candidate
                 break
-            set_aside.append(candidate)
+            set_aside.append(entry)
         if chosen is None:
-            raise _misfit(by_label[needed.label], set_aside, demands)
+            raise _misfit(by_label[needed.label], [entry[1] for entry in set_aside], demands)
         plan[needed.label] = chosen.label
         chosen.cpu -= cpu
         chosen.memory -= memory
         chosen.gpu -= gpu
         push(nodes, (sign * key(chosen), chosen))
-        for other in set_aside:
-            push(nodes, (sign * key(other), other))
+        for entry in set_aside:
+            push(nodes, entry)
     return plan
 
 
