@@ -108,7 +108,7 @@ def _said_of_the_item(f: Finding) -> Finding:
     if f.code == "E201":
         missing = re.search(r"required key '([^']+)'", f.message)
         hint = _ITEM_REQUIRED_HINTS.get(missing.group(1)) if missing else None
-    return dataclasses.replace(f, message=_JOB_WORDS.sub("the item", f.message), hint=hint)
+    return f._replace(message=_JOB_WORDS.sub("the item", f.message), hint=hint)
 
 
 def _visibility_findings(data: dict[str, Any]) -> list[Finding]:
@@ -217,7 +217,7 @@ def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[str, lis
     positions = {pointer[len(prefix):]: position for pointer, position in (document.positions or {}).items()
                  if pointer == prefix or pointer.startswith(prefix + "/")}
     job = Document(path=document.path, text=document.text, data=value, positions=positions)
-    diagnostics = [dataclasses.replace(d, pointer=prefix + d.pointer) for d in check_document(job)]
+    diagnostics = [d._replace(pointer=prefix + d.pointer) for d in check_document(job)]
     return dump_yaml(value), diagnostics
 
 
@@ -236,13 +236,13 @@ def _shift_into_item(protocol: str, document: Document) -> Callable[[Diagnostic]
         if first is not None and d.line is not None and d.column is not None:
             line = first + d.line - 1
             if 0 < line <= len(lines):
-                return dataclasses.replace(
-                    d, file=document.path, line=line, column=d.column + indent, pointer=pointer,
+                return d._replace(
+                    file=document.path, line=line, column=d.column + indent, pointer=pointer,
                     end_column=None if d.end_column is None else d.end_column + indent, source_line=lines[line - 1])
         where = f" (line {d.line} of the embedded protocol)" if d.line is not None else " (in the embedded protocol)"
         source = lines[value_line - 1] if 0 < value_line <= len(lines) else None
-        return dataclasses.replace(d, file=document.path, line=value_line, column=value_column, end_column=None,
-                                   pointer=pointer, message=d.message + where, source_line=source)
+        return d._replace(file=document.path, line=value_line, column=value_column, end_column=None,
+                          pointer=pointer, message=d.message + where, source_line=source)
 
     return shift
 

@@ -2,13 +2,17 @@
 
 Checks work on plain data and know only JSON pointers; they emit `Finding`s. The validator turns each finding into
 a `Diagnostic` by looking the pointer up in the document's position index, so no check ever deals with line numbers.
+
+The records on the validate path (`Finding`, `Diagnostic`, the `Document`, the `ValidationResult`, template `Tag`s
+and placeholder `Scope`s) are typed named tuples rather than dataclasses: importing `dataclasses` imports `inspect`
+and `ast`, about a seventh of the instructions of a `paictl validate` run, which pre-commit pays on every commit.
+They are immutable like the frozen model, and built by keyword; `_replace` makes a changed copy.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Severity(str, enum.Enum):
@@ -23,8 +27,7 @@ class Anchor(str, enum.Enum):
     VALUE = "value"
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Finding:
+class Finding(NamedTuple):
     """A problem found in plain data, located only by a JSON pointer (RFC 6901)."""
 
     code: str
@@ -37,10 +40,7 @@ class Finding:
     excerpt: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Diagnostic:
-    """A located problem: what `paictl validate` prints, one line per problem."""
-
+class _DiagnosticFields(NamedTuple):
     code: str
     severity: Severity
     message: str
@@ -53,20 +53,32 @@ class Diagnostic:
     hint: str | None = None
     source_line: str | None = None
 
-    def __post_init__(self) -> None:
-        # One line per problem, whatever the document holds: a key such as "a\nb" is shown escaped.
-        object.__setattr__(self, "message", one_line(self.message))
-        if self.hint is not None:
-            object.__setattr__(self, "hint", one_line(self.hint))
-        if self.source_line is not None:  # no terminal escape sequences from a hostile file; tabs stay for the caret
-            object.__setattr__(self, "source_line", self.source_line.translate(_CONTROL_KEEPING_TABS))
+
+class Diagnostic(_DiagnosticFields):
+    """A located problem: what `paictl validate` prints, one line per problem. Built by keyword only."""
+
+    __slots__ = ()
+
+    def __new__(cls, **fields: Any) -> Diagnostic:
+        record = _DiagnosticFields(**fields)  # a missing or unknown field is a TypeError, as for any record
+        # One line per problem, whatever the document holds: a key such as "a\nb" is shown escaped. No terminal
+        # escape sequences from a hostile file in the source line either; its tabs stay for the caret.
+        return super().__new__(cls, *record._replace(
+            message=one_line(record.message), hint=None if record.hint is None else one_line(record.hint),
+            source_line=None if record.source_line is None else record.source_line.translate(_CONTROL_KEEPING_TABS)))
+
+    def _replace(self, **changes: Any) -> Diagnostic:
+        return Diagnostic(**{**self._asdict(), **changes})
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:  # copy and pickle build it by keyword too
+        return (), self._asdict()
 
     @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
 
     def to_dict(self) -> dict[str, Any]:
-        record = dataclasses.asdict(self)
+        record = self._asdict()
         record["severity"] = self.severity.value
         return record
 

@@ -11,10 +11,9 @@ located loader, which reads an unquoted `2020-01-01` as a timestamp (protocol/ti
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 
@@ -29,9 +28,10 @@ _RUAMEL_WORDING_MAX_FLOW = 64
 Position = tuple[int, int, int, int]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Document:
-    """A loaded job document: plain JSON-like data, plus where each JSON pointer sits in the text (when known)."""
+class Document(NamedTuple):
+    """A loaded job document: plain JSON-like data, plus where each JSON pointer sits in the text (when known).
+
+    A named tuple, not a dataclass (see protocol/diagnostics.py)."""
 
     path: str
     text: str
@@ -40,9 +40,16 @@ class Document:
     #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
     secret_spans: tuple[tuple[int, int], ...] = ()
 
-    @functools.cached_property
+    @property
     def lines(self) -> list[str]:
-        return source_lines(self.text)
+        """The text's lines (shared between calls: do not change the list)."""
+        return _cached_lines(self.text)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_lines(text: str) -> list[str]:
+    """Every diagnostic of a document reads its lines; split once (a str keeps its hash, so a lookup is cheap)."""
+    return source_lines(text)
 
 
 class DocumentError(Exception):

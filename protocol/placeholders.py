@@ -24,10 +24,10 @@ the guards in `shapes`, and a value of the wrong shape is skipped.
 
 from __future__ import annotations
 
-import dataclasses
+import types
 from bisect import bisect_right
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 from .codes import finding
 from .diagnostics import Finding, pointer_of
@@ -56,14 +56,17 @@ _DROPPED = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Scope:
-    """What one rendered field can see. `context` maps each root the renderer provides to its value."""
+_NO_FIELDS: Mapping[str, str] = types.MappingProxyType({})
+
+
+class Scope(NamedTuple):
+    """What one rendered field can see. `context` maps each root the renderer provides to its value. A named tuple,
+    not a dataclass (see protocol/diagnostics.py)."""
 
     where: str  # "commands" | "auth" | "plugin"
     context: dict[str, Any]
     role: str | None = None
-    role_fields: dict[str, str] = dataclasses.field(default_factory=dict)  # root -> selected prerequisite name
+    role_fields: Mapping[str, str] = _NO_FIELDS  # root -> selected prerequisite name
     #: Roots whose value is unusable, which another check reports: a field naming a missing prerequisite (E304), or
     #: parameters, secrets or a prerequisite list of the wrong shape (the schema).
     broken: frozenset[str] = frozenset()
@@ -142,7 +145,7 @@ def _role_scope(data: dict[str, Any], name: str, role: dict[str, Any], groups: d
 def _check_plugin(value: Any, tokens: tuple[Any, ...], scopes: dict[str, Scope], users: list[str],
                   data: dict[str, Any]) -> list[Finding]:
     """Plugin parameters are rendered per task role that runs the plugin; check each such role's view."""
-    views = [dataclasses.replace(scopes[u], where="plugin") for u in users] or [
+    views = [scopes[u]._replace(where="plugin") for u in users] or [
         Scope("plugin", _present({"$parameters": data.get("parameters"), "$secrets": data.get("secrets")}),
               broken=_misshapen(data))]
     return [f for pointer, text in _strings(value, tokens) for view in views for f in _check_text(text, pointer, view)]
@@ -192,7 +195,7 @@ def _check_text(text: str, where: Any, scope: Scope) -> list[Finding]:
                 continue  # still scanned to its end: a parse failure there is reported
             found = _check_tag(tag, pointer_at(tag.start), scope)
             if found is not None:
-                findings.append((tag.start, dataclasses.replace(found, excerpt=tag.raw)))
+                findings.append((tag.start, found._replace(excerpt=tag.raw)))
     except TemplateError as exc:
         if scope.where != "plugin":  # the runtime's plugin lookup is a regex: it never fails to parse
             # An unclosed section is reported once, as the parse failure it causes.

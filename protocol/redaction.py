@@ -12,6 +12,7 @@ indentation), or one naming such a key in a flow collection, is shown up to the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import TYPE_CHECKING, Any, Iterator
@@ -116,13 +117,16 @@ def _line_start(document: Document, line_number: int) -> int | None:
 
 
 def _line_offsets(document: Document) -> list[int]:
-    cached = document.__dict__.get("_line_offsets")
-    if cached is None:
-        cached = [0]
-        for match in re.finditer(r"\r\n|\r|\n", document.text):
-            cached.append(match.end())
-        document.__dict__["_line_offsets"] = cached
-    return cached
+    return _offsets(document.text)
+
+
+@functools.lru_cache(maxsize=4)
+def _offsets(text: str) -> list[int]:
+    """Where each line of `text` starts; computed once per text, as every redacted diagnostic of a file asks."""
+    offsets = [0]
+    for match in re.finditer(r"\r\n|\r|\n", text):
+        offsets.append(match.end())
+    return offsets
 
 
 _SECRET_KEY_LINE = re.compile(r"""^(?P<indent>[ ]*)(?:-[ ]+)?['"]?(?:secrets|auth)['"]?[ \t]*:""")

@@ -132,11 +132,9 @@ def _date_hint(error, findings: list[Finding]) -> list[Finding]:
 
     if not isinstance(error.instance, DateView):
         return findings
-    import dataclasses
-
     hint = (f"quote it ('{error.instance.timestamp}'): OpenPAI's YAML reader (js-yaml, YAML 1.1) reads an unquoted "
             "date as a timestamp, not a string")
-    return [dataclasses.replace(f, hint=hint) for f in findings]
+    return [f._replace(hint=hint) for f in findings]
 
 
 def _describe(value: Any) -> str:

@@ -10,12 +10,11 @@ The module is pure (strings and plain data in, plain values out) because the com
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 #: OpenPAI's delimiters (rest-server `protocolRender` and runtime `render_string_with_secrets`).
 DELIMITERS = ("<%", "%>")
@@ -49,9 +48,9 @@ class TagKind(str, enum.Enum):
     DELIMITERS = "="
 
 
-@dataclasses.dataclass(frozen=True)
-class Tag:
-    """One tag as mustache.js sees it. `start`/`end` are offsets into the scanned string (end exclusive)."""
+class Tag(NamedTuple):
+    """One tag as mustache.js sees it. `start`/`end` are offsets into the scanned string (end exclusive). A named
+    tuple, not a dataclass (see protocol/diagnostics.py)."""
 
     kind: TagKind
     raw: str

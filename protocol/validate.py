@@ -7,8 +7,7 @@ two paths can never disagree about what is reported.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from paictl.schemas import fast_validator
 
@@ -16,9 +15,10 @@ from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ValidationResult:
-    """One file's verdict: its diagnostics in text order and, until summarised, its parsed data."""
+class ValidationResult(NamedTuple):
+    """One file's verdict: its diagnostics in text order and, until summarised, its parsed data (a named tuple, not
+    a dataclass: see protocol/diagnostics.py)."""
+
     path: str
     diagnostics: tuple[Diagnostic, ...]
     data: dict[str, Any] | None
@@ -37,7 +37,7 @@ class ValidationResult:
 
     def summary(self) -> ValidationResult:
         """This result without the parsed document: what a report of many files keeps (7 KB less per file)."""
-        return dataclasses.replace(self, data=None)
+        return self._replace(data=None)
 
 
 def _semantic_findings(data: dict[str, Any], text: str) -> list[Finding]:

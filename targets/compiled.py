@@ -145,7 +145,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     if strict and (notes or warnings):
         from paictl.protocol.diagnostics import Severity
 
-        raise InvalidJobError([dataclasses.replace(d, severity=Severity.ERROR) for d in (*warnings, *notes)])
+        raise InvalidJobError([d._replace(severity=Severity.ERROR) for d in (*warnings, *notes)])
     if notes:
         warnings += notes
         if on_warnings is not None:

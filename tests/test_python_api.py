@@ -61,3 +61,35 @@ def test_compile_job_returns_the_warnings_it_reports(tmp_path):
     compiled = paictl.compile_job(job, target="framework")
     assert [w.code for w in compiled.warnings] == ["W405"]
     assert {obj["kind"] for obj in compiled.objects} >= {"Framework"}
+
+
+def test_a_diagnostic_stays_one_line_however_it_is_made_or_copied():
+    """Diagnostics are named tuples built by keyword (protocol/diagnostics.py): a changed copy, a copy and a pickled
+    one are sanitised like a new one, and a positional or incomplete construction is refused."""
+    import copy
+    import pickle
+
+    from paictl.protocol.diagnostics import Diagnostic, Severity
+
+    made = Diagnostic(code="E202", severity=Severity.ERROR, message="key 'a\nb'", file="job.yaml", hint="x\x1b[2J",
+                      source_line="\tkey\x9b: 1")
+    assert (made.message, made.hint, made.source_line) == ("key 'a\\nb'", "x\\x1b[2J", "\tkey\\x9b: 1")
+    changed = made._replace(message="again\r\n", line=3)
+    assert (changed.message, changed.line, changed.file) == ("again\\r\\n", 3, "job.yaml")
+    assert copy.deepcopy(made) == made and pickle.loads(pickle.dumps(changed)) == changed
+    with pytest.raises(TypeError):
+        Diagnostic("E202", Severity.ERROR, "m", "f")
+    with pytest.raises(TypeError):
+        Diagnostic(code="E202", severity=Severity.ERROR, message="m")
+
+
+def test_validate_does_not_import_dataclasses():
+    """The validate path's records are named tuples: importing `dataclasses` (with `inspect` and `ast`) was a
+    seventh of a pre-commit run."""
+    probe = ("import sys, runpy; sys.argv = ['paictl', 'validate', '--quiet', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('paictl', run_name='__main__')\n"
+             "except SystemExit as e:\n    code = e.code\n"
+             "print(code, 'dataclasses' in sys.modules, 'inspect' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "examples" / "parameter-server.yaml")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["0", "False", "False"], done.stdout + done.stderr
