@@ -26,8 +26,11 @@ def test_the_readme_example_runs_a_job_to_its_verdict(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1].startswith("verdict: succeeded"), done.stdout
-    # The snapshots before it: the final one shows both tasks succeeded (how many came before depends on timing).
-    assert lines[-2] == "succeeded ['server-0 succeeded', 'client-0 succeeded']", done.stdout
+    # The snapshots before it: the final one shows the client succeeded (how many came before depends on timing).
+    # The client's success completes the job; the server, which ends within milliseconds of it, either ended first
+    # (succeeded) or is stopped by the completion, as FrameworkController stops the remaining tasks (README).
+    assert lines[-2] in ("succeeded ['server-0 succeeded', 'client-0 succeeded']",
+                         "succeeded ['server-0 stopped', 'client-0 succeeded']"), done.stdout
     assert (tmp_path / "state" / "paictl" / "runs" / "local-ping-pong" / "state.json").is_file()
 
 
