@@ -92,23 +92,22 @@ def render(text: str, context: Mapping[str, Any]) -> str:
     pieces = []
     for index, piece in enumerate(compiled.texts):
         if piece is None:
-            name = names[index].name  # type: ignore[union-attr]
-            piece = values.get(name)
+            tag = names[index]
+            assert tag is not None
+            piece = values.get(tag.name)
             if piece is None:
-                piece = values[name] = _name_value(names, view, index)
+                piece = values[tag.name] = _name_value(tag, view)
         pieces.append(piece)
     return "".join(pieces)
 
 
-def _name_value(names: tuple[Tag | None, ...], view: dict[str, Any], index: int) -> str:
+def _name_value(tag: Tag, view: dict[str, Any]) -> str:
     """One name tag's output: the value as JavaScript prints it, or the tag written back when it is null/undefined.
 
     The lookup is a model of JavaScript property access over plain data (protocol/jsvalues.py): dict keys, list and
     string indexes, and tables of the built-in prototypes; no Python attribute is ever reached (`__class__` is
     simply not found).
     """
-    tag = names[index]
-    assert tag is not None
     try:
         text = printed(js_lookup(tag.path, view))
     except (JsThrow, Unmodeled) as exc:  # compile_checks refuses these first (E810)

@@ -13,7 +13,7 @@ throws (then the rest-server's render fails and the job is refused: protocol/com
 touches a Python attribute: values are looked up in dicts, lists, strings and the tables below only. A name that
 reaches a built-in the tables do not describe (a static method such as `Object.keys`, a Date called for the
 current time) is `Unmodeled`, refused too (README, "Deliberate differences from OpenPAI"). The tables were
-checked against Node 20 by the differential harness described in tests/test_js_templates.py.
+checked against Node 20 by the differential harness described in tests/test_openpai_alignment.py.
 """
 
 from __future__ import annotations

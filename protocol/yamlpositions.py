@@ -16,9 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .diagnostics import escape_pointer_token, pointer_of, split_pointer
-
-#: (key line, key column, value line, value column), all 1-based, as loading.Position.
-Position = tuple[int, int, int, int]
+from .loading import Position
 
 
 def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, Position] | None:

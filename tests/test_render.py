@@ -322,7 +322,7 @@ def test_a_text_is_split_once_and_a_name_looked_up_once_per_render(monkeypatch):
 
     calls = []
     real = module._name_value
-    monkeypatch.setattr(module, "_name_value", lambda *a: calls.append(a[2]) or real(*a))
+    monkeypatch.setattr(module, "_name_value", lambda *a: calls.append(a[0].name) or real(*a))
     module._compile.cache_clear()
     text = "a <% $p %> b <% $p %> <% $q %>"
     assert render(text, {"$p": 1, "$q": None}) == "a 1 b 1 <% $q %>"

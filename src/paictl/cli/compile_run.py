@@ -49,7 +49,7 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
     from paictl.compiler import emit
     from paictl.protocol.diagnostics import one_line
 
-    from .errors import invalid_report
+    from .errors import error_line, invalid_report
 
     try:
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
@@ -62,7 +62,7 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
         echo(invalid_report(error), err=True)
         return error.exit_code
     except PaictlError as error:
-        echo(f"paictl: error: {one_line(str(error))}", err=True)
+        echo(error_line(error), err=True)
         return error.exit_code
     if output_dir is not None:
         for path in written:

@@ -11,12 +11,17 @@ from typing import NoReturn, Sequence
 from paictl.errors import InvalidJobError, PaictlError
 
 
+def error_line(error: PaictlError | str) -> str:
+    """The one line every command prints for an error, on standard error."""
+    from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
+
+    return f"paictl: error: {one_line(str(error))}"
+
+
 def fail(error: PaictlError) -> NoReturn:
     import typer
 
-    from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
-
-    typer.echo(f"paictl: error: {one_line(str(error))}", err=True)
+    typer.echo(error_line(error), err=True)
     raise typer.Exit(error.exit_code)
 
 

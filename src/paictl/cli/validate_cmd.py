@@ -51,9 +51,9 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
     document, so memory stays flat however many files are given.
     """
     from paictl.protocol import read_source, read_stdin
-    from paictl.protocol.diagnostics import one_line
     from paictl.protocol.validate import validate_bytes
 
+    from .errors import error_line
     from .report import json_report, summary_line, text_report
 
     results = []
@@ -61,7 +61,7 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
     try:
         files = collect_paths(paths)
     except InputError as exc:
-        echo(f"paictl: error: {one_line(str(exc))}", err=True)
+        echo(error_line(exc), err=True)
         return exc.exit_code
     for file in files:
         try:
@@ -81,7 +81,7 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
         if not quiet and results:
             echo(summary_line(results, strict))
     for message in io_errors:
-        echo(f"paictl: error: {one_line(message)}", err=True)
+        echo(error_line(message), err=True)
     if io_errors:
         return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
