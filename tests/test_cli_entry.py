@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 
-from paictl.cli.entry import parse_compile, parse_validate
+from paictl.cli.entry import parse_compile, parse_submit, parse_validate
 
 EXAMPLES = ROOT / "examples"
 CASES = ROOT / "tests" / "cases"
@@ -139,23 +139,30 @@ def test_compile_cases_cover_every_exit_status_and_every_option(tmp_path):
     assert set(form.flags) | set(form.valued) | set(form.repeated) <= spelled
 
 
-def test_the_fast_compile_form_declares_what_typer_declares():
+def assert_form_declares_what_typer_declares(name: str, form) -> None:
     """Every option of the typer command, with its spellings, is in the fast path's table (and nothing else is), so
     an option added to one cannot be missed by the other."""
     import typer.main
 
-    from paictl.cli import entry
     from paictl.cli.app import app
 
-    command = typer.main.get_command(app).commands["compile"]
+    command = typer.main.get_command(app).commands[name]
     declared = {opt for param in command.params if param.param_type_name == "option" for opt in param.opts
                 if opt not in ("--help", "-h")}
-    form = entry._COMPILE
     assert declared == set(form.flags) | set(form.valued) | set(form.repeated)
     repeatable = {opt for param in command.params if getattr(param, "multiple", False) for opt in param.opts}
     assert repeatable == set(form.repeated)
     flags = {opt for param in command.params if getattr(param, "is_flag", False) for opt in param.opts}
     assert flags == set(form.flags)
+    defaults = {param.name: param.default for param in command.params if param.param_type_name == "option"}
+    assert form.defaults == {key: (None if value == [] else value) for key, value in defaults.items()
+                             if key in form.defaults}
+
+
+def test_the_fast_compile_form_declares_what_typer_declares():
+    from paictl.cli import entry
+
+    assert_form_declares_what_typer_declares("compile", entry._COMPILE)
 
 
 @pytest.mark.parametrize("args", [
@@ -170,3 +177,90 @@ def test_anything_unusual_in_compile_is_left_to_typer(args):
 def test_typer_still_owns_compile_usage_errors_and_help():
     for args in (["compile"], ["compile", "--help"], ["compile", "a.yaml", "b.yaml"], ["compile", "x.yaml", "-o", "txt"]):
         assert run(FAST, args, b"")[:2] == run(TYPER, args, b"")[:2], args
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# submit
+
+def submit_cases(tmp_path):
+    """Local runs followed to their verdict (real processes; one task, which outlives the first poll, so the lines a
+    run prints do not depend on timing), dry runs, and every way a submit is refused before anything runs."""
+    runs = str(tmp_path / "runs")
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: parity\ntype: job\n"
+                   "prerequisites:\n  - {name: img, type: dockerimage, uri: 'python:3.11'}\n"
+                   "parameters: {code: 0}\n"
+                   "taskRoles:\n  worker:\n    instances: 1\n    dockerImage: img\n"
+                   "    resourcePerInstance: {cpu: 1, memoryMB: 512, gpu: 0}\n"
+                   "    commands:\n      - sleep 0.3\n      - echo done-<% $parameters.code %>\n"
+                   "      - exit <% $parameters.code %>\n")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("nope: [\n")
+    invalid = sorted(str(p.relative_to(ROOT)) for p in (CASES / "semantic").glob("*.yaml"))[0]
+    return [
+        (["submit", str(job), "--target", "local", "--follow", "--run-dir", runs], b""),
+        (["submit", str(job), "-t", "local", "-f", "--run-dir", runs, "-p", "code=3", "--strict"], b""),
+        (["submit", "--target=local", "--follow", "-o", "json", "--run-dir", runs, "--pending-timeout", "30",
+          "--profile", "openpai", "--user", "alice", str(job)], b""),
+        (["submit", "-", "--stdin-name", "jobs/parity.yaml", "--target", "local", "--follow", "--format", "json",
+          "--run-dir", runs, "--parameters", str(tmp_path / "none.yaml")], job.read_bytes()),
+        (["submit", str(job), "--target", "local", "--dry-run", "--follow", "--run-dir", runs], b""),
+        (["submit", str(job), "--kubeconfig", str(tmp_path / "no-kubeconfig"), "--dry-run", "--run-dir", runs,
+          "--context", "nowhere", "-n", "team"], b""),
+        (["submit", str(job), "--target", "local", "--exit-spec", str(rules), "--run-dir", runs], b""),
+        (["submit", str(job), "--target", "nowhere"], b""),
+        (["submit", str(job), "--target", "local", "-o", "yaml"], b""),
+        (["submit", invalid, "--target", "local", "--run-dir", runs], b""),
+        (["submit", "--target", "local", "--", "no/such/job.yaml"], b""),
+        (["submit", str(job), "--target", "grass", "--cluster", "no/such/cluster.yaml", "--replace",
+          "--virtual-cluster", "vc", "--secrets-from", "s", "--namespace", "ml", "--parameter", "code=1",
+          "--output", "text"], b""),
+        (["submit", str(job), "--target", "local", "-p", "no-equals-sign"], b""),
+    ]
+
+
+def test_submit_fast_path_prints_what_typer_prints(tmp_path):
+    for args, stdin in submit_cases(tmp_path):
+        assert parse_submit(args[1:]) is not None, args
+        assert_fast_path_prints_what_typer_prints(args, stdin)
+
+
+def test_submit_cases_cover_every_exit_status_and_every_option(tmp_path):
+    codes = {run(FAST, args, stdin)[0] for args, stdin in submit_cases(tmp_path)}
+    assert {0, 1, 2, 3} <= codes
+    spelled = {arg.partition("=")[0] for args, _ in submit_cases(tmp_path) for arg in args if arg.startswith("-")}
+    from paictl.cli import entry
+
+    form = entry._SUBMIT
+    assert set(form.flags) | set(form.valued) | set(form.repeated) <= spelled
+
+
+def test_the_fast_submit_form_declares_what_typer_declares():
+    from paictl.cli import entry
+
+    assert_form_declares_what_typer_declares("submit", entry._SUBMIT)
+
+
+@pytest.mark.parametrize("args", [
+    [], ["--help"], ["job.yaml", "--help"], ["a.yaml", "b.yaml"], ["job.yaml", "--pending-timeout", "soon"],
+    ["-fo", "json", "job.yaml"], ["-tlocal", "job.yaml"], ["job.yaml", "--target"], ["job.yaml", "--follow=yes"],
+    ["job.yaml", "--no-such-option"],
+])
+def test_anything_unusual_in_submit_is_left_to_typer(args):
+    assert parse_submit(args) is None
+
+
+def test_typer_still_owns_submit_usage_errors_and_help():
+    for args in (["submit"], ["submit", "--help"], ["submit", "a.yaml", "--pending-timeout", "soon"]):
+        assert run(FAST, args, b"")[:2] == run(TYPER, args, b"")[:2], args
+
+
+def test_parsed_submit_options_have_typer_types():
+    from pathlib import Path
+
+    options = parse_submit(["j.yaml", "--pending-timeout", "1e1", "--run-dir", "r", "--exit-spec", "e.yaml",
+                            "--parameters", "p.yaml", "--cluster", "a", "--cluster", "b"])
+    assert options["pending_timeout"] == 10.0
+    assert (options["run_dir"], options["exit_spec"], options["parameter_files"]) == \
+        (Path("r"), Path("e.yaml"), [Path("p.yaml")])
+    assert options["cluster"] == ["a", "b"] and parse_submit(["j.yaml"])["cluster"] is None

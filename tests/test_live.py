@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from paictl.cli import live
-from paictl.cli.run_cmds import default_submit_target
+from paictl.cli.submit_run import default_submit_target
 from paictl.targets.states import VERDICT_EXIT_CODES, JobState, JobView, TaskView
 
 

@@ -46,6 +46,8 @@ POLL_SECONDS = 0.05
 #: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
 #: whole poll period, while a long run still costs one poll every POLL_SECONDS.
 FIRST_POLL_SECONDS = 0.002
+#: Watchdogs told "done" that had not exited yet when their run closed (`LocalRunner.close`).
+_RELEASED: list[subprocess.Popen[bytes]] = []
 _REAP_EVERY = 20  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
 
 
@@ -97,11 +99,16 @@ class LocalRunner:
         self._shared_env: dict[str, str] = {}
         self._spawner: Optional[Spawner] = None
         self._watchdog: Optional[subprocess.Popen[bytes]] = None
+        self._watchdog_lines: list[str] = []
+        self._shell_pids: set[int] = set()
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
         #: Children this process had before the run (a Python program's own): never the run's, nor their trees.
         self._foreign: set[int] = set()
         self._failed = False
+        self._closed = False
+        #: The runner's children, read once a poll has reaped every shell that ended (`_poll`).
+        self._ended_children: Optional[set[int]] = None
 
     # -- the run ------------------------------------------------------------------------------------------------
 
@@ -174,24 +181,34 @@ class LocalRunner:
             return self._publish(JobState.STOPPED, code=STOP_REQUESTED, message=message)
 
     def close(self) -> None:
-        """Kill whatever may be left of the run (nothing, normally), let the watchdog go, release the lock."""
+        """Kill whatever may be left of the run (nothing, normally), let the watchdog go, release the lock.
+
+        Once: a first call that ran to its end has killed every process of the run and checked that none is left, so a second (the
+        caller's clean-up after the verdict) has nothing to do, and its search of /proc cost 10 ms."""
+        if self._closed:
+            return
         for task in self.tasks:
             self._kill_group(task)
         procs.kill_until_gone(lambda: self._adopted() | procs.marked(self.run_id), keep=self._shells())
         if self._watchdog is not None and self._watchdog.stdin is not None:
             self._tell_watchdog("done")
+            self._flush_watchdog()
             try:
                 self._watchdog.stdin.close()
             except OSError:
                 pass
-            self._watchdog.wait()
+            # It exits as soon as it reads "done". Waiting for that held a short job's verdict for the watchdog's
+            # own start-up (20 ms); one that has not exited yet is reaped by a later close, or with this process.
+            _RELEASED.append(self._watchdog)
             self._watchdog = None
+        _RELEASED[:] = [watchdog for watchdog in _RELEASED if watchdog.poll() is None]
         if getattr(self, "_subreaper", False):
             procs.stop_subreaping()
             self._subreaper = False
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+        self._closed = True  # only once all of it is done: a close interrupted half-way is run again
 
     def _reap_adopted(self) -> None:
         table = procs.process_table()
@@ -205,7 +222,7 @@ class LocalRunner:
                     pass
 
     def _shells(self) -> set[int]:
-        return {t.process.pid for t in self.tasks if t.process is not None}
+        return self._shell_pids
 
     def _adopted(self) -> set[int]:
         """Processes below the runner that it did not start (orphans it adopted as subreaper), not the watchdog."""
@@ -223,12 +240,14 @@ class LocalRunner:
         peers = peer_env(self.plan, ports)
         self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
+        self._shell_pids = set()
         self._ports, self._peers = ports, peers
         self._shared_env = attempt_env(self.plan, peers)
         self._spawner = Spawner(self.work_dir, self._shared_env.get("PATH", os.defpath))
         for task in self.tasks:  # gang allocation or not, every local task can start at once
             task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
             self._start_task(task)
+        self._flush_watchdog()
 
     def _start_task(self, task: _Task) -> None:
         argv, extra = task_argv(task.role, self.secrets)
@@ -244,19 +263,34 @@ class LocalRunner:
                       f"starts\n".encode())
             log.flush()
             task.offset = log.tell()
+            previous = task.process
             task.process = self._spawner.spawn(argv, env, log)
+        if previous is not None:
+            self._shell_pids.discard(previous.pid)
+        self._shell_pids.add(task.process.pid)
         task.group_gone = False
         self._tell_watchdog(str(task.process.pid))
         task.state, task.exit_code, task.diagnosis = "running", None, None
 
     def _poll(self) -> Optional[Completion]:
-        """Handle every task that exited since the last poll; the attempt's Completion once one is decided."""
-        for task in self.tasks:
-            if task.state != "running" or task.process is None or task.process.poll() is None:
-                continue
-            completion = self._exited(task)
-            if completion is not None:
-                return completion
+        """Handle every task that exited since the last poll; the attempt's Completion once one is decided.
+
+        Every shell that ended is reaped first, so whatever any of them left behind is already a child of this
+        runner (the subreaper), and one read of the runner's children serves each of them (`_left_nothing`).
+        A task handled after another's retry or kill may see a child that is gone by then: it then searches in
+        full, never less."""
+        ended = [task for task in self.tasks
+                 if task.state == "running" and task.process is not None and task.process.poll() is not None]
+        if not ended:
+            return None
+        self._ended_children = procs.children(os.getpid())
+        try:
+            for task in ended:
+                completion = self._exited(task)
+                if completion is not None:
+                    return completion
+        finally:
+            self._ended_children = None
         return None
 
     def _exited(self, task: _Task) -> Optional[Completion]:
@@ -264,7 +298,7 @@ class LocalRunner:
         code = task.process.returncode
         code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
         self._kill_group(task)
-        rule = analyse(code, self._log_text(task), "", self.rules).rule
+        rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
         task.exit_code, task.rule = code, rule
         succeeded = code == 0
         task.diagnosis = None if succeeded else f"{rule.code} {rule.phrase}"
@@ -355,7 +389,7 @@ class LocalRunner:
         table = procs.process_table()
         return procs.marked_among(procs.descendants(os.getpid(), table) - self._shells(), self.run_id, task.label)
 
-    def _left_nothing(self, task: _Task) -> bool:
+    def _left_nothing(self, task: _Task, children: Optional[set[int]] = None) -> bool:
         """True when the task's shell has ended and been reaped, its process group is empty, and no process of the
         run lives outside the task shells.
 
@@ -363,7 +397,8 @@ class LocalRunner:
         runner, which happens as its parent exits: once every member of the task's group is reaped, whatever they
         left behind is a child of the runner. With no child but task shells (and the watchdog, and the host
         program's own), nothing is left to find. This spares a read of every process in /proc as each of 200 tasks
-        ends (7 ms a task); in any other case the full search runs.
+        ends (7 ms a task); in any other case the full search runs. `children`: the runner's children as read after
+        the shell was reaped (`_poll`); read now if not given.
         """
         if not getattr(self, "_subreaper", False) or task.process is None or task.process.returncode is None:
             return False
@@ -374,7 +409,7 @@ class LocalRunner:
             pass
         except PermissionError:
             return False
-        mine = procs.children(os.getpid())
+        mine = procs.children(os.getpid()) if children is None else children
         if mine is None:
             return False
         watchdog = {self._watchdog.pid} if self._watchdog is not None else set()
@@ -384,6 +419,10 @@ class LocalRunner:
         """SIGKILL whatever is left of the task (its group and its marked processes), reap its shell and any orphan
         it left, and tell the watchdog the group is gone."""
         if task.process is None or task.group_gone:
+            return
+        if self._ended_children is not None and self._left_nothing(task, self._ended_children):
+            task.group_gone = True  # its shell is reaped, its group empty, and nothing of the run left them
+            self._tell_watchdog(f"-{task.process.pid}")
             return
         self._signal(task, signal.SIGKILL)
         task.process.wait()
@@ -399,9 +438,18 @@ class LocalRunner:
                                           stderr=subprocess.DEVNULL, start_new_session=True)
 
     def _tell_watchdog(self, line: str) -> None:
-        if self._watchdog is not None and self._watchdog.stdin is not None:
+        """Queue a line for the watchdog; `_flush_watchdog` sends the queue in one write.
+
+        Not one write per line: each write wakes the watchdog, and with 200 tasks starting those wake-ups cost
+        more than the tasks' own start. A group the watchdog has not heard of yet is still found if the runner
+        dies: every task carries the run's marker variable, which the watchdog searches for."""
+        self._watchdog_lines.append(line)
+
+    def _flush_watchdog(self) -> None:
+        lines, self._watchdog_lines = self._watchdog_lines, []
+        if lines and self._watchdog is not None and self._watchdog.stdin is not None:
             try:
-                self._watchdog.stdin.write(f"{line}\n".encode())
+                self._watchdog.stdin.write("".join(f"{line}\n" for line in lines).encode())
                 self._watchdog.stdin.flush()
             except (OSError, ValueError):
                 pass
@@ -410,6 +458,7 @@ class LocalRunner:
 
     def _publish(self, state: JobState, *, code: Optional[int] = None, message: str = "",
                  trigger: Optional[tuple[str, int]] = None) -> JobView:
+        self._flush_watchdog()  # every poll and every change publishes: the watchdog is never a poll behind
         view = JobView(name=self.plan["metadata"]["name"], state=state, attempt=self.attempt,
                        tasks=tuple(t.view() for t in self.tasks), completion_code=code, message=message,
                        triggered_by=trigger, where=str(self.folder))

@@ -125,7 +125,7 @@ def write_json(path: Path, data: Any) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, ensure_ascii=False, indent=1)
+            out.write(json.dumps(data, ensure_ascii=False))  # dumps, not dump: only dumps uses the C encoder
         os.replace(temporary, path)
     except BaseException:
         try:  # a signal (Ctrl-C) right after the rename: the temporary file is already the real one

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
-from paictl.errors import InvalidJobError, PaictlError
+from paictl.errors import PaictlError
 
 if TYPE_CHECKING:
     from paictl.targets.compiled import CompiledJob
@@ -49,7 +49,7 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
     from paictl.compiler import emit
     from paictl.protocol.diagnostics import one_line
 
-    from .errors import error_line, invalid_report
+    from .errors import print_error
 
     try:
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
@@ -58,12 +58,8 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
                                        strict=strict)
         if output_dir is not None:
             written = emit.write_files(compiled.objects, output_dir)
-    except InvalidJobError as error:
-        echo(invalid_report(error), err=True)
-        return error.exit_code
     except PaictlError as error:
-        echo(error_line(error), err=True)
-        return error.exit_code
+        return print_error(error, echo)
     if output_dir is not None:
         for path in written:
             echo(one_line(str(path)))

@@ -1,10 +1,12 @@
-"""The `paictl` console script: `validate` and `compile` start without typer, everything else goes to the typer app.
+"""The `paictl` console script: `validate`, `compile` and `submit` start without typer, everything else goes to the
+typer app.
 
 `paictl validate` is the pre-commit and editor case, run once per commit or save, and `paictl compile job.yaml |
 kubectl apply -f -` a pipe or CI step per job: for both, start-up is most of the cost, and typer with every command
 module took longer to import than a job takes to check or compile. A command line that is plainly one of these
 commands with its own options (the forms below) runs the command's typer-free body (`validate_cmd.run_validate`,
-`compile_run.run_compile`) directly; anything else (`--help`, a misspelt option, a missing argument, a value typer
+`compile_run.run_compile`, `submit_run.run_submit`) directly; `submit` is there because a local run of a short job
+is mostly start-up, and a run of many tasks cannot start its first task before it; anything else (`--help`, a misspelt option, a missing argument, a value typer
 would refuse, shell completion) goes through typer, which owns every message about usage. Both paths print the same
 bytes and exit with the same codes (tests/test_cli_entry.py).
 """
@@ -43,6 +45,24 @@ _COMPILE = _Form(
     choices={"output_format": ("yaml", "json")},
     defaults={"target": "framework", "profile": "default", "user": None, "namespace": None, "secrets_from": None,
               "output_format": "yaml", "output_dir": None, "stdin_name": "<stdin>", "strict": False},
+    positional="job_path", one_positional=True)
+
+
+_SUBMIT = _Form(
+    flags={"--strict": "strict", "--dry-run": "dry_run", "--replace": "replace", "--follow": "follow",
+           "-f": "follow"},
+    valued={"--target": "target", "-t": "target", "--profile": "profile", "--user": "user",
+            "--secrets-from": "secrets_from", "--context": "context", "--namespace": "namespace", "-n": "namespace",
+            "--kubeconfig": "kubeconfig", "--virtual-cluster": "virtual_cluster", "--output": "output_format",
+            "-o": "output_format", "--format": "output_format", "--pending-timeout": "pending_timeout",
+            "--exit-spec": "exit_spec", "--run-dir": "run_dir", "--stdin-name": "stdin_name"},
+    repeated={"--parameter": "parameter", "-p": "parameter", "--parameters": "parameter_files",
+              "--cluster": "cluster"},
+    choices={},  # --output is checked by the command itself (a usage error, exit 2), on both paths
+    defaults={"target": None, "profile": "default", "user": None, "secrets_from": None, "context": None,
+              "namespace": None, "kubeconfig": None, "virtual_cluster": None, "output_format": "text",
+              "pending_timeout": None, "exit_spec": None, "run_dir": None, "stdin_name": "<stdin>", "strict": False,
+              "dry_run": False, "replace": False, "follow": False},
     positional="job_path", one_positional=True)
 
 
@@ -104,14 +124,36 @@ def parse_compile(args: Sequence[str]) -> dict | None:
     return options
 
 
+def parse_submit(args: Sequence[str]) -> dict | None:
+    """The options of `paictl submit ARGS`, or None when typer must decide."""
+    from pathlib import Path
+
+    options = _parse(_SUBMIT, args)
+    if options is None:
+        return None
+    if options["pending_timeout"] is not None:
+        try:  # click's FLOAT is `float(value)`; a value it refuses is typer's usage error
+            options["pending_timeout"] = float(options["pending_timeout"])
+        except ValueError:
+            return None
+    options["parameter_files"] = [Path(value) for value in options["parameter_files"]]
+    for key in ("exit_spec", "run_dir"):
+        options[key] = Path(options[key]) if options[key] is not None else None
+    options["cluster"] = options["cluster"] or None
+    return options
+
+
+_PARSERS = {"validate": parse_validate, "compile": parse_compile, "submit": parse_submit}
+
+
 def _interrupted(signum: int, frame: object) -> None:
     raise SystemExit(130)
 
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] in (["validate"], ["compile"]) and "_PAICTL_COMPLETE" not in os.environ:
-        options = (parse_validate if args[0] == "validate" else parse_compile)(args[1:])
+    if args and args[0] in _PARSERS and "_PAICTL_COMPLETE" not in os.environ:
+        options = _PARSERS[args[0]](args[1:])
         if options is not None:
             sys.exit(_run(args[0], options))
     from .app import main as typer_main
@@ -135,10 +177,14 @@ def _run(command: str, options: dict) -> int:
             status = run_validate(options["paths"], json_output=options["format"] == "json",
                                   strict=options["strict"], stdin_name=options["stdin_name"],
                                   quiet=options["quiet"], echo=plain_echo)
-        else:
+        elif command == "compile":
             from .compile_run import run_compile
 
             status = run_compile(**options, echo=plain_echo)
+        else:
+            from .submit_run import run_submit
+
+            status = run_submit(**options, echo=plain_echo)
         flush_stdout()
         return status
     except OSError as error:  # standard output closed or full: the same statuses as the typer path (output.py)

@@ -35,6 +35,14 @@ def invalid_report(error: InvalidJobError) -> str:
     return text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)])
 
 
+def print_error(error: PaictlError, echo) -> int:
+    """A refused command's error on standard error (an invalid job's located report, else one line); its status.
+
+    For the typer-free command bodies, which return a status instead of raising typer.Exit."""
+    echo(invalid_report(error) if isinstance(error, InvalidJobError) else error_line(error), err=True)
+    return error.exit_code
+
+
 def report_invalid(error: InvalidJobError) -> NoReturn:
     """Diagnostics of a job a command refuses, on standard error (standard output stays clean for pipes)."""
     import typer

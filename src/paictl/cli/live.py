@@ -10,9 +10,9 @@ import json
 import sys
 from typing import Iterable, Optional
 
-import typer
-
 from paictl.targets.states import JobView, TaskView, view_to_data
+
+from .validate_cmd import plain_echo as echo  # typer.echo's bytes, without importing typer
 
 
 def _task_line(task: TaskView) -> str:
@@ -62,7 +62,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     if output_format == "json":
         for view in views:
             if view != last:
-                typer.echo(json.dumps(view_to_data(view), ensure_ascii=False))
+                echo(json.dumps(view_to_data(view), ensure_ascii=False))
                 sys.stdout.flush()
             last = view
         return last
@@ -83,15 +83,15 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     shown_tasks: dict[tuple[str, int], str] = {}
     for view in views:
         if view.where and last is None:
-            typer.echo(f"{view.name}: {view.where}")
+            echo(f"{view.name}: {view.where}")
         line = _job_line(view)
         if line != shown_job:
-            typer.echo(line)
+            echo(line)
             shown_job = line
         for task in view.tasks:
             task_line = _task_line(task)
             if shown_tasks.get((task.role, task.index)) != task_line:
-                typer.echo(f"  {task_line}")
+                echo(f"  {task_line}")
                 shown_tasks[(task.role, task.index)] = task_line
         sys.stdout.flush()
         last = view
@@ -101,14 +101,14 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
 def job_list(views: list[JobView], *, output_format: str = "text") -> None:
     """`paictl status` without a name: one line per job, as `kubectl get`; JSON: one array of the snapshots."""
     if output_format == "json":
-        typer.echo(json.dumps([view_to_data(view) for view in views], ensure_ascii=False))
+        echo(json.dumps([view_to_data(view) for view in views], ensure_ascii=False))
         return
     if not views:
-        typer.echo("no jobs", err=True)
+        echo("no jobs", err=True)
         return
     rows = [("NAME", "WHERE", "STATE", "ATTEMPT", "CODE")]
     rows += [(view.name, view.where, view.state.value, str(view.attempt),
               "" if view.completion_code is None else str(view.completion_code)) for view in views]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
-        typer.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])
+        echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])

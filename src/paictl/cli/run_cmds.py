@@ -2,66 +2,26 @@
 
 These functions parse options, open the backend that runs the chosen target (`paictl.targets.open_backend`), call
 it, and render what it returns (`live.py` draws job views). They know no backend: a new place to run jobs needs
-no change here beyond the options it takes. Exit statuses: 0 submitted / succeeded, 1 failed, 3 cluster error or
+no change here beyond the options it takes. `submit`'s body is `submit_run.run_submit`, which entry.py also
+runs without typer. Exit statuses: 0 submitted / succeeded, 1 failed, 3 cluster error or
 not found (or still pending at --pending-timeout), 4 stopped, 130 interrupted.
 """
 
-import contextlib
-import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from paictl.errors import ClusterError, InvalidJobError, NotFoundError, PaictlError, UsageError
+from paictl.errors import NotFoundError, PaictlError, UsageError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
+from .submit_run import (backend_options, check_format, check_target, echo_json, follow_to_verdict, open_target,
+                         run_submit, show_excerpt)
 
 if TYPE_CHECKING:
-    from paictl.targets.backend import Backend, BackendOptions, Submission
+    from paictl.targets.backend import Backend, BackendOptions
     from paictl.targets.states import JobView
-
-INTERRUPTED = 130
-PENDING_TIMEOUT_EXIT = 3
-
-
-def _target_names() -> tuple[str, ...]:
-    from paictl.targets import RUNS_ON
-
-    return tuple(RUNS_ON)
-
-
-def _check_target(target: str) -> None:
-    """A --target the user typed: a target name (not a backend's internal name such as "kube")."""
-    if target not in _target_names():
-        raise UsageError(f"unknown target {target!r}; available: {', '.join(_target_names())}")
-
-
-def _options(*, cluster: Optional[List[str]] = None, **given) -> "BackendOptions":
-    """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
-    so the first is `cluster` and all of them are `extra["cluster_files"]`."""
-    from paictl.targets.backend import BackendOptions
-
-    extra = dict(given.pop("extra", None) or {})
-    if cluster:
-        given["cluster"] = cluster[0]
-        extra["cluster_files"] = list(cluster)
-    return BackendOptions(**given, extra=extra)
-
-
-def _open(target: str, options: "BackendOptions") -> "Backend":
-    from paictl.targets import BACKENDS, RUNS_ON, open_backend
-
-    if target not in RUNS_ON and target not in BACKENDS:
-        raise UsageError(f"unknown target {target!r}; available: {', '.join(RUNS_ON)}")
-    return open_backend(target, options)
-
-
-def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> str:
-    """A cluster when kubectl would find one, otherwise this machine: `paictl submit` always has somewhere to run."""
-    kube = _open("framework", _options(context=context, kubeconfig=kubeconfig))
-    return "framework" if kube.is_configured() else "local"
 
 
 def _target_option(help_text: str):
@@ -86,26 +46,21 @@ _TIMEOUT = typer.Option(None, "--pending-timeout", metavar="SECONDS",
                              "that cannot be pulled (default: wait forever).")
 
 
-def _check_format(output_format: str) -> None:
-    if output_format not in ("text", "json"):
-        raise UsageError(f"-o/--format {output_format!r}: expected text or json")
-
-
 def _backend_for(name: str, target: Optional[str], options: "BackendOptions") -> tuple["Backend", list[str]]:
     """An explicit --target (checked against the target names) wins; otherwise the first backend in `LOOKUP_ORDER` that has a job of that name, else
     the last one. Returns the backend and what the ones passed over said ("no local run ...")."""
     from paictl.targets import LOOKUP_ORDER
 
     if target is not None:
-        _check_target(target)
-        return _open(target, options), []
+        check_target(target)
+        return open_target(target, options), []
     absent: list[str] = []
     for candidate in LOOKUP_ORDER[:-1]:
-        backend = _open(candidate, options)
+        backend = open_target(candidate, options)
         if backend.has_job(name):
             return backend, []
         absent.append(backend.not_found(name))
-    return _open(LOOKUP_ORDER[-1], options), absent
+    return open_target(LOOKUP_ORDER[-1], options), absent
 
 
 def _looked_everywhere(error: PaictlError, absent: list[str]) -> PaictlError:
@@ -113,73 +68,6 @@ def _looked_everywhere(error: PaictlError, absent: list[str]) -> PaictlError:
     if absent and isinstance(error, NotFoundError):
         return NotFoundError(f"{'; '.join(absent)}; on the cluster: {error}")
     return error
-
-
-def _echo_json(data: dict) -> None:
-    import json
-
-    typer.echo(json.dumps(data, ensure_ascii=False))
-
-
-def _finish(backend: "Backend", name: str, last: Optional["JobView"], output_format: str) -> None:
-    """The last view becomes the exit status; a failed job's deciding task shows its last lines (text only)."""
-    from paictl.targets.states import VERDICT_EXIT_CODES
-
-    if last is None:
-        raise ClusterError(f"{name}: nothing was reported about the job")
-    if not last.state.is_final:
-        typer.echo(f"paictl: error: {name}: {last.message}", err=True)
-        raise typer.Exit(PENDING_TIMEOUT_EXIT)
-    if output_format == "text":
-        _show_excerpt(backend, last)
-    raise typer.Exit(VERDICT_EXIT_CODES[last.state])
-
-
-def _show_excerpt(backend: "Backend", view: "JobView") -> None:
-    excerpt = backend.failure_excerpt(view)
-    if excerpt is not None:
-        typer.echo(f"last lines of {excerpt.label}:")
-        for line in excerpt.lines:
-            typer.echo(f"  {line}")
-
-
-def _draw(views: Iterable["JobView"], output_format: str) -> Optional["JobView"]:
-    from .live import follow
-
-    with contextlib.closing(views) if hasattr(views, "close") else contextlib.nullcontext(views) as stream:
-        return follow(stream, output_format=output_format)
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(INTERRUPTED)
-
-
-def _run_attached(backend: "Backend", submission: "Submission", output_format: str) -> None:
-    """A job running inside this process: Ctrl-C, SIGTERM or a failure while drawing must stop every task."""
-    from .live import follow
-
-    attached = submission.attached
-    assert attached is not None
-    previous = signal.signal(signal.SIGTERM, _interrupted)
-    try:
-        last = follow(attached.views, output_format=output_format)
-    except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it
-        interrupted = isinstance(exc, (SystemExit, KeyboardInterrupt))
-        try:
-            attached.interrupt("interrupted: paictl received Ctrl-C or SIGTERM" if interrupted else
-                               f"stopped: paictl failed while following ({type(exc).__name__})")
-        finally:
-            attached.close()
-        if not interrupted:
-            raise
-        typer.echo(f"paictl: {submission.name}: interrupted; every task was stopped", err=True)
-        raise typer.Exit(INTERRUPTED)
-    finally:
-        attached.close()
-        signal.signal(signal.SIGTERM, previous)
-    if last is None or not last.state.is_final:
-        raise typer.Exit(INTERRUPTED)
-    _finish(backend, submission.name, last, output_format)
 
 
 def submit_command(
@@ -216,52 +104,14 @@ def submit_command(
     Exit status without --follow: 0 submitted. With --follow: 0 succeeded, 1 failed, 4 stopped, 130 interrupted
     (Ctrl-C). Always: 1 invalid job, 2 usage error, 3 cluster error.
     """
-    from .errors import fail, report_invalid
-    from .compile_run import compile_for_command
-
-    backend = None
-    try:
-        _check_format(output_format)
-        if target is None:
-            target = default_submit_target(context, kubeconfig)
-            typer.echo(f"paictl: target {target} (choose with --target {'|'.join(_target_names())})", err=True)
-        _check_target(target)
-        backend = _open(target, _options(context=context, namespace=namespace, kubeconfig=kubeconfig,
-                                         run_dir=run_dir, exit_spec=exit_spec, pending_timeout=pending_timeout,
-                                         cluster=cluster,
-                                         extra={"virtual_cluster": virtual_cluster, "replace": replace}))
-        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
-                                       namespace=backend.namespace, parameter=parameter,
-                                       parameter_files=parameter_files, secrets_from=secrets_from,
-                                       stdin_name=stdin_name, strict=strict)
-        submission = backend.submit(compiled, dry_run=dry_run, attach=follow)
-        for note in submission.notes:
-            typer.echo(note, err=True)
-        if output_format == "json":
-            for record in submission.data:
-                _echo_json(record)
-        else:
-            for line in submission.lines:
-                typer.echo(line)
-        if submission.dry_run:
-            if follow:
-                typer.echo("paictl: --follow ignored: a dry run creates nothing to follow", err=True)
-            return
-        if not follow:
-            for hint in submission.hints:
-                typer.echo(hint, err=True)
-            return
-        if submission.attached is not None:
-            _run_attached(backend, submission, output_format)
-        last = _draw(backend.watch(submission.name, uid=submission.uid), output_format)
-        _finish(backend, submission.name, last, output_format)
-    except InvalidJobError as error:
-        report_invalid(error)
-    except PaictlError as error:
-        fail(error)
-    finally:
-        if backend is not None:
-            backend.close()
+    code = run_submit(job_path=job_path, target=target, profile=profile, user=user, parameter=parameter,
+                      parameter_files=parameter_files, secrets_from=secrets_from, context=context,
+                      namespace=namespace, kubeconfig=kubeconfig, cluster=cluster, virtual_cluster=virtual_cluster,
+                      dry_run=dry_run, replace=replace, follow=follow, output_format=output_format,
+                      pending_timeout=pending_timeout, exit_spec=exit_spec, run_dir=run_dir, stdin_name=stdin_name,
+                      strict=strict, echo=typer.echo)
+    if code:
+        raise typer.Exit(code)
 
 
 def status_command(
@@ -289,11 +139,11 @@ def status_command(
     """
     from .errors import fail
 
-    options = _options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
+    options = backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
                        exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster)
     if name is None:
         try:
-            _check_format(output_format)
+            check_format(output_format)
             if follow:
                 raise UsageError("--follow needs a job NAME")
             _list_jobs(target=target, options=options, output_format=output_format)
@@ -303,20 +153,20 @@ def status_command(
     absent: list[str] = []
     backend = None
     try:
-        _check_format(output_format)
+        check_format(output_format)
         backend, absent = _backend_for(name, target, options)
         if follow:
-            _finish(backend, name, _draw(backend.watch(name), output_format), output_format)
+            raise typer.Exit(follow_to_verdict(backend, name, backend.watch(name), output_format, typer.echo))
         view = backend.describe(name)
         if output_format == "json":
             from paictl.targets.states import view_to_data
 
-            _echo_json(view_to_data(view))
+            echo_json(view_to_data(view), typer.echo)
         else:
             from .live import follow as draw
 
             draw(iter([view]), output_format="text", live=False)
-            _show_excerpt(backend, view)
+            show_excerpt(backend, view, typer.echo)
     except PaictlError as error:
         fail(_looked_everywhere(error, absent))
     finally:
@@ -335,13 +185,13 @@ def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_forma
     from .live import job_list
 
     if target is not None:
-        _check_target(target)
+        check_target(target)
     views: list[JobView] = []
     error: Optional[PaictlError] = None
     for name in [target] if target is not None else LOOKUP_ORDER:
         backend = None
         try:
-            backend = _open(name, options)
+            backend = open_target(name, options)
             if target is not None or backend.is_configured():
                 views += backend.list()
         except PaictlError as exc:
@@ -378,8 +228,8 @@ def stop_command(
     absent: list[str] = []
     backend = None
     try:
-        _check_format(output_format)
-        backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
+        check_format(output_format)
+        backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster,
                                                                extra={"suspend": True} if suspend else {}))
@@ -387,7 +237,7 @@ def stop_command(
             raise UsageError(f"--suspend stops JobSets only; {name!r} is not on a Kubernetes cluster")
         result = backend.stop(name)
         if output_format == "json":
-            _echo_json(result.data)
+            echo_json(result.data, typer.echo)
         else:
             typer.echo(result.line)
     except PaictlError as error:
@@ -423,7 +273,7 @@ def logs_command(
     absent: list[str] = []
     backend = None
     try:
-        backend, absent = _backend_for(name, target, _options(context=context, namespace=namespace,
+        backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster))
         if previous and follow:

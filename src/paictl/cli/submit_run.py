@@ -1,0 +1,196 @@
+"""`paictl submit` without typer: the command's whole behaviour, shared by the typer command (run_cmds.py) and the
+start-up fast path in entry.py, so both print the same bytes and exit with the same codes.
+
+A local run is often a short job, and a big one starts a process per task: typer and every other command's module
+took a third of a one-task run before its task started. Following a job to its verdict (`follow_to_verdict`) is
+shared with `paictl status --follow`. This module imports neither typer nor click.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, List, Optional
+
+from paictl.errors import ClusterError, PaictlError, UsageError
+
+if TYPE_CHECKING:
+    from paictl.targets.backend import Backend, BackendOptions, Submission
+    from paictl.targets.states import JobView
+
+    from .validate_cmd import Echo
+
+INTERRUPTED = 130
+PENDING_TIMEOUT_EXIT = 3
+OUTPUT_FORMATS = ("text", "json")
+
+
+def target_names() -> tuple[str, ...]:
+    from paictl.targets import RUNS_ON
+
+    return tuple(RUNS_ON)
+
+
+def check_target(target: str) -> None:
+    """A --target the user typed: a target name (not a backend's internal name such as "kube")."""
+    if target not in target_names():
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(target_names())}")
+
+
+def check_format(output_format: str) -> None:
+    if output_format not in OUTPUT_FORMATS:
+        raise UsageError(f"-o/--format {output_format!r}: expected text or json")
+
+
+def backend_options(*, cluster: Optional[List[str]] = None, **given) -> "BackendOptions":
+    """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
+    so the first is `cluster` and all of them are `extra["cluster_files"]`."""
+    from paictl.targets.backend import BackendOptions
+
+    extra = dict(given.pop("extra", None) or {})
+    if cluster:
+        given["cluster"] = cluster[0]
+        extra["cluster_files"] = list(cluster)
+    return BackendOptions(**given, extra=extra)
+
+
+def open_target(target: str, options: "BackendOptions") -> "Backend":
+    from paictl.targets import BACKENDS, RUNS_ON, open_backend
+
+    if target not in RUNS_ON and target not in BACKENDS:
+        raise UsageError(f"unknown target {target!r}; available: {', '.join(RUNS_ON)}")
+    return open_backend(target, options)
+
+
+def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> str:
+    """A cluster when kubectl would find one, otherwise this machine: `paictl submit` always has somewhere to run."""
+    kube = open_target("framework", backend_options(context=context, kubeconfig=kubeconfig))
+    return "framework" if kube.is_configured() else "local"
+
+
+def echo_json(data: dict, echo: "Echo") -> None:
+    import json
+
+    echo(json.dumps(data, ensure_ascii=False))
+
+
+def show_excerpt(backend: "Backend", view: "JobView", echo: "Echo") -> None:
+    excerpt = backend.failure_excerpt(view)
+    if excerpt is not None:
+        echo(f"last lines of {excerpt.label}:")
+        for line in excerpt.lines:
+            echo(f"  {line}")
+
+
+def verdict_status(backend: "Backend", name: str, last: Optional["JobView"], output_format: str,
+                   echo: "Echo") -> int:
+    """The last view becomes the exit status; a failed job's deciding task shows its last lines (text only)."""
+    from paictl.targets.states import VERDICT_EXIT_CODES
+
+    from .errors import error_line
+
+    if last is None:
+        raise ClusterError(f"{name}: nothing was reported about the job")
+    if not last.state.is_final:
+        echo(error_line(f"{name}: {last.message}"), err=True)
+        return PENDING_TIMEOUT_EXIT
+    if output_format == "text":
+        show_excerpt(backend, last, echo)
+    return VERDICT_EXIT_CODES[last.state]
+
+
+def follow_to_verdict(backend: "Backend", name: str, views: Iterable["JobView"], output_format: str,
+                      echo: "Echo") -> int:
+    """Draw a job followed from outside (a cluster, a detached local run) until its verdict; its exit status."""
+    from .live import follow
+
+    with contextlib.closing(views) if hasattr(views, "close") else contextlib.nullcontext(views) as stream:
+        last = follow(stream, output_format=output_format)
+    return verdict_status(backend, name, last, output_format, echo)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise SystemExit(INTERRUPTED)
+
+
+def _run_attached(backend: "Backend", submission: "Submission", output_format: str, echo: "Echo") -> int:
+    """A job running inside this process: Ctrl-C, SIGTERM or a failure while drawing must stop every task."""
+    from .live import follow
+
+    attached = submission.attached
+    assert attached is not None
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        last = follow(attached.views, output_format=output_format)
+    except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it
+        interrupted = isinstance(exc, (SystemExit, KeyboardInterrupt))
+        try:
+            attached.interrupt("interrupted: paictl received Ctrl-C or SIGTERM" if interrupted else
+                               f"stopped: paictl failed while following ({type(exc).__name__})")
+        finally:
+            attached.close()
+        if not interrupted:
+            raise
+        echo(f"paictl: {submission.name}: interrupted; every task was stopped", err=True)
+        return INTERRUPTED
+    finally:
+        attached.close()
+        signal.signal(signal.SIGTERM, previous)
+    if last is None or not last.state.is_final:
+        return INTERRUPTED
+    return verdict_status(backend, submission.name, last, output_format, echo)
+
+
+def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Optional[str], parameter: List[str],
+               parameter_files: List[Path], secrets_from: Optional[str], context: Optional[str],
+               namespace: Optional[str], kubeconfig: Optional[str], cluster: Optional[List[str]],
+               virtual_cluster: Optional[str], dry_run: bool, replace: bool, follow: bool, output_format: str,
+               pending_timeout: Optional[float], exit_spec: Optional[Path], run_dir: Optional[Path],
+               stdin_name: str, strict: bool, echo: "Echo") -> int:
+    """Compile the job, submit it, and (with `follow`) draw it to its verdict; return the exit status."""
+    from .compile_run import compile_for_command
+    from .errors import print_error
+
+    backend = None
+    try:
+        check_format(output_format)
+        if target is None:
+            target = default_submit_target(context, kubeconfig)
+            echo(f"paictl: target {target} (choose with --target {'|'.join(target_names())})", err=True)
+        check_target(target)
+        backend = open_target(target, backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig,
+                                                      run_dir=run_dir, exit_spec=exit_spec,
+                                                      pending_timeout=pending_timeout, cluster=cluster,
+                                                      extra={"virtual_cluster": virtual_cluster,
+                                                             "replace": replace}))
+        compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
+                                       namespace=backend.namespace, parameter=parameter,
+                                       parameter_files=parameter_files, secrets_from=secrets_from,
+                                       stdin_name=stdin_name, strict=strict)
+        submission = backend.submit(compiled, dry_run=dry_run, attach=follow)
+        for note in submission.notes:
+            echo(note, err=True)
+        if output_format == "json":
+            for record in submission.data:
+                echo_json(record, echo)
+        else:
+            for line in submission.lines:
+                echo(line)
+        if submission.dry_run:
+            if follow:
+                echo("paictl: --follow ignored: a dry run creates nothing to follow", err=True)
+            return 0
+        if not follow:
+            for hint in submission.hints:
+                echo(hint, err=True)
+            return 0
+        if submission.attached is not None:
+            return _run_attached(backend, submission, output_format, echo)
+        return follow_to_verdict(backend, submission.name, backend.watch(submission.name, uid=submission.uid),
+                                 output_format, echo)
+    except PaictlError as error:
+        return print_error(error, echo)
+    finally:
+        if backend is not None:
+            backend.close()
