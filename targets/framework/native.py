@@ -48,7 +48,6 @@ and its tag becomes empty, as pystache renders an unresolved tag.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -119,6 +118,8 @@ def secret_key(path: tuple[str, ...]) -> str:
     dotted = ".".join(path)
     if _KEY_CHARS.fullmatch(dotted) and len(SECRET_KEY_PREFIX) + len(dotted) <= _MAX_KEY:
         return SECRET_KEY_PREFIX + dotted
+    import hashlib  # only for a path that is not a valid key as is: importing it loads OpenSSL (3 ms)
+
     return f"{SECRET_KEY_PREFIX}sha256-{hashlib.sha256(dotted.encode('utf-8')).hexdigest()}"
 
 

@@ -9,7 +9,6 @@ the few deliberate differences are listed in that test's DELIBERATE_DIFFERENCES.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -39,6 +38,8 @@ def framework_name(job: Job, profile: Profile) -> str:
     `readable`: the job name reduced to [a-z0-9], then a short hash of `<user>~<job>`, which keeps two users' (or two
     differently spelled) jobs apart; always within FrameworkController's ^[a-z0-9]{1,63}$.
     """
+    import hashlib  # here, not at the top: a local run imports this module without naming a Framework
+
     digest = hashlib.md5(f"{profile.user}~{job.name}".encode("utf-8")).hexdigest()
     if profile.naming == "openpai":
         return digest

@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
@@ -89,7 +88,7 @@ class LocalRunner:
         self.rules = rules
         self.work_dir = work_dir
         self.grace = plan["spec"]["gracePeriodSec"] if grace_seconds is None else grace_seconds
-        self.run_id = uuid.uuid4().hex
+        self.run_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid (and platform)
         self.attempt = 0
         self.job_accountable = 0
         self.tasks: list[_Task] = []

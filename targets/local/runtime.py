@@ -13,7 +13,6 @@ Peers are known from the start (every task is on 127.0.0.1), so `PAI_HOST_IP_<ro
 
 from __future__ import annotations
 
-import html
 import os
 import socket
 from typing import Any, Mapping
@@ -126,6 +125,8 @@ def task_argv(role: Mapping[str, Any], secrets: Mapping[str, str]) -> tuple[list
     command = list(role["command"])
     if not role["secretTags"]:
         return command, {}
+    import html  # only for jobs with secrets
+
     text = command[-2]
     for item in role["secretTags"]:
         text = text.replace(item["tag"], html.escape(secrets.get(item["key"], ""), quote=True))
