@@ -89,10 +89,9 @@ def test_a_diagnostic_stays_one_line_however_it_is_made_or_copied():
 def test_validate_does_not_import_dataclasses():
     """The validate path's records are named tuples: importing `dataclasses` (with `inspect` and `ast`) was a
     seventh of a pre-commit run."""
-    probe = ("import sys, runpy; sys.argv = ['paictl', 'validate', '--quiet', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('paictl', run_name='__main__')\n"
-             "except SystemExit as e:\n    code = e.code\n"
-             "print(code, 'dataclasses' in sys.modules, 'inspect' in sys.modules)")
+    probe = ("import atexit, sys, runpy; sys.argv = ['paictl', 'validate', '--quiet', sys.argv[1]]\n"
+             "atexit.register(lambda: print('dataclasses' in sys.modules, 'inspect' in sys.modules))\n"
+             "runpy.run_module('paictl', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", probe, str(ROOT / "examples" / "parameter-server.yaml")],
                           capture_output=True, text=True, timeout=60)
-    assert done.stdout.split() == ["0", "False", "False"], done.stdout + done.stderr
+    assert (done.returncode, done.stdout.split()) == (0, ["False", "False"]), done.stdout + done.stderr

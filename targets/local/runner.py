@@ -23,8 +23,6 @@ import dataclasses
 import errno
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
@@ -37,17 +35,16 @@ from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUES
     attempt_completion, decide_retry
 from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.local import procs
-from paictl.targets.local.store import PORTS, folder_error, owner_record, stop_requested, task_log, write_json, \
-    write_state
+from paictl.targets.local.store import PORTS, append_note, folder_error, log_tail, owner_record, stop_requested, \
+    task_log, write_json, write_state
 from paictl.targets.states import JobState, JobView, TaskView
 
 POLL_SECONDS = 0.05
 #: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
 #: whole poll period, while a long run still costs one poll every POLL_SECONDS.
 FIRST_POLL_SECONDS = 0.002
-#: Watchdogs told "done" that had not exited yet when their run closed (`LocalRunner.close`).
-_RELEASED: list[subprocess.Popen[bytes]] = []
-_REAP_EVERY = 20  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
+_REAP_EVERY = 20
+_POLL_EVERY_STARTS = 20  # tasks started between two polls while an attempt starts  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -97,8 +94,7 @@ class LocalRunner:
         self._peers: dict[str, str] = {}
         self._shared_env: dict[str, str] = {}
         self._spawner: Optional[Spawner] = None
-        self._watchdog: Optional[subprocess.Popen[bytes]] = None
-        self._watchdog_lines: list[str] = []
+        self._watchdog: Optional[watchdog.Link] = None
         self._shell_pids: set[int] = set()
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
@@ -126,12 +122,12 @@ class LocalRunner:
         table = procs.process_table()
         self._foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}
         self._subreaper = procs.become_subreaper()
-        self._start_watchdog()
+        self._watchdog = watchdog.Link(self.run_id, os.getpid())
         job_policy = RetryPolicy.from_plan(self.plan["spec"]["jobRetry"])
         yield self._publish(JobState.PENDING, message="starting")
         polls = 0
         while True:
-            self._start_attempt()
+            early = self._start_attempt()
             completion = None
             pause = FIRST_POLL_SECONDS
             while completion is None:
@@ -141,7 +137,7 @@ class LocalRunner:
                     yield self._publish(JobState.STOPPING, message="stop requested")
                     yield self._stop(STOP_REQUESTED, "stopped by `paictl stop`")
                     return
-                completion = self._poll()
+                completion, early = early if early is not None else self._poll(), None
                 yield self._publish(JobState.RUNNING)
                 if completion is None:
                     time.sleep(pause)
@@ -189,18 +185,9 @@ class LocalRunner:
         for task in self.tasks:
             self._kill_group(task)
         procs.kill_until_gone(lambda: self._adopted() | procs.marked(self.run_id), keep=self._shells())
-        if self._watchdog is not None and self._watchdog.stdin is not None:
-            self._tell_watchdog("done")
-            self._flush_watchdog()
-            try:
-                self._watchdog.stdin.close()
-            except OSError:
-                pass
-            # It exits as soon as it reads "done". Waiting for that held a short job's verdict for the watchdog's
-            # own start-up (20 ms); one that has not exited yet is reaped by a later close, or with this process.
-            _RELEASED.append(self._watchdog)
+        if self._watchdog is not None:
+            self._watchdog.release()
             self._watchdog = None
-        _RELEASED[:] = [watchdog for watchdog in _RELEASED if watchdog.poll() is None]
         if getattr(self, "_subreaper", False):
             procs.stop_subreaping()
             self._subreaper = False
@@ -231,7 +218,10 @@ class LocalRunner:
 
     # -- attempts and tasks -------------------------------------------------------------------------------------
 
-    def _start_attempt(self) -> None:
+    def _start_attempt(self) -> Optional[Completion]:
+        """Start every task of the attempt. Tasks that end while the others start are handled as they start (the
+        first of them to decide the attempt, if one does, is returned; the rest still start, as before): at 200
+        tasks, handling every ending only once all had started was a serial tail after the tasks' own work."""
         attempt_dir = self.folder / str(self.attempt)
         attempt_dir.mkdir(exist_ok=True)
         ports = allocate_ports(self.plan)
@@ -243,10 +233,14 @@ class LocalRunner:
         self._ports, self._peers = ports, peers
         self._shared_env = attempt_env(self.plan, peers)
         self._spawner = Spawner(self.work_dir, self._shared_env.get("PATH", os.defpath))
-        for task in self.tasks:  # gang allocation or not, every local task can start at once
+        early: Optional[Completion] = None
+        for number, task in enumerate(self.tasks, 1):  # gang allocation or not, every local task can start at once
             task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
             self._start_task(task)
+            if early is None and number % _POLL_EVERY_STARTS == 0:
+                early = self._poll()
         self._flush_watchdog()
+        return early
 
     def _start_task(self, task: _Task) -> None:
         argv, extra = task_argv(task.role, self.secrets)
@@ -322,18 +316,12 @@ class LocalRunner:
 
     def _log_text(self, task: _Task) -> str:
         assert task.log is not None
-        with open(task.log, "rb") as log:
-            size = log.seek(0, os.SEEK_END)
-            log.seek(max(task.offset, size - LOG_TAIL))
-            return log.read().decode("utf-8", errors="replace")
+        return log_tail(task.log, task.offset, LOG_TAIL)
 
     def _note(self, task: _Task, text: str) -> None:
         assert task.log is not None
         try:
-            with open(task.log, "a+b") as log:
-                ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0
-                                                              and log.read(1) == b"\n")
-                log.write(f"{'' if ends_line else chr(10)}[paictl] {task.label}: {text}\n".encode())
+            append_note(task.log, f"[paictl] {task.label}: {text}")
         except OSError:
             if not self._failed:
                 raise
@@ -429,29 +417,13 @@ class LocalRunner:
         task.group_gone = True
         self._tell_watchdog(f"-{task.process.pid}")
 
-    def _start_watchdog(self) -> None:
-        # Run as a script without site (-I -S): it is stdlib-only, and the run's verdict waits for it to exit.
-        self._watchdog = subprocess.Popen([sys.executable, "-I", "-S", watchdog.__file__, self.run_id,
-                                           str(os.getpid())],
-                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True)
-
     def _tell_watchdog(self, line: str) -> None:
-        """Queue a line for the watchdog; `_flush_watchdog` sends the queue in one write.
-
-        Not one write per line: each write wakes the watchdog, and with 200 tasks starting those wake-ups cost
-        more than the tasks' own start. A group the watchdog has not heard of yet is still found if the runner
-        dies: every task carries the run's marker variable, which the watchdog searches for."""
-        self._watchdog_lines.append(line)
+        if self._watchdog is not None:
+            self._watchdog.tell(line)
 
     def _flush_watchdog(self) -> None:
-        lines, self._watchdog_lines = self._watchdog_lines, []
-        if lines and self._watchdog is not None and self._watchdog.stdin is not None:
-            try:
-                self._watchdog.stdin.write("".join(f"{line}\n" for line in lines).encode())
-                self._watchdog.stdin.flush()
-            except (OSError, ValueError):
-                pass
+        if self._watchdog is not None:
+            self._watchdog.flush()
 
     # -- publishing ---------------------------------------------------------------------------------------------
 

@@ -120,6 +120,22 @@ def task_log(attempt: int, role: str, index: int) -> str:
     return f"{attempt}/{role}-{index}.log"
 
 
+def log_tail(path: Path, offset: int, limit: int) -> str:
+    """What a task wrote to its log since `offset`, at most its last `limit` bytes (the exit rules read those)."""
+    with open(path, "rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        log.seek(max(offset, size - limit))
+        return log.read().decode("utf-8", errors="replace")
+
+
+def append_note(path: Path, line: str) -> None:
+    """Add one of paictl's own lines to a task's log, on a line of its own even if the task's output did not end
+    with a newline."""
+    with open(path, "a+b") as log:
+        ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0 and log.read(1) == b"\n")
+        log.write(f"{'' if ends_line else chr(10)}{line}\n".encode())
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write through a temporary file and rename it over `path`: a reader sees the old or the new file, never half."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

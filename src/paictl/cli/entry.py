@@ -155,10 +155,30 @@ def main() -> None:
     if args and args[0] in _PARSERS and "_PAICTL_COMPLETE" not in os.environ:
         options = _PARSERS[args[0]](args[1:])
         if options is not None:
-            sys.exit(_run(args[0], options))
+            _exit_now(_run(args[0], options))
     from .app import main as typer_main
 
     typer_main()
+
+
+def _exit_now(status: int) -> None:
+    """Exit once the command is done, without the interpreter's teardown of every module and object (15 ms of
+    each run, a tenth of a local run of one task; nothing of paictl's needs it). What an exit must still do is
+    done: the `atexit` handlers run (the kubernetes client deletes its temporary certificate files there) and the
+    standard streams are flushed (a failure to write standard output was already reported by `_run`)."""
+    import atexit
+
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None:  # not CPython: the ordinary exit
+        sys.exit(status)
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _run(command: str, options: dict) -> int:
