@@ -43,8 +43,8 @@ POLL_SECONDS = 0.05
 #: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
 #: whole poll period, while a long run still costs one poll every POLL_SECONDS.
 FIRST_POLL_SECONDS = 0.002
-_REAP_EVERY = 20
-_POLL_EVERY_STARTS = 20  # tasks started between two polls while an attempt starts  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
+_REAP_EVERY = 20  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
+_POLL_EVERY_STARTS = 20  # tasks started between two polls while an attempt starts
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -178,8 +178,8 @@ class LocalRunner:
     def close(self) -> None:
         """Kill whatever may be left of the run (nothing, normally), let the watchdog go, release the lock.
 
-        Once: a first call that ran to its end has killed every process of the run and checked that none is left, so a second (the
-        caller's clean-up after the verdict) has nothing to do, and its search of /proc cost 10 ms."""
+        Once: a first call that ran to its end has killed every process of the run and checked that none is left,
+        so a second (the caller's clean-up after the verdict) has nothing to do; its search of /proc cost 10 ms."""
         if self._closed:
             return
         for task in self.tasks:

@@ -55,7 +55,7 @@ def compile_local(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
     """
     from paictl.compiler.render import render_entrypoint
 
-    from paictl.targets.framework.target import task_role_name_findings
+    from paictl.targets.framework.names import task_role_name_findings
 
     if secrets_from is not None:
         raise UsageError("--secrets-from names a Kubernetes Secret; a local run takes the secrets from the job")

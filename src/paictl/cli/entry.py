@@ -5,10 +5,10 @@ typer app.
 kubectl apply -f -` a pipe or CI step per job: for both, start-up is most of the cost, and typer with every command
 module took longer to import than a job takes to check or compile. A command line that is plainly one of these
 commands with its own options (the forms below) runs the command's typer-free body (`validate_cmd.run_validate`,
-`compile_run.run_compile`, `submit_run.run_submit`) directly; `submit` is there because a local run of a short job
-is mostly start-up, and a run of many tasks cannot start its first task before it; anything else (`--help`, a misspelt option, a missing argument, a value typer
-would refuse, shell completion) goes through typer, which owns every message about usage. Both paths print the same
-bytes and exit with the same codes (tests/test_cli_entry.py).
+`compile_run.run_compile`, `submit_run.run_submit`) directly; `submit` is here because a local run of a short job
+is mostly start-up, and a run of many tasks cannot start its first task before it. Anything else (`--help`, a
+misspelt option, a missing argument, a value typer would refuse, shell completion) goes through typer, which owns
+every message about usage. Both paths print the same bytes and exit with the same codes (tests/test_cli_entry.py).
 """
 
 from __future__ import annotations
