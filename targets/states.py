@@ -59,13 +59,14 @@ class JobView:
     where: str = ""                   # the run folder or the namespace/kind, printed once
 
 
+_VIEW_FIELDS = tuple(field.name for field in dataclasses.fields(JobView))
 _TASK_FIELDS = tuple(field.name for field in dataclasses.fields(TaskView))  # all plain values
 
 
 def view_to_data(view: JobView) -> dict[str, Any]:
     """Plain JSON data: what `--format json` prints and what a local run's state file keeps."""
     # Field by field rather than dataclasses.asdict, whose deep copy took most of a 200-task run's state writes.
-    data = {field.name: getattr(view, field.name) for field in dataclasses.fields(JobView)}
+    data = {name: getattr(view, name) for name in _VIEW_FIELDS}
     data["tasks"] = [{name: getattr(task, name) for name in _TASK_FIELDS} for task in view.tasks]
     data["state"] = view.state.value
     if view.triggered_by is not None:

@@ -95,15 +95,12 @@ class LocalRunner:
         self._shared_env: dict[str, str] = {}
         self._spawner: Optional[Spawner] = None
         self._watchdog: Optional[watchdog.Link] = None
-        self._shell_pids: set[int] = set()
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
         #: Children this process had before the run (a Python program's own): never the run's, nor their trees.
         self._foreign: set[int] = set()
         self._failed = False
         self._closed = False
-        #: The runner's children, read once a poll has reaped every shell that ended (`_poll`).
-        self._ended_children: Optional[set[int]] = None
 
     # -- the run ------------------------------------------------------------------------------------------------
 
@@ -208,7 +205,7 @@ class LocalRunner:
                     pass
 
     def _shells(self) -> set[int]:
-        return self._shell_pids
+        return {t.process.pid for t in self.tasks if t.process is not None}
 
     def _adopted(self) -> set[int]:
         """Processes below the runner that it did not start (orphans it adopted as subreaper), not the watchdog."""
@@ -229,7 +226,6 @@ class LocalRunner:
         peers = peer_env(self.plan, ports)
         self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
-        self._shell_pids = set()
         self._ports, self._peers = ports, peers
         self._shared_env = attempt_env(self.plan, peers)
         self._spawner = Spawner(self.work_dir, self._shared_env.get("PATH", os.defpath))
@@ -256,11 +252,7 @@ class LocalRunner:
                       f"starts\n".encode())
             log.flush()
             task.offset = log.tell()
-            previous = task.process
             task.process = self._spawner.spawn(argv, env, log)
-        if previous is not None:
-            self._shell_pids.discard(previous.pid)
-        self._shell_pids.add(task.process.pid)
         task.group_gone = False
         self._tell_watchdog(str(task.process.pid))
         task.state, task.exit_code, task.diagnosis = "running", None, None
@@ -276,21 +268,19 @@ class LocalRunner:
                  if task.state == "running" and task.process is not None and task.process.poll() is not None]
         if not ended:
             return None
-        self._ended_children = procs.children(os.getpid())
-        try:
-            for task in ended:
-                completion = self._exited(task)
-                if completion is not None:
-                    return completion
-        finally:
-            self._ended_children = None
+        children = procs.children(os.getpid())
+        for task in ended:
+            completion = self._exited(task, children)
+            if completion is not None:
+                return completion
         return None
 
-    def _exited(self, task: _Task) -> Optional[Completion]:
+    def _exited(self, task: _Task, children: Optional[set[int]]) -> Optional[Completion]:
+        """Handle a task whose shell `_poll` reaped; `children`: the runner's children read after that."""
         assert task.process is not None and task.log is not None
         code = task.process.returncode
         code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
-        self._kill_group(task)
+        self._kill_group(task, children)
         rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
         task.exit_code, task.rule = code, rule
         succeeded = code == 0
@@ -402,18 +392,16 @@ class LocalRunner:
         watchdog = {self._watchdog.pid} if self._watchdog is not None else set()
         return not (mine - self._shells() - self._foreign - watchdog)
 
-    def _kill_group(self, task: _Task) -> None:
+    def _kill_group(self, task: _Task, children: Optional[set[int]] = None) -> None:
         """SIGKILL whatever is left of the task (its group and its marked processes), reap its shell and any orphan
-        it left, and tell the watchdog the group is gone."""
+        it left, and tell the watchdog the group is gone. `children`: as for `_left_nothing`, from `_poll`; when it
+        shows nothing could be left, there is nothing to kill."""
         if task.process is None or task.group_gone:
             return
-        if self._ended_children is not None and self._left_nothing(task, self._ended_children):
-            task.group_gone = True  # its shell is reaped, its group empty, and nothing of the run left them
-            self._tell_watchdog(f"-{task.process.pid}")
-            return
-        self._signal(task, signal.SIGKILL)
-        task.process.wait()
-        procs.kill_until_gone(lambda: self._task_processes(task), keep=self._shells())
+        if children is None or not self._left_nothing(task, children):
+            self._signal(task, signal.SIGKILL)
+            task.process.wait()
+            procs.kill_until_gone(lambda: self._task_processes(task), keep=self._shells())
         task.group_gone = True
         self._tell_watchdog(f"-{task.process.pid}")
 

@@ -185,8 +185,7 @@ def _run(command: str, options: dict) -> int:
     """Run a typer-free command body with the signal handling and output-error statuses of app.main."""
     import signal
 
-    from .output import flush_stdout, output_error_exit
-    from .validate_cmd import plain_echo
+    from .output import flush_stdout, output_error_exit, plain_echo
 
     signal.signal(signal.SIGINT, _interrupted)  # 130 for both, as app.main documents
     signal.signal(signal.SIGTERM, _interrupted)

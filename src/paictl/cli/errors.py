@@ -54,10 +54,10 @@ def report_invalid(error: InvalidJobError) -> NoReturn:
 def report_warnings(diagnostics: Sequence) -> None:
     """Warnings of a job a command goes on with (validation, then the target's own), on standard error.
 
-    Written as `typer.echo` writes (validate_cmd.plain_echo), without importing typer: the typer-free `compile`
+    Written as `typer.echo` writes (output.plain_echo), without importing typer: the typer-free `compile`
     path (entry.py) reports warnings too."""
     from .report import format_diagnostic
-    from .validate_cmd import plain_echo
+    from .output import plain_echo
 
     if diagnostics:
         plain_echo("\n".join(format_diagnostic(d) for d in diagnostics), err=True)

@@ -12,7 +12,7 @@ from typing import Iterable, Optional
 
 from paictl.targets.states import JobView, TaskView, view_to_data
 
-from .validate_cmd import plain_echo as echo  # typer.echo's bytes, without importing typer
+from .output import plain_echo as echo  # typer.echo's bytes, without importing typer
 
 
 def _task_line(task: TaskView) -> str:

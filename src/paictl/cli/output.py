@@ -1,12 +1,31 @@
-"""Standard output that cannot be written is not a bug: how both entry paths (the typer app and the typer-free
-`validate`) end when it happens. A reader that went away (`paictl ... | head`) exits 141, as a shell reports
-SIGPIPE; a full disk or another write error exits 74 (EX_IOERR) with one line on standard error (README, exit codes).
+"""How the typer-free command bodies write (`plain_echo`, typer.echo's bytes), and how both entry paths (the typer
+app and the typer-free commands) end when standard output cannot be written, which is not a bug. A reader that went
+away (`paictl ... | head`) exits 141, as a shell reports SIGPIPE; a full disk or another write error exits 74
+(EX_IOERR) with one line on standard error (README, exit codes).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
+
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+def plain_echo(message: str, err: bool = False) -> None:
+    """`typer.echo` for a str, byte for byte: a newline added, ANSI codes stripped unless on a terminal, flushed."""
+    stream = sys.stderr if err else sys.stdout
+    text = message + "\n"
+    try:
+        terminal = stream.isatty()
+    except Exception:  # noqa: BLE001 - click treats any failure as "not a terminal"
+        terminal = False
+    if not terminal:
+        text = _ANSI.sub("", text)
+    stream.write(text)
+    stream.flush()
+
 
 EXIT_BROKEN_PIPE = 141
 EXIT_OUTPUT_ERROR = 74

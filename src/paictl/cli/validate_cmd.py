@@ -7,7 +7,6 @@ other command's module took longer than validating a file. This module imports n
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -97,19 +96,3 @@ def validate_if_item(data: dict, text: str, path: str):
 
     return check_item_text(text, path).result
 
-
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
-
-
-def plain_echo(message: str, err: bool = False) -> None:
-    """`typer.echo` for a str, byte for byte: a newline added, ANSI codes stripped unless on a terminal, flushed."""
-    stream = sys.stderr if err else sys.stdout
-    text = message + "\n"
-    try:
-        terminal = stream.isatty()
-    except Exception:  # noqa: BLE001 - click treats any failure as "not a terminal"
-        terminal = False
-    if not terminal:
-        text = _ANSI.sub("", text)
-    stream.write(text)
-    stream.flush()
