@@ -91,7 +91,9 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
 
     `job` is a file path, "-" for standard input, or the job's bytes (`name` is then the file name reported).
     Warnings are returned in `CompiledJob.warnings`; `on_warnings`, when given, also receives each batch as soon as
-    it is known (the CLI prints them before a later error). Raises InvalidJobError (exit 1) for an invalid job,
+    it is known (the CLI prints them before a later error; a job refused before any warning was passed on raises
+    InvalidJobError with the warnings too, in the file's order, as `validate` reports them). Raises
+    InvalidJobError (exit 1) for an invalid job,
     UsageError/InputError (exit 2), InternalError (exit 70) for an object that fails its own schema.
     With `strict`, any warning (the validator's, or the target's: e.g. what a JobSet cannot express) is raised as
     an error instead, and `on_warnings` is not called.
@@ -119,9 +121,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         raw, path = read_source(str(job)), str(job)
     result = validate_bytes(raw, path)
     warnings: list[Diagnostic] = list(result.warnings)
-    if warnings and on_warnings is not None and not strict:
-        on_warnings(list(result.warnings))
-    if not result.ok:
+    if not result.ok:  # every diagnostic, warnings too, in the order `validate` prints them
         raise InvalidJobError(list(result.diagnostics))
     # The job's text and data, unindexed: the config annotation keeps the user's own text (masked), as OpenPAI
     # stores it, and positions (libyaml's event stream, a few ms and PyYAML's import) are built only when a
@@ -132,7 +132,12 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
 
     from .findings import raise_if_any
 
-    raise_if_any(compile_findings(result.data), document, path)
+    try:
+        raise_if_any(compile_findings(result.data), document, path)
+    except InvalidJobError as error:  # refused before any warning was shown: all of them, in the file's order
+        raise InvalidJobError(sorted([*warnings, *error.diagnostics], key=_text_order)) from None
+    if warnings and on_warnings is not None and not strict:
+        on_warnings(list(warnings))
     model = job_from_data(result.data)  # after the checks: they refuse the shapes the model cannot hold
     unknown = _unknown_overrides(overrides, model, document)
     if unknown:
@@ -155,6 +160,10 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects, warnings=tuple(warnings))
+
+
+def _text_order(diagnostic: Diagnostic) -> tuple:
+    return (diagnostic.line or 0, diagnostic.column or 0)
 
 
 def _unknown_overrides(overrides: Mapping[str, Any], model: Job, document: Document) -> list[Diagnostic]:

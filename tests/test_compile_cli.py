@@ -75,6 +75,20 @@ def test_invalid_job_exits_1_with_diagnostics_on_stderr_only(run_cli):
     assert "<stdin>:4:1: error[E202]" in err
 
 
+def test_a_refused_job_is_reported_as_validate_reports_it(run_cli, tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n"
+                   "prerequisites: [{name: img, type: dockerimage, uri: ubuntu}]\n"
+                   "taskRoles:\n  train:\n    instances: 1\n    dockerImage: img\n    taskRetryCount: 3\n"
+                   "    resourcePerInstance: {cpu: 1, memoryMB: 64, gpu: 0}\n"
+                   "    commands: ['echo <% $parameters.x %>']\n")
+    code, out, err = run_cli("compile", str(job))
+    _, validated, _ = run_cli("validate", str(job))
+    assert code == 1 and out == ""
+    assert err == validated  # the same diagnostics, warnings included, in the same order, and the summary line
+    assert err.rstrip().splitlines()[-1] == "1 error, 2 warnings; 1 of 1 file invalid"
+
+
 def test_warnings_go_to_stderr_and_yaml_stays_clean(run_cli, tmp_path):
     job = tmp_path / "w.yaml"
     job.write_text((EXAMPLES / "retry-without-gang.yaml").read_text().replace("gangAllocation: false", "x: 1"))

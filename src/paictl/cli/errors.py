@@ -26,13 +26,14 @@ def fail(error: PaictlError) -> NoReturn:
 
 
 def invalid_report(error: InvalidJobError) -> str:
-    """The text report of a job a command refuses: its errors, located (the warnings were shown already)."""
+    """The text report of a job a command refuses, as `validate` prints it: its diagnostics, located, in the file's
+    order, then the summary line. (Warnings shown before a later error are not in `error.diagnostics`.)"""
     from paictl.protocol.validate import ValidationResult
 
-    from .report import text_report
+    from .report import summary_line, text_report
 
-    errors = [d for d in error.diagnostics if d.is_error]
-    return text_report([ValidationResult(path="", diagnostics=tuple(errors), data=None)])
+    result = ValidationResult(path="", diagnostics=tuple(error.diagnostics), data=None)
+    return text_report([result]) + "\n" + summary_line([result], strict=False)
 
 
 def print_error(error: PaictlError, echo) -> int:
