@@ -43,6 +43,8 @@ class TaskView:
     node: Optional[str] = None        # node name, or "localhost"
     exit_code: Optional[int] = None   # the process / container exit code once terminated
     diagnosis: Optional[str] = None   # e.g. "231 ContainerSyntaxError: ..." from the exit rules
+    #: Earlier attempts of this task that failed and were retried, oldest first: (attempt, exit code, diagnosis).
+    failed_attempts: tuple[tuple[int, Optional[int], Optional[str]], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,17 +69,34 @@ def view_to_data(view: JobView) -> dict[str, Any]:
     """Plain JSON data: what `--format json` prints and what a local run's state file keeps."""
     # Field by field rather than dataclasses.asdict, whose deep copy took most of a 200-task run's state writes.
     data = {name: getattr(view, name) for name in _VIEW_FIELDS}
-    data["tasks"] = [{name: getattr(task, name) for name in _TASK_FIELDS} for task in view.tasks]
+    data["tasks"] = [_task_data(task) for task in view.tasks]
     data["state"] = view.state.value
     if view.triggered_by is not None:
         data["triggered_by"] = {"role": view.triggered_by[0], "index": view.triggered_by[1]}
     return data
 
 
+def _task_data(task: TaskView) -> dict[str, Any]:
+    data = {name: getattr(task, name) for name in _TASK_FIELDS}
+    if task.failed_attempts:  # only when there were some: the records of tasks without retries are unchanged
+        data["failed_attempts"] = [{"attempt": attempt, "exit_code": code, "diagnosis": diagnosis}
+                                   for attempt, code, diagnosis in task.failed_attempts]
+    else:
+        del data["failed_attempts"]
+    return data
+
+
+def _task_from_data(data: dict[str, Any]) -> TaskView:
+    fields = dict(data)
+    fields["failed_attempts"] = tuple((item["attempt"], item["exit_code"], item["diagnosis"])
+                                      for item in fields.get("failed_attempts") or ())
+    return TaskView(**fields)
+
+
 def view_from_data(data: dict[str, Any]) -> JobView:
     fields = dict(data)
     fields["state"] = JobState(fields["state"])
-    fields["tasks"] = tuple(TaskView(**task) for task in fields["tasks"])
+    fields["tasks"] = tuple(_task_from_data(task) for task in fields["tasks"])
     trigger = fields.get("triggered_by")
     fields["triggered_by"] = (trigger["role"], trigger["index"]) if trigger else None
     return JobView(**fields)

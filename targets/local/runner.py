@@ -62,6 +62,7 @@ class _Task:
     diagnosis: Optional[str] = None
     outcome: Optional[Outcome] = None
     rule: Any = None
+    failed: list = dataclasses.field(default_factory=list)  # (attempt, exit code, diagnosis) of retried failures
     #: The shell has been reaped and its group killed: the pgid may belong to someone else from now on.
     group_gone: bool = True
 
@@ -71,7 +72,8 @@ class _Task:
 
     def view(self) -> TaskView:
         return TaskView(role=self.role["name"], index=self.index, state=self.state, attempt=self.attempt,
-                        node=NODE, exit_code=self.exit_code, diagnosis=self.diagnosis)
+                        node=NODE, exit_code=self.exit_code, diagnosis=self.diagnosis,
+                        failed_attempts=tuple(self.failed))
 
 
 class LocalRunner:
@@ -291,6 +293,7 @@ class LocalRunner:
                    + (f"; retried: {decision.reason}" if decision.retry else
                       f"; not retried: {decision.reason}" if decision.reason else ""))
         if decision.retry:
+            task.failed.append((task.attempt, code, task.diagnosis))
             task.attempt += 1
             task.accountable += decision.accountable
             self._start_task(task)

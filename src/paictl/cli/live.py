@@ -26,6 +26,19 @@ def _task_line(task: TaskView) -> str:
     return "  ".join(parts)
 
 
+def _failed_line(task: TaskView, failed: tuple) -> str:
+    """An earlier attempt of the task that failed and was retried (the snapshots may never have shown it)."""
+    attempt, code, diagnosis = failed
+    parts = [f"{task.role}-{task.index}", "failed", f"attempt {attempt}"]
+    if task.node:
+        parts.append(f"on {task.node}")
+    if code is not None:
+        parts.append(f"exit {code}")
+    if diagnosis:
+        parts.append(diagnosis)
+    return "  ".join(parts + ["retried"])
+
+
 def _job_line(view: JobView) -> str:
     line = f"{view.name}: {view.state.value} (attempt {view.attempt})"
     if view.completion_code is not None:
@@ -47,8 +60,12 @@ def _table(view: JobView):
     for column in ("role", "index", "state", "attempt", "node", "exit", "diagnosis"):
         table.add_column(column)
     for task in view.tasks:
+        diagnosis = task.diagnosis or ""
+        if not diagnosis and task.failed_attempts:
+            attempt, code, why = task.failed_attempts[-1]
+            diagnosis = f"attempt {attempt} failed: exit {code}" + (f" {why}" if why else "") + ", retried"
         table.add_row(task.role, str(task.index), task.state, str(task.attempt), task.node or "",
-                      "" if task.exit_code is None else str(task.exit_code), task.diagnosis or "")
+                      "" if task.exit_code is None else str(task.exit_code), diagnosis)
     return Group(Text(_job_line(view)), table)
 
 
@@ -81,6 +98,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
         return last
     shown_job = ""
     shown_tasks: dict[tuple[str, int], str] = {}
+    shown_failures: dict[tuple[str, int], int] = {}
     for view in views:
         if view.where and last is None:
             echo(f"{view.name}: {view.where}")
@@ -89,6 +107,10 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
             echo(line)
             shown_job = line
         for task in view.tasks:
+            key = (task.role, task.index)
+            for failed in task.failed_attempts[shown_failures.get(key, 0):]:
+                echo(f"  {_failed_line(task, failed)}")
+            shown_failures[key] = len(task.failed_attempts)
             task_line = _task_line(task)
             if shown_tasks.get((task.role, task.index)) != task_line:
                 echo(f"  {task_line}")

@@ -151,6 +151,22 @@ def test_flaky_task_succeeds_on_retry(tmp_path):
     text = log(tmp_path, "local-retry", "worker-0")
     assert text.count("simulated flaky failure") == 2 and "worker done" in text
     assert "exited 1 (255 PAIRuntimeUnknownFailed); retried: retry 2 of 2" in text
+    assert view["tasks"][0]["failed_attempts"] == [
+        {"attempt": 0, "exit_code": 1, "diagnosis": "255 PAIRuntimeUnknownFailed"},
+        {"attempt": 1, "exit_code": 1, "diagnosis": "255 PAIRuntimeUnknownFailed"}]
+
+
+def test_the_follow_view_shows_each_failed_attempt_that_was_retried(tmp_path):
+    result = paictl("submit", str(EXAMPLES / "local-retry-without-gang.yaml"), "--target", "local", "--follow",
+                    cwd=tmp_path, check_code=0)
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    failed = [line for line in lines if line.startswith("worker-0  failed")]
+    assert failed == [f"worker-0  failed  attempt {n}  on localhost  exit 1  255 PAIRuntimeUnknownFailed  retried"
+                      for n in (0, 1)], result.stdout
+    # each failure comes before the attempt that retried it
+    assert lines.index(failed[1]) < lines.index("worker-0  succeeded  attempt 2  on localhost  exit 0")
+    shown = paictl("status", "local-retry", cwd=tmp_path, check_code=0).stdout
+    assert shown.count("retried") == 2
 
 
 def test_job_retry_runs_a_new_attempt_with_new_logs_and_ports(tmp_path):
