@@ -59,6 +59,7 @@ class JobView:
     message: str = ""                 # one line: why it finished, or what it is waiting for
     triggered_by: Optional[tuple[str, int]] = None  # (role, index) of the task whose completion decided the job
     where: str = ""                   # the run folder or the namespace/kind, printed once
+    created: Optional[str] = None     # when the job was made, RFC 3339 in UTC (listings: the AGE column)
 
 
 _VIEW_FIELDS = tuple(field.name for field in dataclasses.fields(JobView))
@@ -71,6 +72,8 @@ def view_to_data(view: JobView) -> dict[str, Any]:
     data = {name: getattr(view, name) for name in _VIEW_FIELDS}
     data["tasks"] = [_task_data(task) for task in view.tasks]
     data["state"] = view.state.value
+    if view.created is None:  # only listings know it: the records of a followed job are unchanged
+        del data["created"]
     if view.triggered_by is not None:
         data["triggered_by"] = {"role": view.triggered_by[0], "index": view.triggered_by[1]}
     return data

@@ -211,7 +211,7 @@ def submit_cases(tmp_path):
           "--context", "nowhere", "-n", "team"], b""),
         (["submit", str(job), "--target", "local", "--exit-spec", str(rules), "--run-dir", runs], b""),
         (["submit", str(job), "--target", "nowhere"], b""),
-        (["submit", str(job), "--target", "local", "-o", "yaml"], b""),
+        (["submit", str(job), "--target", "local", "-o", "wide"], b""),
         (["submit", invalid, "--target", "local", "--run-dir", runs], b""),
         (["submit", "--target", "local", "--", "no/such/job.yaml"], b""),
         (["submit", str(job), "--target", "grass", "--cluster", "no/such/cluster.yaml", "--replace",

@@ -92,7 +92,7 @@ def test_status_lists_local_runs_before_the_cluster_error(tmp_path):
     assert done.returncode == 0, done.stderr
     listed = subprocess.run([sys.executable, "-m", "paictl", "status", "--kubeconfig", str(kubeconfig)], **env_run)
     assert listed.returncode == 3
-    assert listed.stdout.splitlines()[0].split() == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE"]
+    assert listed.stdout.splitlines()[0].split() == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE", "AGE"]
     assert listed.stdout.splitlines()[1].split()[0] == "mine"
     assert listed.stderr.count("\n") == 1 and listed.stderr.startswith("paictl: error: cannot reach the cluster")
 

@@ -250,24 +250,35 @@ class KubeBackend:
                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
 
     def list(self) -> list[JobView]:
-        """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read)."""
+        """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read).
+
+        `extra`: `selector` (a label selector, as kubectl -l) and `all_namespaces` (as kubectl -A)."""
+        import dataclasses
+
         from .client import ApiFailure, describe_failure, resource_installed
 
         connection = self._cluster()
         target = self.options.target
+        selector = self.options.extra.get("selector") or ""
+        every_namespace = bool(self.options.extra.get("all_namespaces"))
         views: list[JobView] = []
         for kind in [target] if target else list(WORKLOADS):
             chosen = self._installed(kind) or workload(kind)
             try:
                 if not target and not resource_installed(connection, chosen.resource):
                     continue
-                listed = connection.json("GET", chosen.resource.collection(connection.namespace))
+                resource = chosen.resource
+                path = (f"/apis/{resource.api_version}/{resource.plural}" if every_namespace
+                        else resource.collection(connection.namespace))
+                listed = connection.json("GET", path, query=[("labelSelector", selector)] if selector else ())
             except ApiFailure as failure:
                 raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=chosen.resource) from None
-            views += [chosen.view(item, []) for item in listed.get("items") or []]
-        return sorted(views, key=lambda view: view.name)
+            views += [dataclasses.replace(chosen.view(item, []),
+                                          created=(item.get("metadata") or {}).get("creationTimestamp"))
+                      for item in listed.get("items") or []]
+        return sorted(views, key=lambda view: (view.where, view.name) if every_namespace else view.name)
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         return None  # the diagnosis in the task rows already quotes the failed container's message

@@ -176,13 +176,21 @@ class LocalBackend:
 
     @classmethod
     def _listed(cls, folder: Path) -> JobView:
-        """A row of the listing: a corrupt or vanished run is shown as such, never breaks the list."""
-        from .store import CorruptRun
+        """A row of the listing: a corrupt or vanished run is shown as such, never breaks the list. Its age is its
+        plan's: the plan is written once, when the run is submitted."""
+        import dataclasses
+
+        from .store import PLAN, CorruptRun
 
         try:
-            return cls._current(folder, folder.name)
+            view = cls._current(folder, folder.name)
         except (CorruptRun, NotFoundError) as error:
-            return JobView(name=folder.name, state=JobState.UNKNOWN, message=str(error), where=str(folder))
+            view = JobView(name=folder.name, state=JobState.UNKNOWN, message=str(error), where=str(folder))
+        try:
+            made = time.gmtime((folder / PLAN).stat().st_mtime)
+        except OSError:
+            return view
+        return dataclasses.replace(view, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", made))
 
     def describe(self, name: str) -> JobView:
         return self._current(self._folder(name), name)

@@ -53,7 +53,7 @@ def _root(
 def validate(
     paths: List[str] = typer.Argument(..., metavar="PATH...",
                                       help="Job files, directories (searched for *.yaml/*.yml), or - for stdin."),
-    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", "-o",
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o", "--format",
                                                help="text: compiler-style lines; json: the same records as JSON."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",

@@ -33,7 +33,8 @@ def diagnose_command(
                                                      "(its last 10 MiB)."),
     exit_spec: Optional[Path] = typer.Option(None, "--exit-spec", metavar="FILE",
                                              help="Use these failure rules instead of the built-in ones."),
-    output_format: DiagnoseFormat = typer.Option(DiagnoseFormat.text, "--format", "-o", help="text or json."),
+    output_format: DiagnoseFormat = typer.Option(DiagnoseFormat.text, "--output", "-o", "--format",
+                                                  help="text or json."),
 ) -> None:
     """Explain a failed task: the matching rule's code, phrase, reason, solution, and whether it is retried.
 

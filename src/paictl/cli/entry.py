@@ -29,7 +29,7 @@ class _Form:
 
 _VALIDATE = _Form(
     flags={"--strict": "strict", "--quiet": "quiet", "-q": "quiet"},
-    valued={"--format": "format", "-o": "format", "--stdin-name": "stdin_name"},
+    valued={"--output": "format", "--format": "format", "-o": "format", "--stdin-name": "stdin_name"},
     repeated={}, choices={"format": ("text", "json")},
     defaults={"format": "text", "strict": False, "quiet": False, "stdin_name": "<stdin>"},
     positional="paths", one_positional=False)

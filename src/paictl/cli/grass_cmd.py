@@ -106,7 +106,8 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
 @grass_app.command("plan")
 def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
                  cluster: List[str] = CLUSTER_OPTION,
-                 output_format: PlanFormat = typer.Option(PlanFormat.text, "--format", "-o", help="text or json.")
+                 output_format: PlanFormat = typer.Option(PlanFormat.text, "--output", "-o", "--format",
+                                                           help="text or json.")
                  ) -> None:
     """Where each container of JOB would land on the cluster's idle nodes, with MARO's placement.
 

@@ -6,7 +6,6 @@ look the same to the user.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Iterable, Optional
 
@@ -76,10 +75,12 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     so a log file or a pipe gets a readable history. json: one JSON object per changed snapshot.
     """
     last: Optional[JobView] = None
-    if output_format == "json":
+    if output_format != "text":
+        from .formats import record_text
+
         for view in views:
             if view != last:
-                echo(json.dumps(view_to_data(view), ensure_ascii=False))
+                echo(record_text(view_to_data(view), output_format))
                 sys.stdout.flush()
             last = view
         return last
@@ -120,17 +121,45 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     return last
 
 
+def job_rows(views: list[JobView], *, wide: bool = False, now: float) -> list[tuple[str, ...]]:
+    """The rows of `paictl status` without a name, as `kubectl get` prints them (wide: the tasks and the message)."""
+    from .formats import age
+
+    rows = [("NAME", "WHERE", "STATE", "ATTEMPT", "CODE", "AGE") + (("TASKS", "MESSAGE") if wide else ())]
+    for view in views:
+        row = (view.name, view.where, view.state.value, str(view.attempt),
+               "" if view.completion_code is None else str(view.completion_code), age(view.created, now))
+        if wide:
+            done = sum(1 for task in view.tasks if task.state in ("succeeded", "Succeeded", "Completed", "SUCCEEDED"))
+            row += (f"{done}/{len(view.tasks)}" if view.tasks else "", view.message)
+        rows.append(row)
+    return rows
+
+
+def table_lines(rows: list[tuple[str, ...]]) -> list[str]:
+    """Columns three spaces apart, the last one not padded (kubectl's tabwriter)."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    return ["   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1] for row in rows]
+
+
 def job_list(views: list[JobView], *, output_format: str = "text") -> None:
-    """`paictl status` without a name: one line per job, as `kubectl get`; JSON: one array of the snapshots."""
-    if output_format == "json":
-        echo(json.dumps([view_to_data(view) for view in views], ensure_ascii=False))
+    """`paictl status` without a name: one line per job, as `kubectl get` (`-o wide` adds columns, `-o name` prints
+    the names only); JSON: one array of the snapshots; YAML: one document per job."""
+    import time
+
+    if output_format in ("json", "yaml"):
+        from .formats import records_text
+
+        text = records_text([view_to_data(view) for view in views], output_format)
+        if text:
+            echo(text)
         return
     if not views:
         echo("no jobs", err=True)
         return
-    rows = [("NAME", "WHERE", "STATE", "ATTEMPT", "CODE")]
-    rows += [(view.name, view.where, view.state.value, str(view.attempt),
-              "" if view.completion_code is None else str(view.completion_code)) for view in views]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])
+    if output_format == "name":
+        for view in views:
+            echo(view.name)
+        return
+    for line in table_lines(job_rows(views, wide=output_format == "wide", now=time.time())):
+        echo(line)

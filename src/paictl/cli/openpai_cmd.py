@@ -16,7 +16,7 @@ from .errors import fail as _fail
 openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
                           help="OpenPAI clusters: aliases, REST server URLs, users and where their tokens are.")
 
-_FORMAT = typer.Option("text", "--format", metavar="FORMAT", help="text or json.")
+_FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT", help="text or json.")
 _TOKEN_ENV = typer.Option(None, "--token-env", metavar="VAR",
                           help="Read the token from this environment variable (e.g. an application token in CI).")
 _VIRTUAL_CLUSTER = typer.Option(None, "--virtual-cluster", metavar="VC",
@@ -30,7 +30,7 @@ def clusters_command(output_format: str = _FORMAT) -> None:
 
     try:
         if output_format not in ("text", "json"):
-            raise UsageError(f"--format {output_format!r}: expected text or json")
+            raise UsageError(f"-o/--output {output_format!r}: expected text or json")
         path = clusters_path()
         entries = load_clusters(path)
     except PaictlError as error:

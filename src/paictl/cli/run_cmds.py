@@ -16,8 +16,8 @@ from paictl.errors import NotFoundError, PaictlError, UsageError
 
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
-from .submit_run import (backend_options, check_format, check_target, echo_json, follow_to_verdict, open_target,
-                         run_submit, show_excerpt)
+from .submit_run import (backend_options, check_format, check_target, echo_record, follow_to_verdict,
+                         open_target, run_submit, show_excerpt)
 
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend, BackendOptions
@@ -38,7 +38,13 @@ _RUN_DIR = typer.Option(None, "--run-dir", metavar="DIR",
                         help="Where local runs keep state and logs (default: $XDG_STATE_HOME/paictl/runs, i.e. "
                              "~/.local/state/paictl/runs; runs in ./.paictl/runs are found too).")
 _FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
-                       help="text: a live table (one line per change when not a terminal); json: JSON lines.")
+                       help="text: a live table while following (one line per change when not a terminal); json: "
+                            "JSON lines; yaml: one document per record.")
+_STOP_FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
+                            help="text: one line; json or yaml: the record of what was done.")
+_STATUS_FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
+                              help="text, json or yaml; without NAME also wide (more columns) and name (names "
+                                   "only), as kubectl get -o.")
 _EXIT_SPEC = typer.Option(None, "--exit-spec", metavar="FILE",
                           help="Failure-analysis rules replacing the built-in ones (see `paictl schema exit-rules`).")
 _TIMEOUT = typer.Option(None, "--pending-timeout", metavar="SECONDS",
@@ -120,33 +126,41 @@ def status_command(
                                               "list every job."),
     target: Optional[str] = _target_option("local, framework, mars or jobset. Default: a local run of that name "
                                            "if one exists, else the cluster (Framework, MarsJob, then JobSet)."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Watch until the job finishes (exit 0/1/4)."),
+    follow: bool = typer.Option(False, "--follow", "-f", "--watch", "-w",
+                                help="Watch until the job finishes (exit 0/1/4); without NAME, print each job whose "
+                                     "row changes until Ctrl-C (as kubectl get -w)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
+    all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A",
+                                        help="Kubernetes: list the jobs of every namespace (as kubectl -A)."),
+    selector: Optional[str] = typer.Option(None, "--selector", "-l", metavar="SELECTOR",
+                                           help="Kubernetes: only jobs whose labels match, e.g. userName=alice "
+                                                "(as kubectl -l; local runs have no labels)."),
     cluster: Optional[List[str]] = _CLUSTER,
-    output_format: str = _FORMAT,
+    output_format: str = _STATUS_FORMAT,
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Optional[Path] = _RUN_DIR,
 ) -> None:
     """Show a job's state, its tasks, attempts and exit codes (and why a task failed); without NAME, list jobs.
 
-    Without NAME: the local runs, then (when a kubeconfig is found, or with --target framework|mars) the
-    Frameworks and MarsJobs of the namespace.
+    Without NAME: the local runs, then (when a kubeconfig is found, or with --target framework|mars|jobset) the
+    Frameworks, MarsJobs and JobSets of the namespace, with their AGE, as kubectl get lists them.
     Exit status: 0 shown (without --follow); with --follow 0 succeeded, 1 failed, 4 stopped; 3 cluster error or
     not found.
     """
     from .errors import fail
+    from .formats import LIST_FORMATS
 
+    extra = {"selector": selector, "all_namespaces": all_namespaces}
     options = backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
-                       exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster)
+                              exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster, extra=extra)
     if name is None:
         try:
-            check_format(output_format)
-            if follow:
-                raise UsageError("--follow needs a job NAME")
-            _list_jobs(target=target, options=options, output_format=output_format)
+            check_format(output_format, LIST_FORMATS)
+            _list_jobs(target=target, options=options, output_format=output_format, selector=selector,
+                       watch=follow)
         except PaictlError as error:
             fail(error)
         return
@@ -154,14 +168,16 @@ def status_command(
     backend = None
     try:
         check_format(output_format)
+        if selector or all_namespaces:
+            raise UsageError("-l/--selector and -A/--all-namespaces choose jobs to list: give no NAME")
         backend, absent = _backend_for(name, target, options)
         if follow:
             raise typer.Exit(follow_to_verdict(backend, name, backend.watch(name), output_format, typer.echo))
         view = backend.describe(name)
-        if output_format == "json":
+        if output_format != "text":
             from paictl.targets.states import view_to_data
 
-            echo_json(view_to_data(view), typer.echo)
+            echo_record(view_to_data(view), output_format, typer.echo)
         else:
             from .live import follow as draw
 
@@ -174,25 +190,44 @@ def status_command(
             backend.close()
 
 
-def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_format: str) -> None:
-    """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`.
+def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_format: str, selector: Optional[str],
+               watch: bool) -> None:
+    """Every backend the user has set up (or the one --target names), in `LOOKUP_ORDER`; with a label selector,
+    the Kubernetes cluster only (nothing else has labels).
 
     What could be listed is printed before any error: an unreachable cluster never hides the local runs. The
     first backend error then ends the listing (the next backends are the same cluster) and becomes the exit status.
     """
-    from paictl.targets import LOOKUP_ORDER
+    from paictl.targets import LOOKUP_ORDER, RUNS_ON
 
     from .live import job_list
 
     if target is not None:
         check_target(target)
+        if selector and RUNS_ON[target] != "kube":
+            raise UsageError(f"-l/--selector lists Kubernetes jobs (framework, mars, jobset); {target} jobs have no "
+                             f"labels")
+    names = [target] if target is not None else [name for name in LOOKUP_ORDER if not selector or name == "kube"]
+    if watch:
+        _watch_jobs(names, explicit=target is not None, options=options, output_format=output_format)
+        return
+    views, error = _collect(names, explicit=target is not None, options=options)
+    if views or error is None or output_format in ("json", "yaml"):
+        job_list(views, output_format=output_format)
+    if error is not None:
+        raise error
+
+
+def _collect(names: list[str], *, explicit: bool,
+             options: "BackendOptions") -> tuple[list["JobView"], Optional[PaictlError]]:
+    """The jobs of each backend in turn, and the first error (which ends the listing)."""
     views: list[JobView] = []
     error: Optional[PaictlError] = None
-    for name in [target] if target is not None else LOOKUP_ORDER:
+    for name in names:
         backend = None
         try:
             backend = open_target(name, options)
-            if target is not None or backend.is_configured():
+            if explicit or backend.is_configured():
                 views += backend.list()
         except PaictlError as exc:
             error = exc
@@ -200,10 +235,53 @@ def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_forma
         finally:
             if backend is not None:
                 backend.close()
-    if views or error is None or output_format == "json":
-        job_list(views, output_format=output_format)
-    if error is not None:
-        raise error
+    return views, error
+
+
+#: How often `status -w` without a NAME lists the jobs again (a list per kind; kubectl's -w uses a watch).
+WATCH_INTERVAL = 2.0
+
+
+def _watch_jobs(names: list[str], *, explicit: bool, options: "BackendOptions", output_format: str) -> None:
+    """`status -w` without NAME, as `kubectl get -w`: the table, then every job whose row changed, until Ctrl-C
+    (exit 130). JSON and YAML print each changed job's record. A backend error ends it (exit 3)."""
+    import time
+
+    from paictl.targets.states import view_to_data
+
+    from .formats import record_text
+    from .live import job_rows, table_lines
+
+    shown: dict[tuple[str, str], tuple] = {}
+    widths_from: Optional[list[tuple[str, ...]]] = None
+    while True:
+        views, error = _collect(names, explicit=explicit, options=options)
+        now = time.time()
+        changed = [view for view in views if shown.get((view.where, view.name)) != _row_key(view)]
+        if output_format in ("json", "yaml"):
+            for view in changed:
+                typer.echo(record_text(view_to_data(view), output_format))
+        elif output_format == "name":
+            for view in changed:
+                typer.echo(view.name)
+        elif changed or widths_from is None:
+            rows = job_rows(views if widths_from is None else changed, wide=output_format == "wide", now=now)
+            if widths_from is None:  # the first table sets the columns, as kubectl's does
+                widths_from = rows
+                lines = table_lines(rows) if views else []
+            else:
+                lines = table_lines(widths_from[:1] + rows[1:])[1:]
+            for line in lines:
+                typer.echo(line)
+        for view in changed:
+            shown[(view.where, view.name)] = _row_key(view)
+        if error is not None:
+            raise error
+        time.sleep(WATCH_INTERVAL)
+
+
+def _row_key(view: "JobView") -> tuple:
+    return (view.state, view.attempt, view.completion_code, view.message, len(view.tasks))
 
 
 def stop_command(
@@ -213,7 +291,7 @@ def stop_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     cluster: Optional[List[str]] = _CLUSTER,
-    output_format: str = _FORMAT,
+    output_format: str = _STOP_FORMAT,
     run_dir: Optional[Path] = _RUN_DIR,
     suspend: bool = typer.Option(False, "--suspend", help="JobSet: set spec.suspend instead of deleting it "
                                                           "(its pods go; resume it with suspend: false)."),
@@ -236,8 +314,8 @@ def stop_command(
         if suspend and "jobset" not in backend.targets:
             raise UsageError(f"--suspend stops JobSets only; {name!r} is not on a Kubernetes cluster")
         result = backend.stop(name)
-        if output_format == "json":
-            echo_json(result.data, typer.echo)
+        if output_format != "text":
+            echo_record(result.data, output_format, typer.echo)
         else:
             typer.echo(result.line)
     except PaictlError as error:
@@ -263,16 +341,21 @@ def logs_command(
     kubeconfig: Optional[str] = _KUBECONFIG,
     cluster: Optional[List[str]] = _CLUSTER,
     run_dir: Optional[Path] = _RUN_DIR,
+    output_format: str = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
+                                      help="text: the lines (prefixed ROLE-INDEX when several tasks are shown); "
+                                           "json: one JSON object per line, with its task, role, index and stream."),
 ) -> None:
     """Print task logs. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs --prefix).
 
     Exit status: 0; 2 no such role or index; 3 cluster error or not found.
     """
+    import json
     from .errors import fail
 
     absent: list[str] = []
     backend = None
     try:
+        check_format(output_format, ("text", "json"))
         backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster))
@@ -283,6 +366,9 @@ def logs_command(
         for line in logs.lines:
             if line.stream == "note":
                 typer.echo(line.text, err=True)
+            elif output_format == "json":
+                typer.echo(json.dumps({"task": f"{line.role}-{line.index}", "role": line.role, "index": line.index,
+                                       "stream": line.stream, "text": line.text}, ensure_ascii=False))
             else:
                 typer.echo((f"[{line.role}-{line.index}] " if prefixed else "") + line.text)
     except PaictlError as error:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 INTERRUPTED = 130
 PENDING_TIMEOUT_EXIT = 3
-OUTPUT_FORMATS = ("text", "json")
+OUTPUT_FORMATS = ("text", "json", "yaml")  # formats.RECORD_FORMATS (not imported here: see check_format)
 
 
 def target_names() -> tuple[str, ...]:
@@ -38,9 +38,10 @@ def check_target(target: str) -> None:
         raise UsageError(f"unknown target {target!r}; available: {', '.join(target_names())}")
 
 
-def check_format(output_format: str) -> None:
-    if output_format not in OUTPUT_FORMATS:
-        raise UsageError(f"-o/--format {output_format!r}: expected text or json")
+def check_format(output_format: str, allowed: tuple[str, ...] = OUTPUT_FORMATS) -> None:
+    from .formats import check_output
+
+    check_output(output_format, allowed)
 
 
 def backend_options(*, cluster: Optional[List[str]] = None, **given) -> "BackendOptions":
@@ -69,10 +70,11 @@ def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> 
     return "framework" if kube.is_configured() else "local"
 
 
-def echo_json(data: dict, echo: "Echo") -> None:
-    import json
+def echo_record(data: dict, output_format: str, echo: "Echo") -> None:
+    """One record as `-o json` (a JSON line) or `-o yaml` (a `---` document) prints it."""
+    from .formats import record_text
 
-    echo(json.dumps(data, ensure_ascii=False))
+    echo(record_text(data, output_format))
 
 
 def show_excerpt(backend: "Backend", view: "JobView", echo: "Echo") -> None:
@@ -171,9 +173,9 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
         submission = backend.submit(compiled, dry_run=dry_run, attach=follow)
         for note in submission.notes:
             echo(note, err=True)
-        if output_format == "json":
+        if output_format != "text":
             for record in submission.data:
-                echo_json(record, echo)
+                echo_record(record, output_format, echo)
         else:
             for line in submission.lines:
                 echo(line)

@@ -350,10 +350,13 @@ def test_status_without_a_name_lists_local_runs_and_cluster_jobs(emulator, tmp_p
     listed = paictl(emulator, "status", "--run-dir", str(tmp_path / "runs"))
     assert listed.returncode == 0, listed.stderr
     rows = [line.split() for line in listed.stdout.splitlines()]
-    assert rows[0] == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE"]
-    assert rows[1] == ["local-ping-pong", str(tmp_path / "runs" / "local-ping-pong"), "succeeded", "0", "0"]
-    assert rows[2] == [name, "Framework", f"default/{name}", "succeeded", "0", "0"]
+    assert rows[0] == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE", "AGE"]
+    assert rows[1][:5] == ["local-ping-pong", str(tmp_path / "runs" / "local-ping-pong"), "succeeded", "0", "0"]
+    assert rows[2][:6] == [name, "Framework", f"default/{name}", "succeeded", "0", "0"]
     assert rows[3][:4] == ["kube-mars-51819241", "MarsJob", "default/kube-mars-51819241", "pending"]
+    # AGE as kubectl prints it: the local run was made seconds ago; the emulator's clock starts a day back
+    assert re.fullmatch(r"\d+s", rows[1][-1]) and all(re.fullmatch(r"\d+h", row[-1]) for row in rows[2:]), \
+        listed.stdout
     as_json = json.loads(paictl(emulator, "status", "--target", "mars", "--format", "json").stdout)
     assert [(v["name"], v["state"]) for v in as_json] == [("kube-mars-51819241", "pending")]
-    assert paictl(emulator, "status", "--follow").returncode == 2
+    assert as_json[0]["created"].endswith("Z")
