@@ -89,6 +89,9 @@ class Profile:
     #: pods run as when `service_account` is unset (it must be allowed to read frameworks).
     barrier_image: str = "frameworkcontroller/frameworkbarrier"
     barrier_service_account: str | None = None
+    #: Also emit that service account with a Role and RoleBinding that let it read frameworks (get, list, watch),
+    #: as FrameworkController's example sets them up, for a cluster where nobody made them (`compile --barrier-rbac`).
+    barrier_rbac: bool = False
     #: Extended resources every app container asks for (OpenPAI's FUSE device plugin: github.com/fuse).
     extra_limits: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     #: KubeDL MarsJob apiVersion (`mars.apiVersion`); the older `kubedl.io/v1alpha1` is what Mars's client targets.
@@ -224,6 +227,8 @@ def _optional(data: Mapping[str, Any]) -> dict[str, Any]:
         values["barrier_image"] = barrier["image"]
     if "serviceAccount" in barrier:
         values["barrier_service_account"] = barrier["serviceAccount"]
+    if "rbac" in barrier:
+        values["barrier_rbac"] = barrier["rbac"]
     if "apiVersion" in (data.get("mars") or {}):
         values["mars_api_version"] = data["mars"]["apiVersion"]
     if "queueName" in (data.get("jobset") or {}):

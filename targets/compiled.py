@@ -86,7 +86,8 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
                 user: Optional[str] = None, namespace: Optional[str] = None,
                 parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
                 name: Optional[str] = None, cluster: Optional[Sequence[str]] = None,
-                on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None, strict: bool = False) -> CompiledJob:
+                on_warnings: Optional[Callable[[list[Diagnostic]], None]] = None, strict: bool = False,
+                barrier_rbac: bool = False) -> CompiledJob:
     """Validate, build the model, compile for `target` and check the output.
 
     `job` is a file path, "-" for standard input, or the job's bytes (`name` is then the file name reported).
@@ -113,6 +114,8 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         chosen = chosen.with_user(user)
     if namespace is not None:
         chosen = dataclasses.replace(chosen, namespace=namespace)
+    if barrier_rbac:  # the service account, Role and RoleBinding the FrameworkBarrier needs (framework target)
+        chosen = dataclasses.replace(chosen, barrier_rbac=True)
     if isinstance(job, bytes):
         raw, path = job, name or "<bytes>"
     elif str(job) == "-":

@@ -36,6 +36,9 @@ _DEFINITIONS_URI = "https://kubernetes.io/api/_definitions.json"
 KIND_SCHEMAS: dict[tuple[str, str], str] = {
     ("v1", "Secret"): "secret-v1.json",
     ("scheduling.k8s.io/v1", "PriorityClass"): "priorityclass-scheduling-v1.json",
+    ("v1", "ServiceAccount"): "serviceaccount-v1.json",
+    ("rbac.authorization.k8s.io/v1", "Role"): "role-rbac-v1.json",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebinding-rbac-v1.json",
 }
 FRAMEWORK = ("frameworkcontroller.microsoft.com/v1", "Framework")
 #: The local target's plan (targets/local.py), checked against schemas/localplan.schema.json.

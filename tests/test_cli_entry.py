@@ -100,6 +100,7 @@ def compile_cases(tmp_path):
     out_dir = tmp_path / "out"
     return [
         (["compile", "examples/parameter-server.yaml"], b""),
+        (["compile", "examples/parameter-server.yaml", "--barrier-rbac"], b""),
         (["compile", "examples/parameter-server.yaml", "-o", "json", "--profile", "openpai"], b""),
         (["compile", "--target", "jobset", "examples/parameter-server.yaml", "--strict"], b""),
         (["compile", "-t", "mars", "examples/mars-dataframe.yaml", "--format=json"], b""),

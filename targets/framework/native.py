@@ -267,6 +267,27 @@ def barrier_init_container(profile: Profile) -> dict[str, Any]:
             "volumeMounts": [{"name": BARRIER_VOLUME, "mountPath": BARRIER_MOUNT}]}
 
 
+def barrier_rbac(job: Job, profile: Profile) -> list[dict[str, Any]]:
+    """What the FrameworkBarrier's pods need on a plain cluster: their service account, and a Role and RoleBinding
+    that let it get, list and watch frameworks (FC's example: `kubectl create serviceaccount frameworkbarrier`, a
+    ClusterRole with those verbs on `frameworks`, and a binding). Namespaced here: the barrier reads only its own
+    Framework, and a namespace's admin can apply a Role where a ClusterRole needs the cluster's. Empty unless the
+    profile asks for it and the job's pods run as the barrier's account."""
+    account = profile.barrier_service_account
+    if not (profile.barrier_rbac and account and job.gang_allocation and not profile.service_account):
+        return []
+    metadata = {"name": account, "namespace": profile.namespace}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(metadata)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(metadata),
+         "rules": [{"apiGroups": ["frameworkcontroller.microsoft.com"], "resources": ["frameworks"],
+                    "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(metadata),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": profile.namespace}]},
+    ]
+
+
 def service_account(job: Job, profile: Profile) -> str | None:
     if profile.service_account or not job.gang_allocation:
         return profile.service_account

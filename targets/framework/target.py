@@ -66,6 +66,10 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
     entrypoints = {role.name: render_entrypoint(job, role.name, parameters) for role in job.task_roles}
 
     objects: list[dict[str, Any]] = []
+    if profile.runtime == "native":
+        from paictl.targets.framework.native import barrier_rbac
+
+        objects += barrier_rbac(job, profile)
     secrets_secret = secrets_from
     if secrets_from is None and job.secrets:
         secret = config_secret(name, job, profile)

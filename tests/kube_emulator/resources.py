@@ -64,6 +64,10 @@ BUILTIN: tuple[ResourceType, ...] = (
     ResourceType(group="", version="v1", kind="Event", plural="events", short_names=("ev",)),
     ResourceType(group="scheduling.k8s.io", version="v1", kind="PriorityClass", plural="priorityclasses",
                  namespaced=False, short_names=("pc",)),
+    # What `paictl compile --barrier-rbac` emits for the FrameworkBarrier's pods.
+    ResourceType(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", short_names=("sa",)),
+    ResourceType(group="rbac.authorization.k8s.io", version="v1", kind="Role", plural="roles"),
+    ResourceType(group="rbac.authorization.k8s.io", version="v1", kind="RoleBinding", plural="rolebindings"),
     # FrameworkController: no status subresource (+genclient:noStatus), no short names.
     ResourceType(group="frameworkcontroller.microsoft.com", version="v1", kind="Framework", plural="frameworks",
                  custom=True),

@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import typer
 
+from .completion import complete_compile_target
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 
@@ -21,7 +22,7 @@ class CompileFormat(str, enum.Enum):
 
 def compile_command(
     job_path: str = JOB_ARGUMENT,
-    target: str = typer.Option("framework", "--target", "-t",
+    target: str = typer.Option("framework", "--target", "-t", autocompletion=complete_compile_target,
                                help="What to compile to: framework, jobset, mars, local, grass, openpai."),
     profile: str = PROFILE_OPTION,
     user: Optional[str] = USER_OPTION,
@@ -39,17 +40,21 @@ def compile_command(
                                                 help="grass: the cluster file (repeatable: MARO's create file and "
                                                      "node-join files); adds the plan."),
     strict: bool = STRICT_OPTION,
+    barrier_rbac: bool = typer.Option(False, "--barrier-rbac",
+                                      help="framework: also emit the service account the FrameworkBarrier's pods run "
+                                           "as, with a Role and RoleBinding to read frameworks (for a plain cluster "
+                                           "where nobody created them)."),
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 
     Output is deterministic: the same job and profile give byte-identical output.
-    Pipe it to kubectl: paictl compile job.yaml --profile openpai | kubectl apply -f -
+    Pipe it to kubectl: paictl compile job.yaml --barrier-rbac | kubectl apply -f -
     """
     from .compile_run import run_compile
 
     status = run_compile(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                          parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
                          output_format=output_format.value, output_dir=output_dir, stdin_name=stdin_name,
-                         cluster=cluster, strict=strict, echo=typer.echo)
+                         cluster=cluster, strict=strict, barrier_rbac=barrier_rbac, echo=typer.echo)
     if status:
         raise typer.Exit(status)

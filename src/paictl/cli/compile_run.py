@@ -24,7 +24,8 @@ COMPILE_FORMATS = ("yaml", "json")
 
 def compile_for_command(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                         parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str],
-                        stdin_name: str, cluster: Optional[List[str]] = None, strict: bool = False) -> CompiledJob:
+                        stdin_name: str, cluster: Optional[List[str]] = None, strict: bool = False,
+                        barrier_rbac: bool = False) -> CompiledJob:
     """`compile_job` with the command line's spelling of its inputs; warnings printed on standard error."""
     from paictl.errors import UsageError
     from paictl.targets import TARGETS
@@ -38,13 +39,13 @@ def compile_for_command(*, job_path: str, target: str, profile: str, user: Optio
     return compile_job(job_path, target=target, profile=profile, user=user, namespace=namespace,
                        parameters=overrides, secrets_from=secrets_from,
                        name=stdin_name if job_path == "-" else None, cluster=cluster, on_warnings=report_warnings,
-                       strict=strict)
+                       strict=strict, barrier_rbac=barrier_rbac)
 
 
 def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                 parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str], output_format: str,
                 output_dir: Optional[Path], stdin_name: str, cluster: Optional[List[str]], strict: bool,
-                echo: Echo) -> int:
+                echo: Echo, barrier_rbac: bool = False) -> int:
     """Compile, then print the objects (or write them into `output_dir`); return the exit status."""
     from paictl.compiler import emit
     from paictl.protocol.diagnostics import one_line
@@ -55,7 +56,7 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=namespace, parameter=parameter, parameter_files=parameter_files,
                                        secrets_from=secrets_from, stdin_name=stdin_name, cluster=cluster,
-                                       strict=strict)
+                                       strict=strict, barrier_rbac=barrier_rbac)
         if output_dir is not None:
             written = emit.write_files(compiled.objects, output_dir)
     except PaictlError as error:

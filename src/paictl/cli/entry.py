@@ -35,7 +35,7 @@ _VALIDATE = _Form(
     positional="paths", one_positional=False)
 
 _COMPILE = _Form(
-    flags={"--strict": "strict"},
+    flags={"--strict": "strict", "--barrier-rbac": "barrier_rbac"},
     valued={"--target": "target", "-t": "target", "--profile": "profile", "--user": "user",
             "--namespace": "namespace", "-n": "namespace", "--secrets-from": "secrets_from",
             "--output": "output_format", "-o": "output_format", "--format": "output_format",
@@ -44,7 +44,8 @@ _COMPILE = _Form(
               "--cluster": "cluster"},
     choices={"output_format": ("yaml", "json")},
     defaults={"target": "framework", "profile": "default", "user": None, "namespace": None, "secrets_from": None,
-              "output_format": "yaml", "output_dir": None, "stdin_name": "<stdin>", "strict": False},
+              "output_format": "yaml", "output_dir": None, "stdin_name": "<stdin>", "strict": False,
+              "barrier_rbac": False},
     positional="job_path", one_positional=True)
 
 
