@@ -72,18 +72,41 @@ def validate(
                                   stdin_name=stdin_name, quiet=quiet, echo=typer.echo))
 
 
+#: `paictl schema NAME`, as its help lists them (a test holds this to the schemas the package ships).
+SCHEMA_HELP = ("job (a job file; the default), marketplace-item, profile (a cluster profile), exit-rules, "
+               "grass-cluster (a Grass cluster file); what compile's output is checked against: framework, jobset, "
+               "marsjob, localplan, grass-job, grass-plan")
+
+
+def _schema_names(incomplete: str) -> list[str]:
+    from paictl.schemas import schema_names
+
+    return [name for name in schema_names() if name.startswith(incomplete)]
+
+
 @app.command()
 def schema(
-    name: str = typer.Argument("job", help="Which schema: job, profile (a cluster profile), exit-rules, framework."),
+    name: str = typer.Argument("job", help=f"Which schema: {SCHEMA_HELP}.", autocompletion=_schema_names),
+    output_format: str = typer.Option("json", "--output", "-o", "--format", metavar="FORMAT",
+                                      help="json, or yaml (the same schema)."),
 ) -> None:
-    """Print a JSON Schema paictl validates with (for editors: yaml-language-server, VS Code)."""
+    """Print a JSON Schema (Draft 2020-12) paictl validates with (for editors: yaml-language-server, VS Code)."""
     import json
 
     from paictl.schemas import load_schema, schema_names
 
+    from .formats import check_output, record_text
+
+    try:
+        check_output(output_format, ("json", "yaml"))
+    except UsageError as error:
+        fail(error)
     if name not in schema_names():
         fail(UsageError(f"unknown schema {name!r}; available: {', '.join(schema_names())}"))
-    typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
+    if output_format == "yaml":
+        typer.echo(record_text(load_schema(name), "yaml"))
+    else:
+        typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
 
 
 @app.command()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import typer
 
+from .completion import complete_profile
+
 JOB_ARGUMENT = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input.")
-PROFILE_OPTION = typer.Option("default", "--profile", metavar="FILE_OR_NAME",
+PROFILE_OPTION = typer.Option("default", "--profile", metavar="FILE_OR_NAME", autocompletion=complete_profile,
                               help="Cluster profile: a built-in name (default, openpai) or a YAML file.")
 USER_OPTION = typer.Option(None, "--user", help="OpenPAI user name (overrides the profile's).")
 PARAMETER_OPTION = typer.Option([], "--parameter", "-p", metavar="KEY=VALUE",

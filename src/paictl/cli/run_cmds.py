@@ -14,6 +14,7 @@ import typer
 
 from paictl.errors import NotFoundError, PaictlError, UsageError
 
+from .completion import complete_cluster, complete_job, complete_target
 from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
                        STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 from .submit_run import (backend_options, check_format, check_target, echo_record, follow_to_verdict,
@@ -25,13 +26,18 @@ if TYPE_CHECKING:
 
 
 def _target_option(help_text: str):
-    return typer.Option(None, "--target", "-t", metavar="TARGET", help=help_text)
+    return typer.Option(None, "--target", "-t", metavar="TARGET", help=help_text, autocompletion=complete_target)
+
+
+def _name_argument(help_text: str, required: bool = True):
+    return typer.Argument(... if required else None, metavar="NAME" if required else "[NAME]", help=help_text,
+                          autocompletion=complete_job)
 
 
 _CONTEXT = typer.Option(None, "--context", help="The kubeconfig context to use (as kubectl --context).")
 _NAMESPACE = typer.Option(None, "--namespace", "-n", help="Namespace (default: the context's, else the profile's).")
 _KUBECONFIG = typer.Option(None, "--kubeconfig", metavar="FILE", help="Path to the kubeconfig file (as kubectl).")
-_CLUSTER = typer.Option(None, "--cluster", metavar="FILE_OR_ALIAS",
+_CLUSTER = typer.Option(None, "--cluster", metavar="FILE_OR_ALIAS", autocompletion=complete_cluster,
                         help="grass: the cluster file (repeatable: MARO's create file and node-join files); "
                              "openpai: the cluster alias (see `paictl openpai clusters`; default: the only one).")
 _RUN_DIR = typer.Option(None, "--run-dir", metavar="DIR",
@@ -121,9 +127,8 @@ def submit_command(
 
 
 def status_command(
-    name: Optional[str] = typer.Argument(None, metavar="[NAME]",
-                                         help="The job name (a local run or a Framework/MarsJob/JobSet); omit it to "
-                                              "list every job."),
+    name: Optional[str] = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet); omit it to "
+                                         "list every job.", required=False),
     target: Optional[str] = _target_option("local, framework, mars or jobset. Default: a local run of that name "
                                            "if one exists, else the cluster (Framework, MarsJob, then JobSet)."),
     follow: bool = typer.Option(False, "--follow", "-f", "--watch", "-w",
@@ -285,7 +290,7 @@ def _row_key(view: "JobView") -> tuple:
 
 
 def stop_command(
-    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob/JobSet)."),
+    name: str = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet)."),
     target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
@@ -326,7 +331,7 @@ def stop_command(
 
 
 def logs_command(
-    name: str = typer.Argument(..., metavar="NAME", help="The job name (a local run or a Framework/MarsJob/JobSet)."),
+    name: str = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet)."),
     role: Optional[str] = typer.Argument(None, metavar="[ROLE]", help="Task role (default: every role)."),
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
     target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
