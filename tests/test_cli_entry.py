@@ -41,6 +41,9 @@ def cases(tmp_path):
     broken = b"protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n"
     return [
         (["validate", "examples"], b""),
+        (["validate", ".", "--all-files", "--output", "json"], b""),
+        (["validate", "--by-shape", ".pre-commit-hooks.yaml", "examples/hello-world.yaml"], b""),
+        (["validate", "tests"], b""),
         (["validate", "--strict", "-q", *loading], b""),
         (["validate", "--format", "json", *loading, *semantic], b""),
         (["validate", "--format=json", "--strict", *semantic], b""),
@@ -84,7 +87,11 @@ def test_typer_still_owns_usage_errors_and_help():
 
 def test_parsed_options():
     assert parse_validate(["a.yaml", "--strict", "-q", "--format", "json", "--stdin-name", "n", "-", "--", "-x"]) == {
-        "paths": ["a.yaml", "-", "-x"], "format": "json", "strict": True, "quiet": True, "stdin_name": "n"}
+        "paths": ["a.yaml", "-", "-x"], "format": "json", "strict": True, "quiet": True, "stdin_name": "n",
+        "all_files": False, "by_shape": False}
+    assert parse_validate(["--all-files", "--by-shape", "--output", "json", "d"]) == {
+        "paths": ["d"], "format": "json", "strict": False, "quiet": False, "stdin_name": "<stdin>",
+        "all_files": True, "by_shape": True}
 
 
 # ---------------------------------------------------------------------------------------------------------------

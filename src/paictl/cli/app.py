@@ -52,24 +52,33 @@ def _root(
 @app.command()
 def validate(
     paths: List[str] = typer.Argument(..., metavar="PATH...",
-                                      help="Job files, directories (searched for *.yaml/*.yml), or - for stdin."),
+                                      help="Job files, directories (searched for *.yaml/*.yml: the jobs and "
+                                           "marketplace items among them are checked), or - for stdin."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o", "--format",
                                                help="text: compiler-style lines; json: the same records as JSON."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as failures (exit 1)."),
     stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                    help="File name to report for input read from '-' (for editors)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print diagnostics only, no summary line."),
+    all_files: bool = typer.Option(False, "--all-files",
+                                   help="Check every YAML file found in a directory, not only those shaped like a "
+                                        "job or a marketplace item."),
+    by_shape: bool = typer.Option(False, "--by-shape",
+                                  help="Pick the files named on the command line by their shape too, as those found "
+                                       "in directories (the pre-commit hook: it is handed every staged YAML file)."),
 ) -> None:
     """Check OpenPAI job files: YAML, the OpenPAI schema, OpenPAI's semantic rules and known pitfalls.
 
-    Marketplace items are recognised by their shape and checked with their embedded job.
+    Marketplace items are recognised by their shape and checked with their embedded job. In a directory, YAML
+    files that are neither (a CI config, a chart) are skipped and counted; --all-files checks them too.
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
     from .validate_cmd import run_validate
 
     raise typer.Exit(run_validate(paths, json_output=output_format is OutputFormat.json, strict=strict,
-                                  stdin_name=stdin_name, quiet=quiet, echo=typer.echo))
+                                  stdin_name=stdin_name, quiet=quiet, echo=typer.echo, all_files=all_files,
+                                  by_shape=by_shape))
 
 
 #: `paictl schema NAME`, as its help lists them (a test holds this to the schemas the package ships).

@@ -28,10 +28,12 @@ class _Form:
 
 
 _VALIDATE = _Form(
-    flags={"--strict": "strict", "--quiet": "quiet", "-q": "quiet"},
+    flags={"--strict": "strict", "--quiet": "quiet", "-q": "quiet", "--all-files": "all_files",
+           "--by-shape": "by_shape"},
     valued={"--output": "format", "--format": "format", "-o": "format", "--stdin-name": "stdin_name"},
     repeated={}, choices={"format": ("text", "json")},
-    defaults={"format": "text", "strict": False, "quiet": False, "stdin_name": "<stdin>"},
+    defaults={"format": "text", "strict": False, "quiet": False, "stdin_name": "<stdin>", "all_files": False,
+              "by_shape": False},
     positional="paths", one_positional=False)
 
 _COMPILE = _Form(
@@ -196,7 +198,8 @@ def _run(command: str, options: dict) -> int:
 
             status = run_validate(options["paths"], json_output=options["format"] == "json",
                                   strict=options["strict"], stdin_name=options["stdin_name"],
-                                  quiet=options["quiet"], echo=plain_echo)
+                                  quiet=options["quiet"], echo=plain_echo, all_files=options["all_files"],
+                                  by_shape=options["by_shape"])
         elif command == "compile":
             from .compile_run import run_compile
 

@@ -51,7 +51,8 @@ def text_report(results: Iterable[ValidationResult]) -> str:
     return "\n".join(format_diagnostic(d) for r in results for d in r.diagnostics)
 
 
-def json_report(results: Sequence[ValidationResult], strict: bool) -> str:
+def json_report(results: Sequence[ValidationResult], strict: bool,
+                skipped: Sequence[tuple[str, str]] = ()) -> str:
     records = [{
         "file": r.path,
         "valid": r.ok and not (strict and r.warnings),
@@ -63,8 +64,11 @@ def json_report(results: Sequence[ValidationResult], strict: bool) -> str:
         "errors": sum(len(r.errors) for r in results),
         "warnings": sum(len(r.warnings) for r in results),
         "strict": strict,
+        "skipped": len(skipped),
     }
-    return json_escaped(json.dumps({"summary": summary, "results": records}, indent=2, ensure_ascii=False))
+    report = {"summary": summary, "results": records,
+              "skipped": [{"file": file, "reason": reason} for file, reason in skipped]}
+    return json_escaped(json.dumps(report, indent=2, ensure_ascii=False))
 
 
 #: Characters JSON may carry raw that a terminal would act on: C1 controls, DEL, line separators, bidi overrides.

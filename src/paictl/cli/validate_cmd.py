@@ -7,9 +7,10 @@ other command's module took longer than validating a file. This module imports n
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from paictl.errors import InputError
 
@@ -19,12 +20,40 @@ YAML_SUFFIXES = (".yaml", ".yml")
 Echo = Callable[..., None]
 
 
-def collect_paths(paths: Sequence[str]) -> list[str]:
+class Found(NamedTuple):
+    path: str
+    searched: bool  # found in a directory (checked only if it is a job or an item by its shape), not named
+
+
+#: A job's own root keys at the start of a line: a document with one of them is a job, however broken it is.
+_JOB_ROOT_KEY = re.compile(rb"^(?:protocolVersion|taskRoles|prerequisites|deployments)[ \t]*:", re.M)
+SKIP_REASON = ("neither a job nor a marketplace item: no protocolVersion, taskRoles, prerequisites or deployments, "
+               "and no protocol with a name or author, at its root")
+
+
+def is_job_or_item(raw: bytes, path: str) -> bool:
+    """Whether a file found in a directory is one `validate` checks: a job (one of a job's keys at its root) or a
+    marketplace item. Block-style jobs are recognised from their text; anything else is read (the loader's cache
+    keeps the data for the check that follows)."""
+    if _JOB_ROOT_KEY.search(raw):
+        return True
+    from paictl.marketplace.shape import looks_like_item
+    from paictl.protocol.loading import DocumentError, decode_source, load_data
+
+    try:
+        data = load_data(decode_source(raw, path), path)
+    except DocumentError:
+        return False  # not YAML paictl can read, and no job key where a job has them
+    return isinstance(data, dict) and (looks_like_item(data) or any(
+        key in data for key in ("protocolVersion", "taskRoles", "prerequisites", "deployments")))
+
+
+def collect_paths(paths: Sequence[str]) -> list[Found]:
     """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin."""
-    found: list[str] = []
+    found: list[Found] = []
     for given in paths:
         if given == "-":
-            found.append(given)
+            found.append(Found(given, False))
             continue
         path = Path(given)
         try:
@@ -36,14 +65,14 @@ def collect_paths(paths: Sequence[str]) -> list[str]:
                            and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
             if not files:
                 raise InputError(f"{given}: no *.yaml or *.yml files in this directory")
-            found.extend(str(p) for p in files)
+            found.extend(Found(str(p), True) for p in files)
         else:
-            found.append(given)
+            found.append(Found(given, False))
     return found
 
 
 def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin_name: str, quiet: bool,
-                 echo: Echo) -> int:
+                 echo: Echo, all_files: bool = False, by_shape: bool = False) -> int:
     """Validate `paths`, print the report through `echo`, return the exit status (0, 1 or 2).
 
     Each file's result keeps only its diagnostics once checked (`ValidationResult.summary`), not its parsed
@@ -56,34 +85,49 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
     from .report import json_report, summary_line, text_report
 
     results = []
+    skipped: list[str] = []
     io_errors: list[str] = []
     try:
         files = collect_paths(paths)
     except InputError as exc:
         echo(error_line(exc), err=True)
         return exc.exit_code
-    for file in files:
+    for file, searched in files:
         try:
             raw = read_stdin() if file == "-" else read_source(file)
         except InputError as exc:
             io_errors.append(str(exc))
             continue
-        results.append(validate_bytes(raw, stdin_name if file == "-" else file,
-                                      other_kinds=validate_if_item).summary())
+        name = stdin_name if file == "-" else file
+        if (searched or by_shape) and not all_files and not is_job_or_item(raw, name):
+            skipped.append(name)
+            continue
+        results.append(validate_bytes(raw, name, other_kinds=validate_if_item).summary())
 
     if json_output:
-        echo(json_report(results, strict))
+        echo(json_report(results, strict, skipped=[(name, SKIP_REASON) for name in skipped]))
     else:
         report = text_report(results)
         if report:
             echo(report)
-        if not quiet and results:
+        if not quiet and (results or skipped):
             echo(summary_line(results, strict))
+        if not quiet and skipped:
+            echo(skipped_line(skipped))
     for message in io_errors:
         echo(error_line(message), err=True)
     if io_errors:
         return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
+
+
+def skipped_line(skipped: Sequence[str]) -> str:
+    """How many YAML files were not checked, which (the first few), why, and how to check them."""
+    from paictl.protocol.diagnostics import one_line
+
+    shown = ", ".join(one_line(name) for name in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    count = f"{len(skipped)} YAML file" + ("" if len(skipped) == 1 else "s")
+    return f"{count} skipped ({shown}): {SKIP_REASON}; --all-files checks every file"
 
 
 def validate_if_item(data: dict, text: str, path: str):
