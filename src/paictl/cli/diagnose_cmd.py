@@ -55,6 +55,7 @@ def diagnose_command(
         report_invalid(exc)
     verdict = analyse(exit_code, user_text, platform_text, rules)
     report = _report(verdict, cut=[name for name, cut in (("user", user_cut), ("platform", platform_cut)) if cut])
+    report["hints"] = _hints(verdict, user_text, rules.default_code) if exit_code != 0 else []
     if output_format is DiagnoseFormat.json:
         import json
 
@@ -97,6 +98,16 @@ def _report(verdict, cut: list[str]) -> dict[str, Any]:
     }
 
 
+def _hints(verdict, log: str, unknown: int) -> list[dict[str, Any]]:
+    """For a failure the rules leave unknown (their default, 255, as OpenPAI's own rules do): what the user's log
+    points at."""
+    from paictl.compiler.failure_hints import hints
+
+    if verdict.rule.code != unknown:
+        return []
+    return [{"name": h.name, "log": "user", "line": h.line, "text": h.text, "advice": h.advice} for h in hints(log)]
+
+
 def _text(report: dict[str, Any]) -> str:
     lines = [
         f"{report['code']} {report['phrase']}",
@@ -109,4 +120,9 @@ def _text(report: dict[str, Any]) -> str:
     for match in report["matched"]:
         where = " of its last 10 MiB" if match["log"] in report["tail_only"] else ""
         lines.append(f"  matched:   {match['log']} log line {match['line']}{where}: {match['text']}")
+    if report["hints"]:
+        lines.append("  unknown to OpenPAI's exit rules too (they give 255 as well); what the log points at:")
+    for hint in report["hints"]:
+        lines.append(f"  hint:      {hint['name']} ({hint['log']} log line {hint['line']}: {hint['text']}): "
+                     f"{hint['advice']}")
     return "\n".join(lines)
