@@ -49,11 +49,30 @@ def compiled(*args: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("apply", [["apply", "-f", "-"], ["apply", "--server-side", "-f", "-"]])
-def test_the_quick_start_pipe_applies_what_the_pods_need(kubectl, emulator, apply):
-    text = compiled(str(PS), "--barrier-rbac")
-    done = kubectl(*apply, stdin=text)
+def readme_pipe() -> tuple[str, list[str]]:
+    """The README's quick-start line into `kubectl apply`, and the output it shows."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith("$ paictl compile") and "kubectl apply" in line)
+    shown = []
+    for line in lines[index + 1:]:
+        if line.startswith(("$ ", "```")):
+            break
+        shown.append(line)
+    return lines[index][2:], shown
+
+
+@pytest.mark.parametrize("server_side", [False, True])
+def test_the_quick_start_pipe_applies_what_the_pods_need(kubectl, emulator, tmp_path, server_side):
+    command, shown = readme_pipe()
+    if server_side:
+        command = command.replace("kubectl apply", "kubectl apply --server-side")
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.path.dirname(KUBECTL)}:/usr/bin:/bin",
+           "HOME": str(tmp_path), "KUBECONFIG": str(emulator.kubeconfig)}
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    if not server_side:
+        assert done.stdout.splitlines() == shown  # exactly what the README shows
     assert [line.split()[0] for line in done.stdout.splitlines()][:3] == [
         "serviceaccount/frameworkbarrier", "role.rbac.authorization.k8s.io/frameworkbarrier",
         "rolebinding.rbac.authorization.k8s.io/frameworkbarrier"]
