@@ -64,10 +64,11 @@ def json_report(results: Sequence[ValidationResult], strict: bool,
         "errors": sum(len(r.errors) for r in results),
         "warnings": sum(len(r.warnings) for r in results),
         "strict": strict,
-        "skipped": len(skipped),
     }
-    report = {"summary": summary, "results": records,
-              "skipped": [{"file": file, "reason": reason} for file, reason in skipped]}
+    report: dict = {"summary": summary, "results": records}
+    if skipped:  # only when a directory held other YAML: the report of the files checked is otherwise unchanged
+        summary["skipped"] = len(skipped)
+        report["skipped"] = [{"file": file, "reason": reason} for file, reason in skipped]
     return json_escaped(json.dumps(report, indent=2, ensure_ascii=False))
 
 

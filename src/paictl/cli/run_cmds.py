@@ -250,6 +250,7 @@ WATCH_INTERVAL = 2.0
 def _watch_jobs(names: list[str], *, explicit: bool, options: "BackendOptions", output_format: str) -> None:
     """`status -w` without NAME, as `kubectl get -w`: the table, then every job whose row changed, until Ctrl-C
     (exit 130). JSON and YAML print each changed job's record. A backend error ends it (exit 3)."""
+    import sys
     import time
 
     from paictl.targets.states import view_to_data
@@ -280,6 +281,7 @@ def _watch_jobs(names: list[str], *, explicit: bool, options: "BackendOptions", 
                 typer.echo(line)
         for view in changed:
             shown[(view.where, view.name)] = _row_key(view)
+        sys.stdout.flush()  # each round reaches a pipe as it happens, as kubectl's -w
         if error is not None:
             raise error
         time.sleep(WATCH_INTERVAL)

@@ -139,17 +139,21 @@ def test_status_lists_as_kubectl_get(kubectl, emulator, tmp_path):
 
 
 def test_status_watch_without_a_name_prints_changed_rows_until_ctrl_c(emulator, tmp_path):
-    emulator.scenario("Framework", "*", "succeeded")
+    import queue
+    import threading
+
+    submitted = paictl(emulator, "submit", str(ROOT / "examples" / "hello-world.yaml"), "--target", "framework")
+    assert submitted.returncode == 0, submitted.stderr
+    name = submitted.stdout.split()[-2].split("/")[-1]
     watcher = start(emulator, "status", "-w", "--target", "framework", "-o", "name")
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.strip()) for line in watcher.stdout], daemon=True).start()
     try:
-        time.sleep(1.5)
-        done = paictl(emulator, "submit", str(ROOT / "examples" / "hello-world.yaml"), "--target", "framework",
-                      "--follow")
-        assert done.returncode == 0, done.stderr
-        time.sleep(2 * 2.5)  # two listings after the verdict
+        assert lines.get(timeout=60) == name  # the first listing
+        stopped = paictl(emulator, "stop", name)
+        assert stopped.returncode == 0, stopped.stderr
+        assert lines.get(timeout=60) == name  # printed again: its row changed
     finally:
         watcher.send_signal(signal.SIGINT)
-        out, err = watcher.communicate(timeout=30)
+        _, err = watcher.communicate(timeout=30)
     assert watcher.returncode == 130, err
-    names = out.split()
-    assert names and set(names) == {names[0]} and len(names) >= 2  # one job, printed again as its state changed
