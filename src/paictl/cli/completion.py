@@ -53,24 +53,17 @@ def complete_profile(incomplete: str) -> list[str]:
 
 def complete_cluster(incomplete: str) -> list[str]:
     """OpenPAI aliases from the clusters file (a small local file), then Grass cluster files."""
-    aliases: list[str] = []
-    try:
-        from paictl.targets.openpai.clusters import clusters_path, load_clusters
+    from .openpai_cmd import cluster_aliases  # the OpenPAI target's own command module reads its clusters file
 
-        path = clusters_path()
-        if path.is_file():
-            aliases = list(load_clusters(path))
-    except Exception:  # noqa: BLE001 - a broken clusters file must not break the shell; `openpai clusters` says why
-        aliases = []
-    return _matching(aliases, incomplete) + _yaml_files(incomplete)
+    return _matching(cluster_aliases(), incomplete) + _yaml_files(incomplete)
 
 
 def complete_job(incomplete: str) -> list[str]:
     """Local runs by name (the run folders'); a cluster is never asked."""
-    from paictl.targets.local.store import LEGACY_RUN_DIR, default_run_dir
+    from paictl.targets import open_backend
 
     names = []
-    for folder in (default_run_dir(), LEGACY_RUN_DIR):
+    for folder in getattr(open_backend("local"), "run_dirs", ()):
         try:
             with os.scandir(folder) as entries:
                 names += [entry.name for count, entry in zip(range(_MAX_FILES), entries)

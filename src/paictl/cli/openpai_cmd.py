@@ -168,3 +168,15 @@ def _json_text(data, **options) -> str:
     import json
 
     return json.dumps(data, **options)
+
+
+def cluster_aliases() -> list[str]:
+    """The aliases of the clusters file, for shell completion (completion.py): a small local file, no request; a
+    broken file offers nothing (`paictl openpai clusters` says what is wrong with it)."""
+    from paictl.targets.openpai.clusters import clusters_path, load_clusters
+
+    try:
+        path = clusters_path()
+        return list(load_clusters(path)) if path.is_file() else []
+    except (PaictlError, OSError):
+        return []
