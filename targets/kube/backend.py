@@ -50,7 +50,7 @@ class KubeBackend:
             from .client import connect
 
             self._connection = connect(context=self.options.context, namespace=self._namespace,
-                                       kubeconfig=self.options.kubeconfig)
+                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"))
         return self._connection
 
     def diagnoser(self) -> Callable[[int, str], str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
 from paictl.errors import ClusterError, NotFoundError
@@ -22,9 +22,16 @@ FIELD_MANAGER = "paictl"
 STOP_FIELD_MANAGER = "paictl-stop"
 #: Plain requests give up after this long; watches and log streams have no read deadline of their own.
 REQUEST_TIMEOUT = (10.0, 60.0)
-#: Idempotent requests (GET, server-side apply) are retried on 5xx/429 and connection errors: the delays between
-#: attempts (seconds), doubling as client-go's default backoff does, about 3.5 s in all.
+#: Retries, as client-go decides them (k8s.io/client-go/rest/with_retry.go `checkWait`, request.go
+#: `IsRetryableErrorFunc`): a 429 (priority and fairness turned the request away before acting on it) for any
+#: request; a 5xx, a dropped connection or a read timeout only for requests that give the same result however often
+#: they are sent (GET, server-side apply). A refused connection, an unknown host or a connect timeout is never retried:
+#: there is no server to wait for, and kubectl answers at once too. The delays between attempts (seconds) double,
+#: unless the server names one (Retry-After, capped at RETRY_AFTER_CAP).
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
+RETRY_AFTER_CAP = 10.0
+#: A retry that keeps the user waiting longer than this (seconds) is announced through `Cluster.notice`.
+RETRY_QUIET = 1.0
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
@@ -97,28 +104,36 @@ class Cluster:
     namespace: str
     context: str
     server: str
+    #: Where a retry that keeps the user waiting is announced (one line, no "paictl:" prefix); None: silent.
+    notice: Optional[Callable[[str], None]] = None
 
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, Any]] = (), body: Any = None,
                 content_type: Optional[str] = None, stream: bool = False,
                 timeout: Any = REQUEST_TIMEOUT, retry: bool = True) -> Any:
         """Send a request; return the urllib3 response (status 2xx) or raise `ApiFailure` / urllib3's errors.
 
-        A plain GET and a server-side apply give the same result however often they are sent, so a 5xx, a 429 or
-        a dropped connection is retried after `RETRY_DELAYS`; anything else (and streams, which their readers
-        resume themselves, and callers with a backoff of their own: `retry=False`) is sent once."""
+        Retried as `RETRY_DELAYS` says. Streams (their readers resume themselves) and callers with a backoff of their
+        own (`retry=False`) are sent once."""
         import time
 
-        idempotent = retry and not stream and (method == "GET" or content_type == APPLY_PATCH)
-        for delay in RETRY_DELAYS if idempotent else ():
+        idempotent = method == "GET" or content_type == APPLY_PATCH
+        started = time.monotonic()
+        for attempt, backoff in enumerate(RETRY_DELAYS if retry and not stream else (), start=1):
             try:
                 return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
                                   timeout=timeout)
             except ApiFailure as failure:
-                if not (failure.status >= 500 or failure.status == 429):
+                if not (failure.status == 429 or (idempotent and failure.status >= 500)):
                     raise
+                delay = failure.retry_after if failure.retry_after is not None else backoff
+                why = f"the cluster answered {failure.status} {failure.reason or ''}".rstrip()
             except Exception as exc:  # noqa: BLE001
-                if not is_connection_error(exc):
+                if not (idempotent and is_dropped_connection(exc)):
                     raise
+                delay, why = backoff, f"the connection to {self.server} dropped"
+            if self.notice is not None and time.monotonic() + delay - started >= RETRY_QUIET:
+                self.notice(f"{why}; retrying {method} in {delay:g}s (attempt {attempt + 1} of "
+                            f"{len(RETRY_DELAYS) + 1})")
             time.sleep(delay)
         return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
                           timeout=timeout)
@@ -138,7 +153,7 @@ class Cluster:
                 text = response.data.decode("utf-8", errors="replace")
             finally:
                 response.release_conn()
-            raise ApiFailure(response.status, text)
+            raise ApiFailure(response.status, text, retry_after=_retry_after(response.headers.get("Retry-After")))
         return response
 
     def json(self, method: str, path: str, **options: Any) -> dict[str, Any]:
@@ -155,9 +170,10 @@ class Cluster:
 class ApiFailure(Exception):
     """A non-2xx answer; the body is the API server's `Status` object when it sent one."""
 
-    def __init__(self, status: int, body: str):
+    def __init__(self, status: int, body: str, *, retry_after: Optional[float] = None):
         super().__init__(f"HTTP {status}")
         self.status = status
+        self.retry_after = retry_after  # seconds the server asked the client to wait (Retry-After), if it did
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -211,22 +227,99 @@ def _chosen_context(kubernetes: Any, config_file: str, context: Optional[str]) -
     return contexts, next((c for c in contexts if c.get("name") == wanted), None)
 
 
+def _kubeconfig_entries(config_file: str) -> tuple[Optional[str], dict[str, dict], dict[str, dict]]:
+    """(current context, contexts by name, clusters by name) merged as kubectl merges a KUBECONFIG list (first
+    wins), read with PyYAML's C loader: no kubernetes import."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    current: Optional[str] = None
+    contexts: dict[str, dict] = {}
+    clusters: dict[str, dict] = {}
+    for path in config_file.split(os.pathsep):
+        path = os.path.expanduser(path)
+        if not path or not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = yaml.load(handle, Loader=loader)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        current = current or (str(data["current-context"]) if data.get("current-context") else None)
+        for key, found in (("contexts", contexts), ("clusters", clusters)):
+            for entry in data.get(key) or []:
+                if isinstance(entry, dict) and isinstance(entry.get(key[:-1]), dict):
+                    found.setdefault(str(entry.get("name")), entry[key[:-1]])
+    return current, contexts, clusters
+
+
+def probe(config_file: str, context: Optional[str]) -> None:
+    """Fail fast: resolve the chosen cluster's host and open one TCP connection to it before the official client
+    (half a second to import) is loaded. An unknown host, a refused connection or a network that cannot be reached
+    is then one line at once, as with kubectl; anything else (a proxy, a kubeconfig the probe cannot read) is left
+    to the client, which says it in its own words."""
+    import socket
+    from urllib.parse import urlsplit
+
+    current, contexts, clusters = _kubeconfig_entries(config_file)
+    name = context if context is not None else current
+    cluster = clusters.get(str((contexts.get(str(name)) or {}).get("cluster")))
+    if not cluster or cluster.get("proxy-url") or not isinstance(cluster.get("server"), str):
+        return
+    server = cluster["server"]
+    try:
+        url = urlsplit(server)
+        host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        return
+    if not host:
+        return
+
+    def unreachable(reason: str) -> ClusterError:
+        return ClusterError(f"cannot reach the cluster at {server} (context {name}): {reason}")
+
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        raise unreachable(f"unknown host {host}") from None
+    except (OSError, UnicodeError):
+        return
+    failure: Optional[OSError] = None
+    for family, kind, protocol, _, address in addresses:
+        try:
+            with socket.socket(family, kind, protocol) as sock:
+                sock.settimeout(REQUEST_TIMEOUT[0])
+                sock.connect(address)
+            return
+        except OSError as exc:
+            failure = exc
+    if isinstance(failure, ConnectionRefusedError):
+        raise unreachable("connection refused")
+    if isinstance(failure, (socket.timeout, TimeoutError)):
+        raise unreachable(f"no answer within {REQUEST_TIMEOUT[0]:g}s")
+    if failure is not None:
+        raise unreachable(" ".join((failure.strerror or str(failure)).lower().split()))
+
+
 def kubeconfig_path(kubeconfig: Optional[str] = None) -> str:
     """kubectl's choice: --kubeconfig, else $KUBECONFIG (a list of files), else ~/.kube/config."""
     return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
 def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
-            kubeconfig: Optional[str] = None) -> Cluster:
+            kubeconfig: Optional[str] = None, notice: Optional[Callable[[str], None]] = None) -> Cluster:
     """kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config; --context, else the
     current context; --namespace, else the context's namespace, else `default`."""
-    kubernetes = _kubernetes()
-    from kubernetes.config.config_exception import ConfigException
-
     config_file = kubeconfig_path(kubeconfig)
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
         raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
+    probe(config_file, context)
+    kubernetes = _kubernetes()
+    from kubernetes.config.config_exception import ConfigException
+
     try:
         contexts, chosen = _chosen_context(kubernetes, config_file, context)
         if chosen is None:
@@ -241,7 +334,7 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     configuration.retries = False
     return Cluster(api=kubernetes.client.ApiClient(configuration),
                    namespace=namespace or (chosen.get("context") or {}).get("namespace") or "default",
-                   context=chosen["name"], server=configuration.host)
+                   context=chosen["name"], server=configuration.host, notice=notice)
 
 
 def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
@@ -259,6 +352,53 @@ def is_connection_error(exc: BaseException) -> bool:
     import urllib3.exceptions
 
     return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """No connection was made: refused, unknown host, connect timeout. Nothing reached a server, and waiting would
+    not change that within a command's time."""
+    import urllib3.exceptions
+
+    return isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError,
+                            ConnectionRefusedError))
+
+
+def is_dropped_connection(exc: BaseException) -> bool:
+    """A connection that was made and then lost (reset, closed mid-answer, a read timeout): the server may have
+    acted, so only an idempotent request may be sent again."""
+    return is_connection_error(exc) and not is_unreachable(exc)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (the API server sends whole seconds; an HTTP date is honoured too), capped."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            import datetime
+
+            seconds = (parsedate_to_datetime(value) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """`connection refused`, `unknown host NAME`, `no answer within 10s`: the one thing the user needs to know."""
+    import urllib3.exceptions
+
+    if isinstance(exc, urllib3.exceptions.NameResolutionError):
+        return f"unknown host {getattr(exc, 'conn', None) and exc.conn.host or ''}".rstrip()
+    text = str(exc)
+    if "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return text.split("Failed to establish a new connection: ", 1)[-1]
+    return "no answer (connect timeout)"
 
 
 def resource_installed(cluster: Cluster, resource: Resource) -> bool:
@@ -279,8 +419,12 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     where = f" in namespace {namespace or cluster.namespace}" if resource.namespaced else ""
     target = f"{resource.full_name} {name!r}" if name else resource.full_name
     if not isinstance(exc, ApiFailure):
+        if is_dropped_connection(exc) and verb not in ("get", "list", "watch"):
+            return ClusterError(f"{verb} {target}{where}: the connection to {cluster.server} dropped before the "
+                                f"cluster answered, so it may have been done: `paictl status` shows the job "
+                                f"({_short(getattr(exc, 'reason', None) or exc)})")
         if is_connection_error(exc) or getattr(exc, "status", None) == 0:  # status 0: the client's TLS failure
-            reason = getattr(exc, "reason", None) or exc
+            reason = unreachable_reason(exc) if is_unreachable(exc) else (getattr(exc, "reason", None) or exc)
             return ClusterError(f"cannot reach the cluster at {cluster.server} (context {cluster.context}): "
                                 f"{_short(reason)}")
         return ClusterError(f"{verb} {target}{where}: {_short(exc)}")

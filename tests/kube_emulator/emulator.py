@@ -95,11 +95,27 @@ class Emulator:
 
     def fail_next(self, count: int, status: int = 500, method: str | None = None,
                   path_contains: str | None = None) -> None:
-        """The next `count` matching requests get an error Status with that code (InternalError for 500)."""
-        with self._lock:
-            self._failures.append({"count": count, "status": status, "method": method, "path": path_contains})
+        """The next `count` matching requests get an error Status with that code (InternalError for 500), before
+        the server acts on them."""
+        self._inject("fail", count, method, path_contains, status=status)
 
-    def _take_failure(self, method: str, path: str) -> int | None:
+    def throttle_next(self, count: int, method: str | None = None, path_contains: str | None = None,
+                      retry_after: str = "1") -> None:
+        """The next `count` matching requests are turned away as the API server's max-in-flight and priority-and-
+        fairness filters do (k8s.io/apiserver/pkg/server/filters/maxinflight.go `tooManyRequests`): 429, header
+        `Retry-After: 1`, a plain-text body, before anything is done."""
+        self._inject("throttle", count, method, path_contains, retry_after=retry_after)
+
+    def lose_next(self, count: int, method: str | None = None, path_contains: str | None = None) -> None:
+        """The next `count` matching requests are carried out, then the connection drops before the answer: the
+        client cannot tell whether the server acted (a proxy or load balancer cutting a connection does this)."""
+        self._inject("lose", count, method, path_contains)
+
+    def _inject(self, kind: str, count: int, method: str | None, path: str | None, **details) -> None:
+        with self._lock:
+            self._failures.append({"kind": kind, "count": count, "method": method, "path": path, **details})
+
+    def _take_injected(self, method: str, path: str) -> dict | None:
         with self._lock:
             for failure in self._failures:
                 if failure["count"] <= 0:
@@ -107,7 +123,7 @@ class Emulator:
                 if failure["method"] not in (None, method) or (failure["path"] and failure["path"] not in path):
                     continue
                 failure["count"] -= 1
-                return failure["status"]
+                return failure
         return None
 
     def forbid(self, verb: str, plural: str) -> None:
