@@ -209,8 +209,6 @@ def delete_marsjob(cluster: Cluster, name: str, namespace: str, resource: Resour
 def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: str, *,
                     timeout: float = 120.0) -> None:
     """Delete a workload (its pods and owned companions go with it) and wait until the server no longer has it."""
-    import time
-
     try:
         cluster.json("DELETE", resource.item(name, namespace),
                      body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
@@ -222,10 +220,19 @@ def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: 
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="delete", resource=resource, name=name,
                                namespace=namespace) from None
+    wait_gone(cluster, resource, name, namespace, timeout=timeout)
+
+
+def wait_gone(cluster: Cluster, resource: Resource, name: str, namespace: Optional[str], *,
+              timeout: float = 120.0, owner_uid: Optional[str] = None) -> None:
+    """Wait until the object is gone (404) or, with `owner_uid`, no longer refers to that owner (the garbage
+    collector has let it go, or someone re-owned it)."""
+    import time
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            cluster.json("GET", resource.item(name, namespace))
+            current = cluster.json("GET", resource.item(name, namespace))
         except ApiFailure as failure:
             if failure.status == 404:
                 return
@@ -234,5 +241,24 @@ def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: 
         except Exception as exc:  # noqa: BLE001
             raise describe_failure(cluster, exc, verb="get", resource=resource, name=name,
                                    namespace=namespace) from None
+        references = (current.get("metadata") or {}).get("ownerReferences") or []
+        if owner_uid is not None and not any(ref.get("uid") == owner_uid for ref in references):
+            return
         time.sleep(0.2)
     raise ClusterError(f"{resource.label(name)} is still being deleted after {timeout:g}s; submit again later")
+
+
+def wait_companions_released(cluster: Cluster, objects: Sequence[Mapping[str, Any]], owner_uid: str, *,
+                             timeout: float = 120.0) -> None:
+    """After the workload `owner_uid` is gone, wait until the garbage collector is done with the companions it
+    owned. paictl's owner references say `blockOwnerDeletion: false` (blocking needs the right to update the
+    owner's finalizers), so a foreground deletion does not wait for them: the collector deletes them when it gets
+    to them, possibly after the workload is gone and after paictl applied them again for the next run, whose pods
+    then cannot mount them (kubernetes garbagecollector.go: node.blockingDependents, attemptToDeleteItem)."""
+    for obj in objects:
+        resource = resource_for(obj)
+        if obj.get("kind") in WORKLOAD_KINDS or not resource.namespaced:
+            continue
+        metadata = obj.get("metadata") or {}
+        wait_gone(cluster, resource, str(metadata.get("name")), metadata.get("namespace"), timeout=timeout,
+                  owner_uid=owner_uid)

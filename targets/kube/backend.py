@@ -81,7 +81,7 @@ class KubeBackend:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        replaced, existing_uid = self._make_room(job, namespace, dry_run=dry_run)
+        replaced, existing_uid = self._make_room(job, namespace, compiled.objects, dry_run=dry_run)
         applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
         if replaced:
@@ -97,11 +97,13 @@ class KubeBackend:
                           dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
 
-    def _make_room(self, job: dict, namespace: str, *, dry_run: bool) -> tuple[str, Optional[str]]:
+    def _make_room(self, job: dict, namespace: str, objects, *, dry_run: bool) -> tuple[str, Optional[str]]:
         """A finished job of that name would only be "configured" by an apply and never run again: refuse, or with
         `--replace` (options.extra["replace"]) delete it, wait until it is gone, and let the apply create it anew.
+        A job still being deleted (a `stop` of a MarsJob or JobSet deletes it in the foreground, which lasts as long
+        as its pods' grace period) would take the apply with it: wait until it is gone first.
         Returns the line saying what was replaced ("" when nothing was) and the uid of the workload that stays."""
-        from .apply import delete_and_wait
+        from .apply import delete_and_wait, wait_companions_released, wait_gone
         from .client import ApiFailure, describe_failure, resource_for
 
         connection = self._cluster()
@@ -118,16 +120,24 @@ class KubeBackend:
             raise describe_failure(connection, exc, verb="get", resource=resource, name=name,
                                    namespace=namespace) from None
         view = workload(target_of(job["kind"])).view(current, [])
+        old_uid = str((current.get("metadata") or {}).get("uid") or "")
+        if (current.get("metadata") or {}).get("deletionTimestamp"):
+            if dry_run:
+                return f"{resource.label(name)} is being deleted; the submit would wait until it is gone", None
+            wait_gone(connection, resource, name, namespace)
+            wait_companions_released(connection, objects, old_uid)
+            return f"{resource.label(name)} was still being deleted; waited until it was gone", None
         replace = bool(self.options.extra.get("replace"))
         if not replace:
             if view.state.is_final:
                 raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
                                    f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
                                    f"it again: `paictl submit --replace` deletes it and runs the job anew")
-            return "", (current.get("metadata") or {}).get("uid")
+            return "", old_uid or None
         if dry_run:
             return f"{resource.label(name)} would be deleted and created anew (--replace)", None
         delete_and_wait(connection, resource, name, namespace)
+        wait_companions_released(connection, objects, old_uid)
         return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
 
     # -- finding and reading jobs -------------------------------------------------------------------------------

@@ -245,7 +245,7 @@ class JobSetRun(Kubelet, Run):
         self._condition("RestartingJobSet", "True", "Restarting", f"restarting jobset, attempt {attempt + 1}")
         for job in self._jobs():
             self._delete_job(job["metadata"]["name"])
-        self.wait(30, until=lambda _: not self._jobs())
+        self.wait(300, until=lambda _: not self._jobs())
 
     def _succeed_all(self) -> None:
         for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):

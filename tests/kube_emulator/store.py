@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable
 
 from . import apply, errors, kinds
@@ -71,6 +72,14 @@ class Store:
         self._next_ip = 10
         self._gc_wakeup = threading.Event()
         self._stopping = False
+        #: Simulated seconds a pod's containers take to exit after SIGTERM (None: they ignore it and are killed when
+        #: the grace period ends).
+        self.termination_seconds: float | None = None
+        #: Simulated seconds between the garbage collector's decision to delete a dependent that does not block its
+        #: owner's foreground deletion and the DELETE itself (its work queue and the API round trip): such a
+        #: dependent may outlive its owner (garbagecollector.go attemptToDeleteItem, processDeletingDependentsItem).
+        self.gc_lag_seconds: float = 0.0
+        self._gc_pending: set[str] = set()
         self._gc = threading.Thread(target=self._gc_loop, name="emulator-gc", daemon=True)
         self._gc.start()
         for ns in ("default", "kube-system", "kube-public"):
@@ -242,8 +251,9 @@ class Store:
             return self.commit(rt, old, new)
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, *, propagation: str | None = None,
-               dry_run: bool = False, preconditions: dict | None = None) -> tuple[dict, bool]:
-        """Returns (object, gone now?)."""
+               dry_run: bool = False, preconditions: dict | None = None,
+               grace_seconds: int | None = None) -> tuple[dict, bool]:
+        """Returns (object, gone now?). A running pod is deleted gracefully (see `_pod_grace`)."""
         with self.lock:
             key = self.key(rt, namespace, name)
             live = self.objects.get(key)
@@ -255,10 +265,25 @@ class Store:
             want_rv = (preconditions or {}).get("resourceVersion")
             if want_rv and want_rv != live["metadata"]["resourceVersion"]:
                 raise errors.modified(rt, name)
-            if dry_run or live["metadata"].get("deletionTimestamp"):
+            terminating = bool(live["metadata"].get("deletionTimestamp"))
+            forced = rt.kind == "Pod" and grace_seconds == 0 and not live["metadata"].get("finalizers")
+            if dry_run or (terminating and not forced):
                 return copy.deepcopy(live), False
             new = copy.deepcopy(live)
             meta = new["metadata"]
+            grace = self._pod_grace(live, grace_seconds) if rt.kind == "Pod" and not terminating else 0
+            if grace > 0:
+                # registry/core/pod/strategy.go CheckGracefulDelete + the generic registry's BeforeDelete: the pod
+                # stays, with deletionTimestamp = now + grace; the kubelet stops its containers and removes it.
+                meta["deletionTimestamp"] = (self.clock.now() + timedelta(seconds=grace)).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+                meta["deletionGracePeriodSeconds"] = grace
+                self._bump(new)
+                self.objects[key] = new
+                self._record("MODIFIED", rt, key[2], new, live)
+                exits_after = min(grace, self.termination_seconds if self.termination_seconds is not None else grace)
+                self._later(exits_after, lambda: self._reap(rt, key, meta["uid"]))
+                return copy.deepcopy(new), False
             if propagation == "Orphan":
                 for dependent_key in self._dependents(meta["uid"]):
                     self._drop_owner(dependent_key, meta["uid"])
@@ -279,6 +304,35 @@ class Store:
             del self.objects[key]
             self._record("DELETED", rt, key[2], new, live)
             return copy.deepcopy(new), True
+
+    def _pod_grace(self, pod: dict, requested: int | None) -> int:
+        """registry/core/pod/strategy.go CheckGracefulDelete: the request's gracePeriodSeconds, else the pod's
+        terminationGracePeriodSeconds (30 by default); 0 for a pod never bound to a node or already terminated."""
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return 0
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(int(requested), 0)
+        return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+    def _later(self, sim_seconds: float, action: Callable[[], None]) -> None:
+        timer = threading.Timer(max(sim_seconds, 0) / self.clock.speed, action)
+        timer.daemon = True
+        timer.start()
+
+    def _reap(self, rt: ResourceType, key: Key, uid: str) -> None:
+        """The kubelet, once the pod's containers have exited: a delete with grace 0 removes the pod."""
+        if self._stopping:
+            return
+        with self.lock:
+            live = self.objects.get(key)
+            if live is None or live["metadata"]["uid"] != uid or live["metadata"].get("finalizers"):
+                return
+            gone = copy.deepcopy(live)
+            self._bump(gone)
+            del self.objects[key]
+            self._record("DELETED", rt, key[2], gone, live)
 
     def remove_type(self, rt: ResourceType) -> None:
         with self.lock:
@@ -336,19 +390,47 @@ class Store:
                     continue
                 refs = meta.get("ownerReferences") or []
                 if refs and not any(r.get("uid") in uids for r in refs) and not meta.get("deletionTimestamp"):
-                    self.delete(rt, key[2], key[3], propagation="Background")
+                    if self.gc_lag_seconds <= 0:
+                        self.delete(rt, key[2], key[3], propagation="Background")
+                    elif meta["uid"] not in self._gc_pending:
+                        self._gc_pending.add(meta["uid"])
+                        self._later(self.gc_lag_seconds, self._lagged_delete(rt, key, meta["uid"], "Background"))
                     continue
                 if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
+                    # garbagecollector.go: every dependent is queued for deletion; only those whose reference has
+                    # blockOwnerDeletion: true hold the owner back (node.blockingDependents).
                     dependents = self._dependents(meta["uid"])
-                    if not dependents:
+                    blocking = [d for d in dependents if any(
+                        r.get("uid") == meta["uid"] and r.get("blockOwnerDeletion") is True
+                        for r in self.objects[d]["metadata"].get("ownerReferences") or [])]
+                    for dependent in dependents:
+                        dependent_rt = self._rt_of(dependent)
+                        dependent_meta = self.objects[dependent]["metadata"]
+                        if dependent_rt is None or dependent_meta.get("deletionTimestamp"):
+                            continue
+                        has_own = bool(self._dependents(dependent_meta["uid"]))
+                        policy = "Foreground" if has_own else "Background"
+                        if dependent in blocking or self.gc_lag_seconds <= 0:
+                            self.delete(dependent_rt, dependent[2], dependent[3], propagation=policy)
+                        elif dependent_meta["uid"] not in self._gc_pending:
+                            self._gc_pending.add(dependent_meta["uid"])
+                            self._later(self.gc_lag_seconds, self._lagged_delete(
+                                dependent_rt, dependent, dependent_meta["uid"], policy))
+                    if not blocking:
                         new = copy.deepcopy(obj)
                         new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != "foregroundDeletion"]
                         self.commit(rt, obj, new)
                         continue
-                    for dependent in dependents:
-                        dependent_rt = self._rt_of(dependent)
-                        if dependent_rt is None or self.objects[dependent]["metadata"].get("deletionTimestamp"):
-                            continue
-                        has_own = bool(self._dependents(self.objects[dependent]["metadata"]["uid"]))
-                        self.delete(dependent_rt, dependent[2], dependent[3],
-                                    propagation="Foreground" if has_own else "Background")
+
+    def _lagged_delete(self, rt: ResourceType, key: Key, uid: str, policy: str) -> Callable[[], None]:
+        """The collector's DELETE, sent with a uid precondition only (as deleteObject does): it removes the object it
+        decided about, even if its owner references changed meanwhile."""
+        def run() -> None:
+            self._gc_pending.discard(uid)
+            if self._stopping:
+                return
+            try:
+                self.delete(rt, key[2], key[3], propagation=policy, preconditions={"uid": uid})
+            except errors.ApiError:
+                pass  # gone already, or another object of that name now
+        return run
