@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from paictl.targets.jobset import status
 from paictl.targets.kube.client import JOBSET, STOP_FIELD_MANAGER, Cluster, describe_failure
 from paictl.targets.kube.follow import Workload
@@ -21,16 +23,18 @@ def workload() -> Workload:
                     view=status.job_view, pod_task=status.pod_task)
 
 
-def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = False) -> str:
-    """Stop the JobSet; returns what was done, in kubectl's words ("deleted (foreground)", "suspended")."""
+def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = False,
+                current: Optional[dict] = None) -> str:
+    """Stop the JobSet; returns what was done, in kubectl's words ("deleted (foreground)", "suspended").
+    `current`: the JobSet as just read (else it is read here)."""
+    current = current if current is not None else _get(cluster, name, namespace)
+    if status.job_state(current).is_final:
+        return "already finished"
     if not suspend:
         from paictl.targets.kube.apply import delete_marsjob as delete_foreground
 
         delete_foreground(cluster, name, namespace, resource=JOBSET)
         return "deleted (foreground)"
-    current = _get(cluster, name, namespace)
-    if status.job_state(current).is_final:
-        return "already finished"
     body = {"metadata": {"annotations": {status.SUSPENDED_BY_ANNOTATION: "paictl stop --suspend"}},
             "spec": {"suspend": True}}
     try:

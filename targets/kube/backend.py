@@ -285,9 +285,8 @@ class KubeBackend:
     # -- acting on jobs -----------------------------------------------------------------------------------------
 
     def stop(self, name: str) -> StopResult:
-        from paictl.targets.framework.status import job_state
-
         from .apply import delete_marsjob, stop_framework
+        from .client import describe_failure
 
         chosen, found = self._find(name)
         connection = self._cluster()
@@ -295,22 +294,26 @@ class KubeBackend:
         suspend = bool(self.options.extra.get("suspend"))
         if suspend and chosen.resource.kind != "JobSet":
             raise UsageError(f"--suspend stops JobSets only; {label} is a {chosen.resource.kind}")
-        if chosen.resource.kind == "JobSet":
+        try:
+            current = connection.json("GET", chosen.resource.item(found, connection.namespace))
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="get", resource=chosen.resource, name=found) from None
+        if chosen.view(current, []).state.is_final:
+            # Deleting a finished MarsJob or JobSet would lose its verdict and exit codes (status: "not found");
+            # FrameworkController ignores a Stop of a completed Framework. All are kept.
+            result = "already finished"
+        elif chosen.resource.kind == "JobSet":
             from paictl.targets.jobset.kube import stop_jobset
 
-            result = stop_jobset(connection, found, connection.namespace, suspend=suspend)
+            result = stop_jobset(connection, found, connection.namespace, suspend=suspend, current=current)
         elif chosen.resource.kind == "Framework":
-            current = connection.json("GET", chosen.resource.item(found, connection.namespace))
-            if job_state(current).is_final:
-                result = "already finished"
-            else:
-                stop_framework(connection, found, connection.namespace)
-                result = "stop requested"
-            if self._delete_priority_class(f"{found}-priority"):
-                result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
+            stop_framework(connection, found, connection.namespace)
+            result = "stop requested"
         else:
             delete_marsjob(connection, found, connection.namespace, chosen.resource)
             result = "deleted (foreground)"
+        if chosen.resource.kind == "Framework" and self._delete_priority_class(f"{found}-priority"):
+            result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
         return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
                                                           "namespace": connection.namespace, "result": result})
 
