@@ -133,12 +133,44 @@ class KubeBackend:
                 raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
                                    f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
                                    f"it again: `paictl submit --replace` deletes it and runs the job anew")
+            edited = self._edited_fields(connection, resource, job, current)
+            if edited:
+                consequence = ("be refused: JobSet's webhook keeps spec.replicatedJobs immutable"
+                               if resource.kind == "JobSet" else
+                               f"reach only the pods created from now on ({_controller_of(resource.kind)} builds each "
+                               "new pod from the current spec): a run mixing both versions")
+                raise ClusterError(f"{resource.label(name)} is {view.state.value} with another version of the job "
+                                   f"({', '.join(edited)} changed); applying the edited one would {consequence}; "
+                                   f"`paictl submit --replace` deletes it and runs the edited job")
             return "", old_uid or None
         if dry_run:
             return f"{resource.label(name)} would be deleted and created anew (--replace)", None
         delete_and_wait(connection, resource, name, namespace)
         wait_companions_released(connection, objects, old_uid)
         return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
+
+    @staticmethod
+    def _edited_fields(connection: Cluster, resource, job: dict, current: dict) -> list[str]:
+        """The spec fields an apply of `job` would change on the running workload, found by a server-side dry run
+        (the server's defaulting and webhooks included). [] when nothing in the spec changes, or when the dry run
+        fails for another reason (the real apply then reports it)."""
+        import json as json_module
+
+        from .client import APPLY_PATCH, FIELD_MANAGER, ApiFailure
+
+        try:
+            after = connection.json("PATCH", resource.item(job["metadata"]["name"], current["metadata"].get(
+                "namespace")), query=[("fieldManager", FIELD_MANAGER), ("force", "false"), ("dryRun", "All")],
+                body=json_module.dumps(job), content_type=APPLY_PATCH)
+        except ApiFailure as failure:
+            if failure.status == 422 and "field is immutable" in failure.message:
+                causes = (failure.body.get("details") or {}).get("causes") or []
+                return [str(c.get("field")) for c in causes if "immutable" in str(c.get("message"))] or ["spec"]
+            return []
+        except Exception:  # noqa: BLE001 - the apply itself reports a connection failure
+            return []
+        before, later = current.get("spec") or {}, after.get("spec") or {}
+        return [f"spec.{key}" for key in sorted(set(before) | set(later)) if before.get(key) != later.get(key)]
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
@@ -421,6 +453,10 @@ class KubeBackend:
                 open_streams -= 1
             else:
                 yield line
+
+
+def _controller_of(kind: str) -> str:
+    return {"Framework": "FrameworkController", "MarsJob": "KubeDL"}.get(kind, f"the {kind} controller")
 
 
 def _either(kinds: list[str]) -> str:

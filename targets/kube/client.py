@@ -451,7 +451,7 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     if exc.status == 409 and exc.reason == "Conflict" and verb == "apply":
         return ClusterError(_conflict_line(exc, target))
     if exc.status == 422:
-        return ClusterError(f"the cluster rejected {target}: {exc.message}")
+        return ClusterError(f"the cluster rejected {target}: {_invalid_text(exc)}")
     return ClusterError(f"{verb} {target}{where}: the cluster answered {exc.status}: {exc.message}")
 
 
@@ -469,6 +469,23 @@ def _conflict_line(exc: ApiFailure, target: str) -> str:
     hint = ("the job was stopped by `paictl stop`; delete it to run it again" if STOP_FIELD_MANAGER in managers
             else "change those fields back, or delete the object first")
     return f"{target}: conflict with another field manager: {owned} ({hint})"
+
+
+def _invalid_text(exc: ApiFailure) -> str:
+    """A 422 said briefly: who denied it (an admission webhook) and each cause as `field: reason`. A cause's
+    "Invalid value: ..." quotes the whole rejected value (a webhook's Go dump of every replicatedJob runs to pages);
+    the value is the user's own input, so only what is wrong with it is kept."""
+    causes = [c for c in (exc.body.get("details") or {}).get("causes") or [] if isinstance(c, dict)]
+    if not causes:
+        return _short(exc.message)
+    prefix = exc.message.split(": ", 1)[0] + ": " if exc.message.startswith("admission webhook ") else ""
+    parts = []
+    for cause in causes:
+        message = " ".join(str(cause.get("message") or cause.get("reason") or "").split())
+        if message.startswith("Invalid value: ") and len(message) > 120:
+            message = message.rsplit(": ", 1)[-1]
+        parts.append(f"{cause.get('field')}: {message}" if cause.get("field") else message)
+    return _short(prefix + "; ".join(parts))
 
 
 def _short(value: Any) -> str:

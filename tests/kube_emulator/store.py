@@ -219,6 +219,8 @@ class Store:
                 new.setdefault("spec", {}).setdefault("clusterIP", old["spec"]["clusterIP"])
             kinds.default(rt, new, "")
             kinds.validate(rt, new)
+            if _spec_part(rt, new).get("spec") != _spec_part(rt, old).get("spec"):
+                kinds.validate_update(rt, old, new)
             if rt.custom and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old_meta.get("generation", 1) + 1
             meta["resourceVersion"] = old_meta.get("resourceVersion")
