@@ -161,7 +161,7 @@ class KubeBackend:
         try:
             after = connection.json("PATCH", resource.item(job["metadata"]["name"], current["metadata"].get(
                 "namespace")), query=[("fieldManager", FIELD_MANAGER), ("force", "false"), ("dryRun", "All")],
-                body=json_module.dumps(job), content_type=APPLY_PATCH)
+                body=json_module.dumps(job), content_type=APPLY_PATCH, retry=False)
         except ApiFailure as failure:
             if failure.status == 422 and "field is immutable" in failure.message:
                 causes = (failure.body.get("details") or {}).get("causes") or []

@@ -69,6 +69,13 @@ class JobSetRun(Kubelet, Run):
         scenario = p["scenario"]
         failures = {"failed": None, "restarted": int(p.get("failures", 1))}.get(scenario, 0)
         attempt = 0
+        if js["spec"].get("suspend"):
+            # Created suspended (Kueue's webhook does this to every queued JobSet): the Jobs are created suspended,
+            # so no pods, until something sets suspend false (Kueue, once the Workload is admitted).
+            self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
+            self.wait(None, until=lambda obj: not obj["spec"].get("suspend"))
+            self._condition("Suspended", "False", "ResumeJobs", "jobset is resumed")
+            js = self.current()
         while True:
             self._create_jobs(js, attempt)
             if scenario == "stuck-pending":
@@ -86,10 +93,11 @@ class JobSetRun(Kubelet, Run):
                 self.write_status(copy.deepcopy(self.status))
             seconds = p.get("seconds") if scenario == "running" else p.get("run_seconds", 30)
             if seconds is None:
-                self.wait(None, until=lambda obj: obj["spec"].get("suspend") is True)
-                self._suspend()
-                self.wait(None)
-                return
+                while True:  # suspended and resumed for as long as it lives
+                    self.wait(None, until=lambda obj: obj["spec"].get("suspend") is True)
+                    self._suspend()
+                    self.wait(None, until=lambda obj: not obj["spec"].get("suspend"))
+                    self._resume(attempt)
             self.wait(float(seconds))
             if failures is None or attempt < failures:
                 failed_job = self._fail_one()
@@ -236,6 +244,25 @@ class JobSetRun(Kubelet, Run):
         for counts in self.status["replicatedJobsStatus"]:
             counts.update(active=0, ready=0, suspended=1)
         self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
+
+    def _resume(self, attempt: int) -> None:
+        """spec.suspend false again: the Jobs are resumed, the Job controller creates their pods anew."""
+        for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):
+            job = self.emu.store.find(self.jobs_rt, self.namespace, f"{self.name}-{rjob['name']}-0")
+            if job is None:
+                continue
+            template = rjob["template"]["spec"]["template"]
+            for index in range(int(rjob["template"]["spec"].get("completions") or 1)):
+                self._create_pod(rjob, template, job, attempt, index)
+            counts.update(active=1, ready=0, suspended=0)
+        self._condition("Suspended", "False", "ResumeJobs", "jobset is resumed")
+        self.wait(float(self.params.get("preparing_seconds", 5)))
+        for pod in self._pods():
+            if not pod["metadata"].get("deletionTimestamp"):
+                self._kubelet(pod["metadata"]["name"], self._running())
+        for counts in self.status["replicatedJobsStatus"]:
+            counts.update(ready=counts["active"])
+        self.write_status(copy.deepcopy(self.status))
 
     def _restart(self, attempt: int) -> None:
         """RestartJobSet: count the restart, delete every Job of this attempt (BlockingRecreate: wait until they and

@@ -80,6 +80,8 @@ class Store:
         #: dependent may outlive its owner (garbagecollector.go attemptToDeleteItem, processDeletingDependentsItem).
         self.gc_lag_seconds: float = 0.0
         self._gc_pending: set[str] = set()
+        #: Mutating admission webhooks run on create: (resource type, object) -> None, changing the object.
+        self.mutators: list[Callable[[ResourceType, dict], None]] = []
         self._gc = threading.Thread(target=self._gc_loop, name="emulator-gc", daemon=True)
         self._gc.start()
         for ns in ("default", "kube-system", "kube-public"):
@@ -181,6 +183,8 @@ class Store:
                 raise errors.already_exists(rt, meta["name"])
             if rt.status_subresource:
                 obj.pop("status", None)  # a create never sets the status of a kind with a status subresource
+            for mutate in self.mutators:  # mutating admission webhooks (e.g. Kueue's, kueue_sim.py)
+                mutate(rt, obj)
             kinds.default(rt, obj, self._cluster_ip())
             kinds.validate(rt, obj)
             for server_owned in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):

@@ -70,7 +70,8 @@ def test_companions_are_kept_when_the_workload_exists_after_a_failed_apply(emula
     framework = next(o for o in compiled["items"] if o["kind"] == "Framework")
     emulator.scenario("Framework", "*", "running", seconds=100000)
     emulator.create_object(framework, manager="someone")
-    emulator.fail_next(5, status=503, method="PATCH", path_contains="/frameworks/")
+    # the dry run that looks for an edited spec (sent once), then the apply's five attempts
+    emulator.fail_next(6, status=503, method="PATCH", path_contains="/frameworks/")
     done, _ = submit(emulator, CANARY_JOB)
     assert done.returncode == 3
     *retries, error = done.stderr.splitlines()  # the retries that lasted past a second are shown as they happen
