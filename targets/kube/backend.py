@@ -7,6 +7,7 @@ Nothing returned here comes from a Secret: applied objects are reported by kind,
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
@@ -376,9 +377,7 @@ class KubeBackend:
                              "are deleted")
         chosen, found = self._find(name)
         connection = self._cluster()
-        pods = [(chosen.pod_task(pod), pod) for pod in list_pods(connection, chosen, found, connection.namespace)
-                .values()]
-        pods = sorted(((task, pod) for task, pod in pods if task is not None), key=lambda item: item[0])
+        pods, earlier = _newest_per_task(chosen, list_pods(connection, chosen, found, connection.namespace).values())
         roles = sorted({task[0] for task, _ in pods})
         if role is not None:
             matching = [(t, p) for t, p in pods if t[0].lower() == role.lower()]
@@ -397,10 +396,14 @@ class KubeBackend:
                                     "each task's exit code and diagnosis")
             raise ClusterError(f"{found} has no pods yet")
         tasks = tuple(task for task, _ in pods)
+        notes = [LogLine(role=task[0], index=task[1], stream="note",
+                         text=f"paictl: {task[0]}-{task[1]}: the log of its newest pod {pod['metadata']['name']}; "
+                              f"{earlier[task]} earlier pod(s) of this task are not shown (kubectl logs POD)")
+                 for task, pod in pods if earlier.get(task)]
         if follow and len(pods) > 1:
-            return Logs(tasks=tasks, lines=self._merged(pods))
-        return Logs(tasks=tasks, lines=(line for task, pod in pods
-                                        for line in self._pod_lines(task, pod, follow=follow, previous=previous)))
+            return Logs(tasks=tasks, lines=itertools.chain(notes, self._merged(pods)))
+        return Logs(tasks=tasks, lines=itertools.chain(notes, (
+            line for task, pod in pods for line in self._pod_lines(task, pod, follow=follow, previous=previous))))
 
     def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool,
                    previous: bool = False) -> Iterator[LogLine]:
@@ -453,6 +456,26 @@ class KubeBackend:
                 open_streams -= 1
             else:
                 yield line
+
+
+def _newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int], dict]], dict]:
+    """One pod per task, the newest, in task order; and how many older pods each task has. A task can have several
+    pods: the Job controller keeps an index's failed pods beside its retry (backoffLimitPerIndex), a restarted
+    JobSet's old pods linger while they terminate, KubeDL and FrameworkController reuse a name once the old pod is
+    gone. Printed together, an old attempt's traceback would read as the current run's."""
+    by_task: dict[tuple[str, int], list[dict]] = {}
+    for pod in pods:
+        task = chosen.pod_task(pod)
+        if task is not None:
+            by_task.setdefault(task, []).append(pod)
+
+    def age(pod: dict) -> tuple:
+        meta, phase = pod.get("metadata") or {}, (pod.get("status") or {}).get("phase")
+        return (not meta.get("deletionTimestamp"), str(meta.get("creationTimestamp") or ""),
+                phase not in ("Failed", "Succeeded"), str(meta.get("name")))
+
+    chosen_pods = sorted((task, max(group, key=age)) for task, group in by_task.items())
+    return chosen_pods, {task: len(group) - 1 for task, group in by_task.items() if len(group) > 1}
 
 
 def _controller_of(kind: str) -> str:

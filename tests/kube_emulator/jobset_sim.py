@@ -22,7 +22,8 @@ When the JobSet finishes, its still-active Jobs are deleted (their pods with the
 
 Params (simulated seconds): preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
 before a restart), exit_code (1), task_role, task_index,
-failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0").
+failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0"), index_retries (0: how
+often the failing task's pod fails and its Job retries the index, backoffLimitPerIndex, before the run goes on).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .kubelet import Kubelet
 API = "jobset.x-k8s.io/v1alpha2"
 PREFIX = "jobset.sigs.k8s.io/"
 INDEX = "batch.kubernetes.io/job-completion-index"
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 
 
 class JobSetRun(Kubelet, Run):
@@ -91,6 +93,8 @@ class JobSetRun(Kubelet, Run):
                 self._condition("RestartingJobSet", "False", "JobsReady", "jobs are ready")
             else:
                 self.write_status(copy.deepcopy(self.status))
+            for _ in range(int(p.get("index_retries", 0)) if attempt == 0 else 0):
+                self._retry_index()
             seconds = p.get("seconds") if scenario == "running" else p.get("run_seconds", 30)
             if seconds is None:
                 while True:  # suspended and resumed for as long as it lives
@@ -170,7 +174,8 @@ class JobSetRun(Kubelet, Run):
             counts.update(active=1, ready=0, succeeded=0, failed=0)
         self.write_status(copy.deepcopy(self.status))
 
-    def _create_pod(self, rjob: dict, template: dict, job: dict, attempt: int, index: int) -> None:
+    def _create_pod(self, rjob: dict, template: dict, job: dict, attempt: int, index: int,
+                    annotations: dict | None = None) -> str:
         pod = copy.deepcopy(template)
         meta = pod.setdefault("metadata", {})
         host = f"{self.name}-{rjob['name']}-0-{index}"
@@ -179,7 +184,7 @@ class JobSetRun(Kubelet, Run):
         meta.update(name=f"{host}-{suffix}", namespace=self.namespace,
                     ownerReferences=self._owner("Job", "batch/v1", job["metadata"]["name"], job["metadata"]["uid"]))
         meta.setdefault("labels", {}).update(labels)
-        meta.setdefault("annotations", {}).update(labels)
+        meta.setdefault("annotations", {}).update(labels, **(annotations or {}))
         spec = pod.setdefault("spec", {})
         spec.update(hostname=host, subdomain=self.subdomain)
         for container in spec.get("containers") or []:
@@ -189,6 +194,7 @@ class JobSetRun(Kubelet, Run):
         created = self.emu.store.create(self.pods_rt, self.namespace, {"apiVersion": "v1", "kind": "Pod", **pod},
                                         "kube-controller-manager")
         self.set_log(created["metadata"]["name"], "")
+        return created["metadata"]["name"]
 
     def _pods(self, attempt_only: bool = True) -> list[dict]:
         attempt = str(self.status["restarts"])
@@ -218,9 +224,10 @@ class JobSetRun(Kubelet, Run):
         role = self.params.get("task_role")
         rjob = next((r for r in self.rjobs if role in (None, r["name"])), self.rjobs[0])
         index = str(self.params.get("task_index", 0))
-        return next(pod for pod in self._pods()
-                    if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]
-                    and pod["metadata"]["labels"][INDEX] == index)
+        pods = [pod for pod in self._pods() if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]
+                and pod["metadata"]["labels"][INDEX] == index]
+        live = [pod for pod in pods if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded")]
+        return (live or pods)[-1]
 
     def _fail_one(self) -> str:
         """One task fails: its pod exits, its Job fails, the counts say so. Returns the failed Job's name."""
@@ -244,6 +251,25 @@ class JobSetRun(Kubelet, Run):
         for counts in self.status["replicatedJobsStatus"]:
             counts.update(active=0, ready=0, suspended=1)
         self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
+
+    def _retry_index(self) -> None:
+        """The Job controller's per-index retry (backoffLimitPerIndex, pkg/controller/job/indexed_job_utils.go): the
+        task's pod fails, stays (failed pods are kept until the Job goes), and a new pod for the same index is made,
+        same hostname, a new random suffix, `batch.kubernetes.io/job-index-failure-count` one higher."""
+        pod = self._task_pod()
+        name = pod["metadata"]["name"]
+        host = name.rsplit("-", 1)[0]
+        failures = int((pod["metadata"].get("annotations") or {}).get(FAILURE_COUNT, 0)) + 1
+        self._kubelet(name, self._terminated(int(self.params.get("exit_code", 1)),
+                                             f"[{host}] Traceback (most recent call last): failure {failures}\n"))
+        self.wait(float(self.params.get("preparing_seconds", 5)))
+        labels = pod["metadata"]["labels"]
+        rjob = next(r for r in self.rjobs if r["name"] == labels[PREFIX + "replicatedjob-name"])
+        job = self.emu.store.find(self.jobs_rt, self.namespace, labels["batch.kubernetes.io/job-name"])
+        created = self._create_pod(rjob, rjob["template"]["spec"]["template"], job,
+                                   int(labels[PREFIX + "restart-attempt"]), int(labels[INDEX]),
+                                   annotations={FAILURE_COUNT: str(failures)})
+        self._kubelet(created, self._running())
 
     def _resume(self, attempt: int) -> None:
         """spec.suspend false again: the Jobs are resumed, the Job controller creates their pods anew."""
