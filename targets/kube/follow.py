@@ -322,15 +322,16 @@ class PodDiagnoser:
     def _pod_event(self, pod: Mapping[str, Any]) -> str:
         """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they are
         an explanation, never a reason to fail)."""
-        name = pod["metadata"]["name"]
+        name, uid = pod["metadata"]["name"], str(pod["metadata"].get("uid") or "")
+        key = f"{name}/{uid}"  # a later attempt's pod of the same name starts afresh
         now = time.monotonic()
-        if now - self._pending_since.setdefault(name, now) < self.events_after:
+        if now - self._pending_since.setdefault(key, now) < self.events_after:
             return ""
-        cached = self._events.get(name)
+        cached = self._events.get(key)
         if cached is not None and now - cached[0] < EVENTS_EVERY:
             return cached[1]
-        text = latest_warning(self.cluster, self.namespace, name)
-        self._events[name] = (now, text)
+        text = latest_warning(self.cluster, self.namespace, name, uid)
+        self._events[key] = (now, text)
         return text
 
     def enrich(self, view: JobView, pods: list, job: Optional[Mapping[str, Any]] = None) -> JobView:
