@@ -232,7 +232,7 @@ class KubeBackend:
                 except Exception as exc:  # noqa: BLE001
                     raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             try:
-                listed = connection.json("GET", resource.collection(connection.namespace)) if installed else {}
+                listed = connection.list_all(resource.collection(connection.namespace)) if installed else {}
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=resource) from None
             if not installed:
@@ -292,19 +292,25 @@ class KubeBackend:
         return follow_job(connection, chosen, found, connection.namespace, uid=uid,
                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
 
-    def list(self) -> list[JobView]:
-        """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read)."""
+    def list(self, *, label_selector: Optional[str] = None, all_namespaces: bool = False,
+             page_size: Optional[int] = None) -> list[JobView]:
+        """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read).
+        `label_selector`: kubectl's -l; `all_namespaces`: kubectl's -A; `page_size`: items per list request
+        (default `client.LIST_PAGE`). Keyword-only, so that more of kubectl's list options can join them."""
         from .client import ApiFailure, describe_failure, resource_installed
 
         connection = self._cluster()
         target = self.options.target
         views: list[JobView] = []
+        query = [("labelSelector", label_selector)] if label_selector else []
         for kind in [target] if target else list(WORKLOADS):
             chosen = self._installed(kind) or workload(kind)
             try:
                 if not target and not resource_installed(connection, chosen.resource):
                     continue
-                listed = connection.json("GET", chosen.resource.collection(connection.namespace))
+                path = (chosen.resource.every_namespace() if all_namespaces
+                        else chosen.resource.collection(connection.namespace))
+                listed = connection.list_all(path, query=query, limit=page_size)
             except ApiFailure as failure:
                 raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
             except Exception as exc:  # noqa: BLE001

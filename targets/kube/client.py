@@ -30,6 +30,8 @@ REQUEST_TIMEOUT = (10.0, 60.0)
 #: unless the server names one (Retry-After, capped at RETRY_AFTER_CAP).
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
 RETRY_AFTER_CAP = 10.0
+#: Items per page of a list (kubectl's --chunk-size default).
+LIST_PAGE = 500
 #: A retry that keeps the user waiting longer than this (seconds) is announced through `Cluster.notice`.
 RETRY_QUIET = 1.0
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -57,6 +59,11 @@ class Resource:
         base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         if self.namespaced:
             return f"{base}/namespaces/{quote(namespace or 'default', safe='')}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def every_namespace(self) -> str:
+        """The collection across all namespaces (kubectl -A)."""
+        base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         return f"{base}/{self.plural}"
 
     def item(self, name: str, namespace: Optional[str]) -> str:
@@ -162,6 +169,28 @@ class Cluster:
             return json.loads(response.data or b"{}")
         finally:
             response.release_conn()
+
+    def list_all(self, path: str, *, query: Sequence[tuple[str, Any]] = (), limit: Optional[int] = None) -> dict:
+        """A whole collection, read in pages as kubectl reads it (`limit` + `continue`, LIST_PAGE items each), so that
+        a namespace with thousands of objects costs no single huge answer (the API server answers a list in one
+        piece otherwise). A continue token that expired (410: the pages came from a snapshot the server no longer
+        keeps) starts the list again from the beginning. Returns a list object with every item."""
+        page = limit or LIST_PAGE
+        for _ in range(3):
+            items: list = []
+            token = ""
+            try:
+                while True:
+                    answer = self.json("GET", path, query=[*query, ("limit", str(page))]
+                                       + ([("continue", token)] if token else []))
+                    items += answer.get("items") or []
+                    token = str((answer.get("metadata") or {}).get("continue") or "")
+                    if not token:
+                        return {**answer, "items": items}
+            except ApiFailure as failure:
+                if failure.status != 410 or not token:
+                    raise
+        raise ApiFailure(410, json.dumps({"message": "the list kept changing faster than it could be read"}))
 
     def close(self) -> None:
         self.api.close()

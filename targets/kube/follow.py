@@ -280,7 +280,7 @@ def snapshot(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
 
 def list_pods(cluster: Cluster, workload: Workload, name: str, namespace: str) -> dict[str, dict]:
     try:
-        listed = cluster.json("GET", POD.collection(namespace), query=[("labelSelector", workload.pod_selector(name))])
+        listed = cluster.list_all(POD.collection(namespace), query=[("labelSelector", workload.pod_selector(name))])
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="list", resource=POD, namespace=namespace) from None
     return {p["metadata"]["name"]: p for p in listed.get("items") or []}

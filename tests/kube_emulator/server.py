@@ -117,7 +117,7 @@ class Handler(BaseHTTPRequestHandler):
         emu._record_request(self.record)
         self.lose_response = False
         try:
-            injected = emu._take_injected(method, url.path)
+            injected = emu._take_injected(method, self.path)  # path and query: a test may match either
             if injected is not None and injected["kind"] == "fail":
                 raise errors.injected(injected["status"])
             if injected is not None and injected["kind"] == "throttle":
