@@ -256,10 +256,10 @@ class KubeBackend:
         """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
         import os
 
-        from .client import kubeconfig_path  # stdlib only until it connects
+        from .client import in_cluster, kubeconfig_path  # stdlib only until it connects
 
         return (bool(self.options.context or self.options.kubeconfig or os.environ.get("KUBECONFIG"))
-                or os.path.isfile(kubeconfig_path()))
+                or os.path.isfile(kubeconfig_path()) or in_cluster())
 
     def has_job(self, name: str) -> bool:
         try:

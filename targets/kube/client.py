@@ -289,15 +289,19 @@ def probe(config_file: str, context: Optional[str]) -> None:
     (half a second to import) is loaded. An unknown host, a refused connection or a network that cannot be reached
     is then one line at once, as with kubectl; anything else (a proxy, a kubeconfig the probe cannot read) is left
     to the client, which says it in its own words."""
-    import socket
-    from urllib.parse import urlsplit
-
     current, contexts, clusters = _kubeconfig_entries(config_file)
     name = context if context is not None else current
     cluster = clusters.get(str((contexts.get(str(name)) or {}).get("cluster")))
     if not cluster or cluster.get("proxy-url") or not isinstance(cluster.get("server"), str):
         return
-    server = cluster["server"]
+    _probe_server(cluster["server"], str(name))
+
+
+def _probe_server(server: str, name: str) -> None:
+    """One TCP connection to `server` (see `probe`); ClusterError when there is no server to talk to."""
+    import socket
+    from urllib.parse import urlsplit
+
     try:
         url = urlsplit(server)
         host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
@@ -343,6 +347,8 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     current context; --namespace, else the context's namespace, else `default`."""
     config_file = kubeconfig_path(kubeconfig)
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
+        if in_cluster(kubeconfig, context):
+            return _connect_in_cluster(namespace, notice)
         raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
     probe(config_file, context)
@@ -366,10 +372,55 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
                    context=chosen["name"], server=configuration.host, notice=notice)
 
 
+def in_cluster(kubeconfig: Optional[str] = None, context: Optional[str] = None) -> bool:
+    """Inside a pod, with no kubeconfig named or found: the pod's service account, as kubectl and the official
+    client use it (client-go rest.InClusterConfig; kubernetes.config.load_incluster_config)."""
+    return (not kubeconfig and not context and not os.environ.get("KUBECONFIG")
+            and bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and bool(os.environ.get("KUBERNETES_SERVICE_PORT")))
+
+
+def _in_cluster_namespace() -> str:
+    """client-go's inClusterClientConfig.Namespace: $POD_NAMESPACE, else the service account's namespace file
+    (beside its token), else `default`."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    from kubernetes.config import incluster_config
+
+    try:
+        with open(os.path.join(os.path.dirname(incluster_config.SERVICE_TOKEN_FILENAME), "namespace"),
+                  encoding="utf-8") as handle:
+            return handle.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _connect_in_cluster(namespace: Optional[str], notice: Optional[Callable[[str], None]]) -> Cluster:
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+    server = f"https://{f'[{host}]' if ':' in host else host}:{port}"
+    _probe_server(server, "in-cluster")
+    kubernetes = _kubernetes()
+    from kubernetes.config import incluster_config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = kubernetes.client.Configuration()
+    try:  # the file names are read now, so that they can be pointed elsewhere (tests do)
+        incluster_config.InClusterConfigLoader(token_filename=incluster_config.SERVICE_TOKEN_FILENAME,
+                                               cert_filename=incluster_config.SERVICE_CERT_FILENAME,
+                                               ).load_and_set(configuration)
+    except (ConfigException, OSError, ValueError) as exc:
+        raise ClusterError(f"in-cluster configuration (service account): {' '.join(str(exc).split())}") from None
+    configuration.retries = False
+    return Cluster(api=kubernetes.client.ApiClient(configuration), namespace=namespace or _in_cluster_namespace(),
+                   context="in-cluster", server=configuration.host, notice=notice)
+
+
 def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
     """The namespace the kubeconfig context names, or None (then the profile's namespace applies)."""
-    kubernetes = _kubernetes()
     config_file = kubeconfig_path(kubeconfig)
+    if in_cluster(kubeconfig, context) and not any(os.path.isfile(p) for p in config_file.split(os.pathsep) if p):
+        _kubernetes()
+        return _in_cluster_namespace()
+    kubernetes = _kubernetes()
     try:
         _, chosen = _chosen_context(kubernetes, config_file, context)
     except Exception:  # noqa: BLE001 - connect() reports a broken kubeconfig with its reason

@@ -20,7 +20,10 @@ from .store import Store
 
 
 class Emulator:
-    def __init__(self, speed: float = 1.0, bookmark_interval: float = 1.0) -> None:
+    def __init__(self, speed: float = 1.0, bookmark_interval: float = 1.0,
+                 tls: tuple[str, str] | None = None) -> None:
+        """`tls`: (certificate file, key file) to serve HTTPS with, as every real API server does."""
+        self.tls = tls
         self.clock = Clock(speed)
         self.registry = Registry()
         self.store = Store(self.registry, self.clock)
@@ -44,6 +47,12 @@ class Emulator:
 
     def start(self) -> "Emulator":
         self._server = EmulatorHTTPServer(self)
+        if self.tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="emulator-http", daemon=True)
         self._thread.start()
@@ -76,7 +85,7 @@ class Emulator:
     @property
     def url(self) -> str:
         assert self._server is not None, "start the emulator first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self._server.server_address[1]}"
 
     def write_kubeconfig(self, path: str | Path, context: str = "emulator", namespace: str = "default") -> Path:
         path = Path(path)

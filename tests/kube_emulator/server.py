@@ -32,6 +32,7 @@ class RequestRecord:
     status: int | None = None
     started: float = field(default_factory=time.monotonic)
     body: bytes = b""  # what the client sent (e.g. to check that a secret value only ever went to a Secret)
+    authorization: str = ""  # the Authorization header (a bearer token from a kubeconfig or a service account)
 
 
 @dataclass
@@ -113,7 +114,8 @@ class Handler(BaseHTTPRequestHandler):
         self.body = self.rfile.read(length) if length else b""
         watch = query.get("watch") in ("true", "1") or parts[3:4] == ["watch"] or parts[2:3] == ["watch"]
         self.record = RequestRecord(method, url.path, query, watch, self.headers.get("User-Agent", ""),
-                                    self.headers.get("Content-Type", ""), body=self.body)
+                                    self.headers.get("Content-Type", ""), body=self.body,
+                                    authorization=self.headers.get("Authorization", ""))
         emu._record_request(self.record)
         self.lose_response = False
         try:
