@@ -34,11 +34,12 @@ from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Backoff:
-    """Delays between failed attempts: initial, doubling, capped; give up after `attempts` failures in a row."""
+    """Delays between failed attempts: initial, doubling, capped; give up after `attempts` failures in a row (None:
+    never; a follower rides out an API server's outage, shown as it lasts, until the user stops it)."""
 
     initial: float = 0.25
     cap: float = 16.0
-    attempts: int = 10
+    attempts: Optional[int] = None
 
     def delay(self, failures: int) -> float:
         return min(self.cap, self.initial * 2 ** max(0, failures - 1))
@@ -48,7 +49,9 @@ class Backoff:
 class Event:
     """One thing a watch saw while following a workload: a full list, a change to one object, or a failure."""
     source: str                 # which watch: "job" or "pods"
-    type: str                   # LIST (items = the whole collection), ADDED, MODIFIED, DELETED, FAILED
+    #: LIST (items = the whole collection), ADDED, MODIFIED, DELETED, FAILED; OUTAGE (error: why, as it goes on),
+    #: RECOVERED (the server answers again)
+    type: str
     items: tuple = ()           # LIST: the objects; ADDED/MODIFIED/DELETED: the one object
     error: Optional[ClusterError] = None
 
@@ -90,6 +93,8 @@ class Watch(threading.Thread):
                     version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
                     self.sink.put(Event(source=self.source, type="LIST", items=tuple(listed.get("items") or ())))
                 version, got_events = self._watch(path, version)
+                if failures > 1:
+                    self.sink.put(Event(source=self.source, type="RECOVERED"))
                 failures = 0
                 # A stream the server ended (or a dropped connection) resumes at once; one that keeps ending
                 # without delivering anything is treated as a failing server and backed off.
@@ -113,9 +118,13 @@ class Watch(threading.Thread):
                     return
                 last_error = exc
             failures += 1
-            if failures >= self.backoff.attempts:
+            if self.backoff.attempts is not None and failures >= self.backoff.attempts:
                 self._fail(last_error)
                 return
+            if failures > 1:  # a single dropped request is not an outage
+                error = describe_failure(self.cluster, last_error, verb="watch", resource=self.resource,
+                                         namespace=self.namespace)
+                self.sink.put(Event(source=self.source, type="OUTAGE", error=error))
             self._sleep(self.backoff.delay(failures))
 
     def _watch(self, path: str, version: str) -> tuple[str, bool]:
@@ -216,6 +225,7 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
     state = JobWatchState()
     diagnoser = PodDiagnoser(cluster, namespace, workload, diagnose)
     listed = set()
+    outage_since: Optional[float] = None  # wall-clock time the API server stopped answering (shown to the user)
     pending_since: Optional[float] = clock()
     try:
         while True:
@@ -231,6 +241,17 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
                 return
             if event.type == "FAILED":
                 raise event.error  # type: ignore[misc]
+            if event.type in ("OUTAGE", "RECOVERED"):
+                if event.type == "OUTAGE":
+                    outage_since = outage_since if outage_since is not None else time.time()
+                    since = time.strftime("%H:%M:%S", time.localtime(outage_since))
+                    outage = f"{event.error}; following on since {since} (Ctrl-C stops)"
+                else:
+                    outage_since, outage = None, ""
+                if state.job is not None and len(listed) == 2:
+                    view = _current(state, workload, diagnoser, name)
+                    yield dataclasses.replace(view, message=outage or view.message)
+                continue
             if uid is not None and event.source == "job":
                 mine = [item for item in event.items if (item.get("metadata") or {}).get("uid") == uid]
                 if event.items and not mine and event.type != "LIST":
