@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
@@ -512,8 +513,15 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
         return ClusterError(f"the cluster at {cluster.server} refused the credentials of context {cluster.context} "
                             f"(401 Unauthorized)")
     if exc.status == 403:
-        rbac_verb = "patch (server-side apply)" if verb == "apply" else verb
-        return ClusterError(f"forbidden: you may not {rbac_verb} {resource.full_name}{where} (RBAC): {exc.message}")
+        # The authorizer's denial names the user and the verb (apiserver responsewriters forbiddenMessage:
+        # `User "u" cannot get resource ...`); any other 403 is an admission plugin's (a ResourceQuota, Pod
+        # Security, a namespace being terminated, a webhook), worded by it after "... is forbidden: ".
+        if _RBAC_DENIAL.search(exc.message):
+            rbac_verb = "patch (server-side apply)" if verb == "apply" else verb
+            return ClusterError(f"forbidden: you may not {rbac_verb} {resource.full_name}{where} (RBAC): "
+                                f"{exc.message}")
+        return ClusterError(f"the cluster refused to {verb} {target}{where}: "
+                            f"{_short(exc.message.split(' is forbidden: ', 1)[-1])}")
     if exc.status == 404 and resource.plural in PROVIDERS:
         try:
             installed = resource_installed(cluster, resource)
@@ -549,6 +557,9 @@ def _conflict_line(exc: ApiFailure, target: str) -> str:
     hint = ("the job was stopped by `paictl stop`; delete it to run it again" if STOP_FIELD_MANAGER in managers
             else "change those fields back, or delete the object first")
     return f"{target}: conflict with another field manager: {owned} ({hint})"
+
+
+_RBAC_DENIAL = re.compile(r'(User|ServiceAccount|Group) "[^"]*" cannot [a-z]+ resource ')
 
 
 def _invalid_text(exc: ApiFailure) -> str:

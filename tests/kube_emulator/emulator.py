@@ -113,10 +113,10 @@ class Emulator:
                        and (watch is None or r.watch == watch))
 
     def fail_next(self, count: int, status: int = 500, method: str | None = None,
-                  path_contains: str | None = None) -> None:
+                  path_contains: str | None = None, message: str | None = None) -> None:
         """The next `count` matching requests get an error Status with that code (InternalError for 500), before
-        the server acts on them."""
-        self._inject("fail", count, method, path_contains, status=status)
+        the server acts on them; `message`: the Status message an admission plugin would write."""
+        self._inject("fail", count, method, path_contains, status=status, message=message)
 
     def throttle_next(self, count: int, method: str | None = None, path_contains: str | None = None,
                       retry_after: str = "1") -> None:

@@ -121,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             injected = emu._take_injected(method, self.path)  # path and query: a test may match either
             if injected is not None and injected["kind"] == "fail":
-                raise errors.injected(injected["status"])
+                raise errors.injected(injected["status"], injected.get("message"))
             if injected is not None and injected["kind"] == "throttle":
                 self.send_text(429, "Too many requests, please try again later.\n",
                                headers={"Retry-After": injected["retry_after"]})

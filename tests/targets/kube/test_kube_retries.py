@@ -122,3 +122,24 @@ def test_server_errors_on_reads_are_retried_and_shown_once_they_last(emulator):
     assert shown.returncode == 0, shown.stderr
     # 0.25 + 0.5 s are quiet; the third wait brings the total past a second, so it is announced
     assert shown.stderr == "paictl: the cluster answered 503 ServiceUnavailable; retrying GET in 1s (attempt 4 of 5)\n"
+
+
+def test_a_403_from_admission_is_not_called_rbac(emulator):
+    """kubernetes plugin/pkg/admission/resourcequota/controller.go: an object-count quota refuses the create with a
+    403 whose message says which quota (admission.NewForbidden: `<kind> "<name>" is forbidden: exceeded quota:
+    ...`); RBAC's own denial reads `User "..." cannot <verb> resource ...` (apiserver responsewriters
+    forbiddenMessage). Each is worded as what it is."""
+    count = "count/frameworks.frameworkcontroller.microsoft.com"
+    emulator.fail_next(1, status=403, method="PATCH", path_contains="/frameworks/", message=(
+        f'frameworks.frameworkcontroller.microsoft.com "x" is forbidden: exceeded quota: object-counts, requested: '
+        f"{count}=1, used: {count}=10, limited: {count}=10"))
+    done, _ = submit(emulator, HELLO)
+    assert done.returncode == 3
+    error = done.stderr.splitlines()[-1]
+    assert "(RBAC)" not in error and "you may not" not in error
+    assert error.startswith("paictl: error: the cluster refused to apply frameworks.frameworkcontroller.microsoft.com ")
+    assert f"in namespace default: exceeded quota: object-counts, requested: {count}=1" in error, error
+    emulator.forbid("patch", "frameworks")
+    denied, _ = submit(emulator, HELLO)
+    assert "forbidden: you may not patch (server-side apply) frameworks.frameworkcontroller.microsoft.com in " \
+           "namespace default (RBAC)" in denied.stderr
