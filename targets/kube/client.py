@@ -554,8 +554,8 @@ def _conflict_line(exc: ApiFailure, target: str) -> str:
     if not managers:
         return f"{target}: apply conflict: {exc.message}"
     owned = "; ".join(f"{', '.join(fields)} managed by {manager!r}" for manager, fields in managers.items())
-    hint = ("the job was stopped by `paictl stop`; delete it to run it again" if STOP_FIELD_MANAGER in managers
-            else "change those fields back, or delete the object first")
+    hint = ("the job was stopped by `paictl stop`: `paictl submit --replace` deletes it and runs the job anew"
+            if STOP_FIELD_MANAGER in managers else "change those fields back, or delete the object first")
     return f"{target}: conflict with another field manager: {owned} ({hint})"
 
 

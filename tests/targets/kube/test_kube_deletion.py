@@ -93,3 +93,27 @@ def test_replace_waits_for_the_collector_to_let_go_of_the_companions(emulator):
     assert len(secrets) == 2, [s["metadata"]["name"] for s in secrets]
     for secret in secrets:
         assert [ref["uid"] for ref in secret["metadata"]["ownerReferences"]] == [new_uid]
+
+
+def test_a_framework_still_stopping_points_at_replace(slow_emulator):
+    """FrameworkController completes a stopped attempt only once its pods are gone (frameworkcontroller.md d:
+    AttemptDeletionRequested -> AttemptDeleting -> AttemptCompleted), which lasts their grace period. A submit
+    meanwhile conflicts with `paictl-stop`'s executionType; what to do is --replace, which then runs it."""
+    emu = slow_emulator
+    emu.scenario("Framework", "*", "running", seconds=100000, preparing_seconds=1)
+    hello = str(ROOT / "examples" / "hello-world.yaml")
+    done = paictl(emu, "submit", hello, "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: [p for p in emu.list_objects("v1", "Pod", "default")
+                      if (p.get("status") or {}).get("phase") == "Running"], seconds=30)
+    name = _the(emu, FC, "Framework")["metadata"]["name"]
+    stopped = paictl(emu, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    again = paictl(emu, "submit", hello, "--target", "framework")
+    assert again.returncode == 3
+    assert again.stderr.count("\n") == 1, again.stderr
+    assert ("managed by 'paictl-stop' (the job was stopped by `paictl stop`: `paictl submit --replace` deletes it "
+            "and runs the job anew)") in again.stderr, again.stderr
+    replaced = paictl(emu, "submit", hello, "--target", "framework", "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert _the(emu, FC, "Framework")["spec"]["executionType"] == "Start"
