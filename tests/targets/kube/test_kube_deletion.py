@@ -13,6 +13,7 @@ Upstream rules the emulator models and these tests rely on:
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -39,6 +40,16 @@ def slow_emulator(tmp_path):
         yield emu
 
 
+def _hold(emu, pods: list, hold: bool = True) -> None:
+    """A finalizer of the test's on each pod keeps it (terminating) until released: the window a slow kubelet, a
+    long grace period or another controller's finalizer opens on a real cluster, here as long as the test needs."""
+    rt = emu.registry.by_kind("v1", "Pod")
+    for pod in pods:
+        def change(obj: dict) -> None:
+            obj["metadata"]["finalizers"] = ["test.paictl.dev/hold"] if hold else []
+        emu.store.mutate(rt, "default", pod["metadata"]["name"], change, "test")
+
+
 def _the(emu, api: str, kind: str) -> dict:
     (obj,) = emu.list_objects(api, kind, "default")
     return obj
@@ -58,9 +69,19 @@ def test_a_submit_while_a_stop_still_deletes_the_job_waits_and_runs_it(slow_emul
                       if (p.get("status") or {}).get("phase") == "Running"], seconds=30)
     old = _the(emu, api, kind)
     name = old["metadata"]["name"]
+    held = emu.list_objects("v1", "Pod", "default")
+    _hold(emu, held)
     stopped = paictl(emu, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
     assert _the(emu, api, kind)["metadata"].get("deletionTimestamp")  # still there: its pods are terminating
+    seen = emu.count("GET", f"/{name}")
+
+    def release_once_the_submit_looked() -> None:  # they terminate while the submit waits
+        wait_for(lambda: emu.count("GET", f"/{name}") > seen, seconds=60)
+        time.sleep(0.5)
+        _hold(emu, held, False)
+
+    threading.Thread(target=release_once_the_submit_looked, daemon=True).start()
     again = paictl(emu, "submit", job, "--target", target)
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[0].endswith(f"/{name} was still being deleted; waited until it was gone"), \
@@ -107,9 +128,12 @@ def test_a_framework_still_stopping_points_at_replace(slow_emulator):
     wait_for(lambda: [p for p in emu.list_objects("v1", "Pod", "default")
                       if (p.get("status") or {}).get("phase") == "Running"], seconds=30)
     name = _the(emu, FC, "Framework")["metadata"]["name"]
+    held = emu.list_objects("v1", "Pod", "default")
+    _hold(emu, held)
     stopped = paictl(emu, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
     again = paictl(emu, "submit", hello, "--target", "framework")
+    _hold(emu, held, False)
     assert again.returncode == 3
     assert again.stderr.count("\n") == 1, again.stderr
     assert ("managed by 'paictl-stop' (the job was stopped by `paictl stop`: `paictl submit --replace` deletes it "
