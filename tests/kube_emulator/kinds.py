@@ -122,6 +122,20 @@ def _jobset(obj: dict) -> list[Cause]:
     return causes
 
 
+def _data_too_long(obj: dict, sizes) -> list[Cause]:
+    """pkg/apis/core/validation ValidateSecret/ValidateConfigMap: the values together at most 1 MiB."""
+    total = sum(sizes)
+    if total > 1024 * 1024:
+        return [("data", "FieldValueTooLong", f"Too long: must have at most {1024 * 1024} bytes")]
+    return []
+
+
+def _config_map(obj: dict) -> list[Cause]:
+    sizes = [len(str(v).encode()) for v in (obj.get("data") or {}).values()]
+    sizes += [len(base64.b64decode(str(v) or "")) for v in (obj.get("binaryData") or {}).values()]
+    return _data_too_long(obj, sizes)
+
+
 def _secret(obj: dict) -> list[Cause]:
     causes: list[Cause] = []
     for key, value in (obj.get("data") or {}).items():
@@ -132,6 +146,8 @@ def _secret(obj: dict) -> list[Cause]:
             base64.b64decode(value or "", validate=True)
         except (binascii.Error, TypeError):
             causes.append((f"data[{key}]", "FieldValueInvalid", "Invalid value: illegal base64 data"))
+    if not causes:
+        causes += _data_too_long(obj, [len(base64.b64decode(v or "")) for v in (obj.get("data") or {}).values()])
     return causes
 
 
@@ -155,7 +171,7 @@ def _priority_class(obj: dict) -> list[Cause]:
 
 
 _CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "JobSet": _jobset, "Secret": _secret, "Pod": _pod,
-           "PriorityClass": _priority_class}
+           "PriorityClass": _priority_class, "ConfigMap": _config_map}
 
 
 def validate(rt, obj: dict) -> None:

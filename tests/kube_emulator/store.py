@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 import random
 import string
 import threading
@@ -27,6 +28,7 @@ from .resources import Registry, ResourceType
 
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
 HISTORY_LIMIT = 20000
+ETCD_MAX_BYTES = 1536 * 1024
 
 
 @dataclass
@@ -146,6 +148,13 @@ class Store:
         self.changed.notify_all()
         self._gc_wakeup.set()
 
+    @staticmethod
+    def _check_size(obj: dict) -> None:
+        """etcd's --max-request-bytes (1.5 MiB by default): a bigger value is refused, the API server passes the
+        error on (kubectl prints "Error from server: etcdserver: request is too large")."""
+        if len(json.dumps(obj, separators=(",", ":"))) > ETCD_MAX_BYTES:
+            raise errors.ApiError(500, "InternalError", "etcdserver: request is too large")
+
     def _bump(self, obj: dict) -> None:
         self.rv += 1
         obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
@@ -196,6 +205,7 @@ class Store:
             if not managed:
                 meta.pop("managedFields", None)
                 apply.record_update(None, obj, manager, rt.api_version, self.clock.stamp())
+            self._check_size(obj)
             if dry_run:
                 return obj
             self._bump(obj)
@@ -230,6 +240,7 @@ class Store:
             meta["resourceVersion"] = old_meta.get("resourceVersion")
             if _strip_volatile(new) == _strip_volatile(old):
                 return copy.deepcopy(old)
+            self._check_size(new)
             if dry_run:
                 return new
             key = self.key(rt, old_meta.get("namespace"), old_meta["name"])
