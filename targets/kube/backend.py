@@ -277,7 +277,9 @@ class KubeBackend:
 
         chosen, found = self._find(name)
         connection = self._cluster()
-        return snapshot(connection, chosen, found, connection.namespace, diagnose=self.diagnoser())
+        view = snapshot(connection, chosen, found, connection.namespace, diagnose=self.diagnoser())
+        self._finished(chosen, found, view)
+        return view
 
     def watch(self, name: str, *, uid: Optional[str] = None) -> Iterator[JobView]:
         from .follow import follow_job
@@ -289,8 +291,25 @@ class KubeBackend:
         else:
             chosen, found = self._find(name)
         connection = self._cluster()
-        return follow_job(connection, chosen, found, connection.namespace, uid=uid,
-                          pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
+        views = follow_job(connection, chosen, found, connection.namespace, uid=uid,
+                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
+        return self._seen(chosen, found, views)
+
+    def _seen(self, chosen: Workload, name: str, views: Iterator[JobView]) -> Iterator[JobView]:
+        for view in views:
+            self._finished(chosen, name, view)
+            yield view
+
+    def _finished(self, chosen: Workload, name: str, view: JobView) -> None:
+        """A Framework that finished on its own no longer needs its PriorityClass: it is cluster-scoped, so no owner
+        reference can take it away with the job (the garbage collector ignores a namespaced owner of a
+        cluster-scoped object: kubernetes garbagecollector.go isDangling, "cluster-scoped dependent"), and stop
+        deletes it only for a job that is stopped. Deleted here, the first time paictl sees the job final."""
+        if chosen.resource.kind == "Framework" and view.state.is_final:
+            try:
+                self._delete_priority_class(f"{name}-priority")
+            except Exception:  # noqa: BLE001 - a leftover PriorityClass must not turn a verdict into an error
+                pass
 
     def list(self, *, label_selector: Optional[str] = None, all_namespaces: bool = False,
              page_size: Optional[int] = None) -> list[JobView]:

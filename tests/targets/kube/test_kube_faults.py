@@ -203,3 +203,13 @@ def test_stop_deletes_the_priority_class_paictl_made_and_only_that(emulator):
     again = paictl(emulator, "stop", name)
     assert again.returncode == 0 and "priorityclass" not in again.stdout
     assert emulator.get_object("scheduling.k8s.io/v1", "PriorityClass", None, f"{name}-priority") is not None
+
+
+def test_a_priority_class_goes_when_its_job_finishes_on_its_own(emulator):
+    """A cluster-scoped PriorityClass cannot be owned by the namespaced Framework (kubernetes garbagecollector.go
+    ignores such a reference), so nothing removes it when the job ends by itself: paictl deletes it the first time
+    it sees the job final, here at the end of the follow."""
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=1)
+    done, name = submit(emulator, HELLO, "--profile", "openpai", "--follow")
+    assert done.returncode == 0, done.stderr
+    assert emulator.get_object("scheduling.k8s.io/v1", "PriorityClass", None, f"{name}-priority") is None
