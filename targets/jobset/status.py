@@ -176,6 +176,11 @@ def _decide(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[J
     if any(s.get(key) for s in counts for key in ("ready", "succeeded", "failed")) or any(
             _get(pod, "status", "phase") == "Running" for pod in pods):
         return JobState.RUNNING, None
+    if int(_get(jobset, "status", "restarts") or 0) > 0 and not any(
+            c.get("type") == "RestartingJobSet" for c in conditions):
+        # JobSet before v0.12 has no RestartingJobSet condition: a restart shows only as status.restarts going up
+        # while the new attempt's Jobs come up (counted afresh)
+        return JobState.RESTARTING, None
     return JobState.PENDING, None
 
 

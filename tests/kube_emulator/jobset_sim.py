@@ -20,7 +20,8 @@ Scenarios:
   (pods deleted, condition Suspended, reason SuspendedJobs).
 When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
 
-Params (simulated seconds): preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
+Params (simulated seconds): version ("v0.12"; "v0.11": no RestartingJobSet condition),
+preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
 before a restart), exit_code (1), task_role, task_index,
 failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0"), index_retries (0: how
 often the failing task's pod fails and its Job retries the index, backoffLimitPerIndex, before the run goes on).
@@ -90,7 +91,7 @@ class JobSetRun(Kubelet, Run):
             for counts in self.status["replicatedJobsStatus"]:
                 counts.update(ready=counts["active"])
             if attempt > 0:
-                self._condition("RestartingJobSet", "False", "JobsReady", "jobs are ready")
+                self._condition("RestartingJobSet", "False", "JobsReady", "all jobs are ready")
             else:
                 self.write_status(copy.deepcopy(self.status))
             for _ in range(int(p.get("index_retries", 0)) if attempt == 0 else 0):
@@ -108,11 +109,13 @@ class JobSetRun(Kubelet, Run):
                 if attempt < max_restarts:
                     # A real controller reconciles a moment later; a follower gets to see the failed pod meanwhile.
                     self.wait(float(p.get("restart_delay_seconds", 0)))
-                    self._restart(attempt)
+                    self._restart(attempt, failed_job)
                     attempt += 1
                     continue
                 reason, message = ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts") \
                     if failure_policy else ("FailedJobs", "jobset failed due to one or more job failures")
+                if attempt > 0:
+                    self._condition("RestartingJobSet", "False", "JobSetFailed", "jobset failed")
                 self._finish("Failed", reason, f"{message} (first failed job: {failed_job})")
                 return
             self._succeed_all()
@@ -126,6 +129,11 @@ class JobSetRun(Kubelet, Run):
         return {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
 
     def _condition(self, kind: str, status: str, reason: str, message: str) -> None:
+        if kind == "RestartingJobSet" and self.params.get("version", "v0.12") < "v0.12":
+            # v0.11 has no RestartingJobSet condition (jobset api/jobset/v1alpha2/jobset_types.go, added in v0.12):
+            # a restart shows only as status.restarts + 1 (and a Warning Event)
+            self.write_status(copy.deepcopy(self.status))
+            return
         now = self.emu.clock.stamp()
         conditions = [c for c in self.status["conditions"] if c["type"] != kind]
         conditions.append({"type": kind, "status": status, "reason": reason, "message": message,
@@ -290,12 +298,15 @@ class JobSetRun(Kubelet, Run):
             counts.update(ready=counts["active"])
         self.write_status(copy.deepcopy(self.status))
 
-    def _restart(self, attempt: int) -> None:
+    def _restart(self, attempt: int, failed_job: str) -> None:
         """RestartJobSet: count the restart, delete every Job of this attempt (BlockingRecreate: wait until they and
         their pods are gone), then the caller creates the next attempt's."""
         self.status["restarts"] = attempt + 1
         self.status["restartsCountTowardsMax"] = attempt + 1
-        self._condition("RestartingJobSet", "True", "Restarting", f"restarting jobset, attempt {attempt + 1}")
+        # jobset v0.12 pkg/controllers/failure_policy.go restartJobSetActionApplier: the rule's reason
+        # (DefaultFailurePolicy without rules), the event's message with the first failed job
+        self._condition("RestartingJobSet", "True", "DefaultFailurePolicy",
+                        f"applying RestartJobSet failure policy action (first failed job: {failed_job})")
         for job in self._jobs():
             self._delete_job(job["metadata"]["name"])
         self.wait(300, until=lambda _: not self._jobs())
