@@ -143,3 +143,29 @@ def test_a_403_from_admission_is_not_called_rbac(emulator):
     denied, _ = submit(emulator, HELLO)
     assert "forbidden: you may not patch (server-side apply) frameworks.frameworkcontroller.microsoft.com in " \
            "namespace default (RBAC)" in denied.stderr
+
+
+@pytest.mark.parametrize("command", [["status", "demo"], ["status", "demo", "--target", "jobset", "-o", "json"],
+                                     ["stop", "demo"], ["logs", "demo", "-n", "team"]])
+def test_an_unreachable_cluster_is_answered_before_typer_is_loaded(tmp_path, command):
+    """The answer to a stale kubeconfig must cost about what kubectl's does (benchmarks/unreachable_cluster.py):
+    `status|stop|logs NAME` that would ask the cluster probe it before typer (a third of the time) is imported; the
+    line and the exit code are the typer path's."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    config = _config(tmp_path, f"http://127.0.0.1:{_refused_port()}")
+    argv = [sys.executable, "-X", "importtime", "-m", "paictl", *command, "--kubeconfig", str(config),
+            "--run-dir", str(tmp_path / "runs")]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    lines = done.stderr.splitlines()
+    errors = [line for line in lines if not line.startswith("import time:")]
+    assert done.returncode == 3 and errors == [
+        f"paictl: error: cannot reach the cluster at {config.read_text().split(chr(39))[1]} (context team): "
+        "connection refused"], done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+    assert "typer" not in imported and "kubernetes" not in imported
