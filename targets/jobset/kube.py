@@ -6,7 +6,8 @@
   follower sees it stopping, then deleted: stopped). Or, with `suspend`, `spec.suspend: true`, which deletes the
   pods of its Jobs and keeps the JobSet, to be resumed; paictl marks its own suspension with an annotation so the
   status says stopped, while a JobSet that Kueue keeps suspended reads as pending. The patch is a merge patch
-  under the field manager `paictl-stop`, as stopping a Framework is.
+  under the field manager `paictl-stop`, as stopping a Framework is. A JobSet Kueue manages (the queue-name label)
+  also gets its Workload deactivated, or Kueue would start it again (see `_deactivate_workload`).
 """
 
 from __future__ import annotations
