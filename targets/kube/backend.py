@@ -8,9 +8,7 @@ Nothing returned here comes from a Secret: applied objects are reported by kind,
 from __future__ import annotations
 
 import itertools
-import queue
-import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from paictl.errors import ClusterError, NotFoundError, UsageError
 from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
@@ -41,14 +39,14 @@ class KubeBackend:
     def namespace(self) -> Optional[str]:
         """kubectl's choice: --namespace, else the kubeconfig context's namespace (None: the profile decides)."""
         if self._namespace is None:
-            from .client import context_namespace
+            from .connection import context_namespace
 
             self._namespace = context_namespace(context=self.options.context, kubeconfig=self.options.kubeconfig)
         return self._namespace
 
     def _cluster(self) -> Cluster:
         if self._connection is None:
-            from .client import connect
+            from .connection import connect
 
             self._connection = connect(context=self.options.context, namespace=self._namespace,
                                        kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"))
@@ -256,7 +254,7 @@ class KubeBackend:
         """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
         import os
 
-        from .client import in_cluster, kubeconfig_path  # stdlib only until it connects
+        from .connection import in_cluster, kubeconfig_path  # stdlib only until it connects
 
         return (bool(self.options.context or self.options.kubeconfig or os.environ.get("KUBECONFIG"))
                 or os.path.isfile(kubeconfig_path()) or in_cluster())
@@ -396,13 +394,14 @@ class KubeBackend:
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         from .follow import list_pods
+        from .logs import merged, newest_per_task, pod_lines
 
         if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
             raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
                              "are deleted")
         chosen, found = self._find(name)
         connection = self._cluster()
-        pods, earlier = _newest_per_task(chosen, list_pods(connection, chosen, found, connection.namespace).values())
+        pods, earlier = newest_per_task(chosen, list_pods(connection, chosen, found, connection.namespace).values())
         roles = sorted({task[0] for task, _ in pods})
         if role is not None:
             matching = [(t, p) for t, p in pods if t[0].lower() == role.lower()]
@@ -426,81 +425,10 @@ class KubeBackend:
                               f"{earlier[task]} earlier pod(s) of this task are not shown (kubectl logs POD)")
                  for task, pod in pods if earlier.get(task)]
         if follow and len(pods) > 1:
-            return Logs(tasks=tasks, lines=itertools.chain(notes, self._merged(pods)))
+            return Logs(tasks=tasks, lines=itertools.chain(notes, merged(connection, pods)))
         return Logs(tasks=tasks, lines=itertools.chain(notes, (
-            line for task, pod in pods for line in self._pod_lines(task, pod, follow=follow, previous=previous))))
-
-    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool,
-                   previous: bool = False) -> Iterator[LogLine]:
-        from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
-
-        connection = self._cluster()
-        name = pod["metadata"]["name"]
-        containers = (pod.get("spec") or {}).get("containers") or [{}]
-        query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
-        if follow:
-            query.append(("follow", "true"))
-        if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
-            query.append(("previous", "true"))
-        try:
-            response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
-                                          stream=True)
-        except ApiFailure as failure:
-            if failure.status == 400:  # e.g. the container is still waiting to start
-                yield LogLine(role=task[0], index=task[1], stream="note",
-                              text=f"paictl: {name}: no log yet: {failure.message}")
-                return
-            raise describe_failure(connection, failure, verb="get", resource=POD, name=f"{name}/log") from None
-        except Exception as exc:  # noqa: BLE001
-            raise describe_failure(connection, exc, verb="get", resource=POD, name=f"{name}/log") from None
-        try:
-            for line in iter_lines(response):
-                yield LogLine(role=task[0], index=task[1], text=line.decode("utf-8", errors="replace").rstrip("\r"))
-        finally:
-            close_stream(response)
-
-    def _merged(self, pods: list[tuple[tuple[str, int], dict]]) -> Iterator[LogLine]:
-        """Several pods followed at once: one thread per stream, lines yielded as they come."""
-        lines: "queue.Queue[Optional[LogLine]]" = queue.Queue()
-
-        def pump(task: tuple[str, int], pod: dict) -> None:
-            try:
-                for line in self._pod_lines(task, pod, follow=True):
-                    lines.put(line)
-            except ClusterError as error:
-                lines.put(LogLine(role=task[0], index=task[1], stream="error", text=f"paictl: {error}"))
-            finally:
-                lines.put(None)
-
-        for task, pod in pods:
-            threading.Thread(target=pump, args=(task, pod), daemon=True).start()
-        open_streams = len(pods)
-        while open_streams:
-            line = lines.get()
-            if line is None:
-                open_streams -= 1
-            else:
-                yield line
-
-
-def _newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int], dict]], dict]:
-    """One pod per task, the newest, in task order; and how many older pods each task has. A task can have several
-    pods: the Job controller keeps an index's failed pods beside its retry (backoffLimitPerIndex), a restarted
-    JobSet's old pods linger while they terminate, KubeDL and FrameworkController reuse a name once the old pod is
-    gone. Printed together, an old attempt's traceback would read as the current run's."""
-    by_task: dict[tuple[str, int], list[dict]] = {}
-    for pod in pods:
-        task = chosen.pod_task(pod)
-        if task is not None:
-            by_task.setdefault(task, []).append(pod)
-
-    def age(pod: dict) -> tuple:
-        meta, phase = pod.get("metadata") or {}, (pod.get("status") or {}).get("phase")
-        return (not meta.get("deletionTimestamp"), str(meta.get("creationTimestamp") or ""),
-                phase not in ("Failed", "Succeeded"), str(meta.get("name")))
-
-    chosen_pods = sorted((task, max(group, key=age)) for task, group in by_task.items())
-    return chosen_pods, {task: len(group) - 1 for task, group in by_task.items() if len(group) > 1}
+            line for task, pod in pods for line in pod_lines(connection, task, pod, follow=follow,
+                                                             previous=previous))))
 
 
 def _controller_of(kind: str) -> str:

@@ -177,7 +177,7 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
     if target is not None and RUNS_ON.get(target) != "kube":
         return None
     from paictl.errors import PaictlError
-    from paictl.targets.kube.client import kubeconfig_path, probe
+    from paictl.targets.kube.connection import kubeconfig_path, probe
 
     try:
         if target is None:

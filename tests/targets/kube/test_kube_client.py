@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from paictl.errors import ClusterError
-from paictl.targets.kube.client import FRAMEWORK, MARSJOB, Resource, connect, context_namespace, resource_for
+from paictl.targets.kube.client import FRAMEWORK, MARSJOB, Resource, resource_for
+from paictl.targets.kube.connection import connect, context_namespace
 
 pytest.importorskip("kubernetes")
 

@@ -186,7 +186,7 @@ def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
     """In-process, with a short backoff and a limit (a follower has none by default: it rides out an outage)."""
     from paictl.targets.kube.workloads import workload
     from paictl.errors import ClusterError
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
     from paictl.targets.kube.follow import Backoff, follow_job
 
     emulator.scenario("Framework", "*", "running", seconds=100000)
@@ -208,7 +208,7 @@ def test_a_follower_rides_out_an_api_outage_and_shows_it(emulator):
     """client-go's reflector (tools/cache/reflector.go ListAndWatch, wait.BackoffUntil) never gives up on a
     failing server, it backs off and keeps trying; a follower does the same, saying meanwhile that it cannot reach
     the server, and goes on to the verdict once the server answers again."""
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
     from paictl.targets.kube.follow import Backoff, follow_job
     from paictl.targets.kube.workloads import workload
 

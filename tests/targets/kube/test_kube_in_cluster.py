@@ -54,7 +54,7 @@ def service_account(tmp_path, monkeypatch, tls_emulator):
 def test_in_a_pod_the_service_account_is_used(service_account):
     from paictl.targets.backend import BackendOptions
     from paictl.targets.kube.backend import KubeBackend
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
 
     emu = service_account
     cluster = connect()
@@ -70,7 +70,7 @@ def test_pod_namespace_wins_and_a_missing_token_is_one_line(service_account, mon
     from kubernetes.config import incluster_config
 
     from paictl.errors import ClusterError
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
 
     monkeypatch.setenv("POD_NAMESPACE", "team-b")
     assert connect().namespace == "team-b"

@@ -36,7 +36,7 @@ def _secret(size: int) -> dict:
 
 def test_a_framework_over_etcds_limit_is_refused_before_any_write(emulator):
     from paictl.targets.kube.apply import apply_objects
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
 
     cluster = connect(kubeconfig=str(emulator.kubeconfig))
     with pytest.raises(ClusterError, match=r"^framework\.frameworkcontroller\.microsoft\.com/big is \d+ bytes; etcd "
@@ -51,7 +51,7 @@ def test_a_framework_over_etcds_limit_is_refused_before_any_write(emulator):
 
 def test_a_secret_over_one_mib_is_refused_by_size_only(emulator):
     from paictl.targets.kube.apply import apply_objects
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
 
     cluster = connect(kubeconfig=str(emulator.kubeconfig))
     with pytest.raises(ClusterError) as raised:
