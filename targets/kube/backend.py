@@ -259,6 +259,19 @@ class KubeBackend:
         return (bool(self.options.context or self.options.kubeconfig or os.environ.get("KUBECONFIG"))
                 or os.path.isfile(kubeconfig_path()) or in_cluster())
 
+    def check_reachable(self) -> None:
+        """Raise the one-line ClusterError when the cluster the kubeconfig names cannot be reached (refused, unknown
+        host), without loading the official client: the CLI answers a stale kubeconfig with it before anything
+        else. Nothing is checked in a pod without a kubeconfig, or when the kubeconfig is missing (then `connect`
+        says so)."""
+        import os
+
+        from .connection import kubeconfig_path, probe
+
+        config_file = kubeconfig_path(self.options.kubeconfig)
+        if any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
+            probe(config_file, self.options.context)
+
     def has_job(self, name: str) -> bool:
         try:
             self._find(name)

@@ -176,21 +176,22 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
     target = given.get("target")
     if target is not None and RUNS_ON.get(target) != "kube":
         return None
+    from pathlib import Path
+
     from paictl.errors import PaictlError
-    from paictl.targets.kube.connection import kubeconfig_path, probe
+
+    from .submit_run import backend_options, open_target
 
     try:
         if target is None:
-            from pathlib import Path
-
-            from .submit_run import backend_options, open_target
-
             run_dir = Path(given["run_dir"]) if "run_dir" in given else None
             if open_target("local", backend_options(run_dir=run_dir)).has_job(args[1]):
                 return None
-        config_file = kubeconfig_path(given.get("kubeconfig"))
-        if any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
-            probe(config_file, given.get("context"))
+        cluster = open_target(target or "framework", backend_options(kubeconfig=given.get("kubeconfig"),
+                                                                     context=given.get("context")))
+        check = getattr(cluster, "check_reachable", None)
+        if check is not None:
+            check()
     except PaictlError as error:
         from paictl.errors import ClusterError
 
