@@ -169,3 +169,16 @@ def test_an_unreachable_cluster_is_answered_before_typer_is_loaded(tmp_path, com
         "connection refused"], done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
     assert "typer" not in imported and "kubernetes" not in imported
+
+
+def test_a_lost_answer_to_an_apply_is_applied_again_and_reads_as_created(emulator):
+    """The server stored the Framework, the answer was lost: a server-side apply gives the same result when sent
+    again, so it is; the object is there once, and the submit says what this submit did (created)."""
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    emulator.lose_next(1, method="PATCH", path_contains="/frameworks/")
+    done, name = submit(emulator, HELLO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"framework.frameworkcontroller.microsoft.com/{name} created\n")
+    applies = [r.status for r in emulator.requests if r.method == "PATCH" and r.path.endswith(f"/frameworks/{name}")]
+    assert applies == [0, 200]
+    assert len(emulator.list_objects(FC, "Framework", "default")) == 1
