@@ -6,13 +6,16 @@
   follower sees it stopping, then deleted: stopped). Or, with `suspend`, `spec.suspend: true`, which deletes the
   pods of its Jobs and keeps the JobSet, to be resumed; paictl marks its own suspension with an annotation so the
   status says stopped, while a JobSet that Kueue keeps suspended reads as pending. The patch is a merge patch
-  under the field manager `paictl-stop`, as stopping a Framework is.
+  under the field manager `paictl-stop`, as stopping a Framework is. A JobSet Kueue manages (the queue-name label)
+  also gets its Workload deactivated, or Kueue would start it again (see `_deactivate_workload`).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 from paictl.targets.jobset import status
-from paictl.targets.kube.client import JOBSET, STOP_FIELD_MANAGER, Cluster, describe_failure
+from paictl.targets.kube.client import JOBSET, STOP_FIELD_MANAGER, Cluster, Resource, describe_failure
 from paictl.targets.kube.follow import Workload
 
 
@@ -21,16 +24,21 @@ def workload() -> Workload:
                     view=status.job_view, pod_task=status.pod_task)
 
 
-def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = False) -> str:
-    """Stop the JobSet; returns what was done, in kubectl's words ("deleted (foreground)", "suspended")."""
+def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = False,
+                current: Optional[dict] = None) -> str:
+    """Stop the JobSet; returns what was done, in kubectl's words ("deleted (foreground)", "suspended").
+    `current`: the JobSet as just read (else it is read here)."""
+    current = current if current is not None else _get(cluster, name, namespace)
+    if status.job_state(current).is_final:
+        return "already finished"
     if not suspend:
         from paictl.targets.kube.apply import delete_marsjob as delete_foreground
 
         delete_foreground(cluster, name, namespace, resource=JOBSET)
         return "deleted (foreground)"
-    current = _get(cluster, name, namespace)
-    if status.job_state(current).is_final:
-        return "already finished"
+    deactivated = ""
+    if ((current.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL):
+        deactivated = _deactivate_workload(cluster, current, namespace)
     body = {"metadata": {"annotations": {status.SUSPENDED_BY_ANNOTATION: "paictl stop --suspend"}},
             "spec": {"suspend": True}}
     try:
@@ -38,7 +46,49 @@ def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = 
                      body=body, content_type="application/merge-patch+json")
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="patch", resource=JOBSET, name=name, namespace=namespace) from None
-    return "suspended"
+    return f"suspended (Kueue workload {deactivated} deactivated)" if deactivated else "suspended"
+
+
+#: Kueue's Workload, newest API version first (v1beta2 from Kueue 0.15; v1beta1 before and beside it).
+WORKLOADS = tuple(Resource(kind="Workload", api_version=f"kueue.x-k8s.io/{version}", plural="workloads")
+                  for version in ("v1beta2", "v1beta1"))
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
+    """A JobSet Kueue manages cannot be suspended by `spec.suspend` alone: Kueue's job reconciler starts a suspended
+    job again as long as its Workload is admitted (kueue pkg/controller/jobframework/reconciler.go, step 7 "Job
+    admitted, unsuspending"). Kueue's own stop is the Workload's `spec.active: false`: the Workload is evicted, the
+    job suspended, and it stays so (apis/kueue/v1beta1 workload_types.go: "Changing active from true to false will
+    evict any running workloads"). Returns the Workload's name ("" when Kueue has none for it: not installed, or not
+    yet created, and then `spec.suspend` is all there is)."""
+    from paictl.targets.kube.client import ApiFailure
+
+    uid = (jobset.get("metadata") or {}).get("uid")
+    for resource in WORKLOADS:
+        try:
+            listed = cluster.json("GET", resource.collection(namespace),
+                                  query=[("labelSelector", f"kueue.x-k8s.io/job-uid={uid}")])
+        except ApiFailure as failure:
+            if failure.status == 404:
+                continue  # this version (or Kueue) is not served
+            raise describe_failure(cluster, failure, verb="list", resource=resource, namespace=namespace) from None
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(cluster, exc, verb="list", resource=resource, namespace=namespace) from None
+        owned = [item for item in listed.get("items") or []
+                 if any(ref.get("uid") == uid for ref in (item.get("metadata") or {}).get("ownerReferences") or [])]
+        for item in owned:
+            workload = item["metadata"]["name"]
+            try:
+                cluster.json("PATCH", resource.item(workload, namespace), query=[("fieldManager", STOP_FIELD_MANAGER)],
+                             body={"spec": {"active": False}}, content_type="application/merge-patch+json")
+            except Exception as exc:  # noqa: BLE001
+                raise describe_failure(cluster, exc, verb="patch", resource=resource, name=workload,
+                                       namespace=namespace) from None
+        if owned:
+            return ", ".join(item["metadata"]["name"] for item in owned)
+        return ""
+    return ""
 
 
 def _get(cluster: Cluster, name: str, namespace: str) -> dict:

@@ -31,6 +31,7 @@ The role shown is the task role's own name, from the pod annotation paictl sets 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Optional
 
 from paictl.targets.mars.status import _get, _pod_state  # the same reading of a pod's main container
@@ -108,6 +109,8 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
     triggered_by = completion_code = None
     if state is JobState.FAILED:
         failed = [t for t in tasks if t.exit_code not in (None, 0)]
+        named = _tasks_of_job(_first_failed_job(condition), pods)
+        failed = [t for t in failed if (t.role, t.index) in named] or failed
         if failed:
             triggered_by, completion_code = (failed[0].role, failed[0].index), failed[0].exit_code
     elif state is JobState.SUCCEEDED:
@@ -117,6 +120,26 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
                    attempt=int(_get(jobset, "status", "restarts") or 0), tasks=tasks, message=message,
                    completion_code=completion_code, triggered_by=triggered_by,
                    where=f"{KIND} {namespace}/{_get(jobset, 'metadata', 'name')}")
+
+
+def _first_failed_job(condition: Optional[Mapping[str, Any]]) -> str:
+    """The Job JobSet blames in its Failed condition: kubernetes-sigs/jobset pkg/controllers/failure_policy.go
+    messageWithFirstFailedJob, "<message> (first failed job: <job name>)", the Job that failed earliest."""
+    found = re.search(r"\(first failed job: ([^)\s]+)\)", str((condition or {}).get("message") or ""))
+    return found.group(1) if found else ""
+
+
+def _tasks_of_job(job: str, pods: list[Mapping[str, Any]]) -> set[tuple[str, int]]:
+    """The tasks whose pods belong to the Job named `job` (the Job controller's `batch.kubernetes.io/job-name`)."""
+    if not job:
+        return set()
+    tasks = set()
+    for pod in pods:
+        labels = _get(pod, "metadata", "labels") or {}
+        task = pod_task(pod)
+        if task is not None and job in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name")):
+            tasks.add(task)
+    return tasks
 
 
 def progress(jobset: Mapping[str, Any]) -> str:
@@ -153,6 +176,11 @@ def _decide(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[J
     if any(s.get(key) for s in counts for key in ("ready", "succeeded", "failed")) or any(
             _get(pod, "status", "phase") == "Running" for pod in pods):
         return JobState.RUNNING, None
+    if int(_get(jobset, "status", "restarts") or 0) > 0 and not any(
+            c.get("type") == "RestartingJobSet" for c in conditions):
+        # JobSet before v0.12 has no RestartingJobSet condition: a restart shows only as status.restarts going up
+        # while the new attempt's Jobs come up (counted afresh)
+        return JobState.RESTARTING, None
     return JobState.PENDING, None
 
 

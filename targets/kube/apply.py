@@ -58,6 +58,8 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
     connection that dropped after the server stored the workload must not take away the Secrets it mounts.
     `owner_uid`: the uid of the workload as it exists already (a re-submit), so that the companions are applied
     with the same owner reference at once and an unchanged job stays "unchanged"."""
+    for obj in objects:  # before anything is written: a job too big to store must not be half-submitted
+        check_size(obj)
     done: list[Applied] = []
     ordered = apply_order(objects)
     workload = next((o for o in ordered if o.get("kind") in WORKLOAD_KINDS), None)
@@ -89,6 +91,41 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
             if obj is not workload and resource.namespaced:  # a cluster-scoped PriorityClass cannot be owned
                 _apply_one(cluster, resource, _owned(obj, workload, str(owner.uid)), dry_run=False)
     return done
+
+
+#: etcd refuses a value over its --max-request-bytes, 1.5 MiB by default (the API server answers
+#: "etcdserver: request is too large"); the stored object also carries managedFields, so keep a margin.
+MAX_OBJECT_BYTES = 1536 * 1024 - 16 * 1024
+#: kubernetes pkg/apis/core/validation ValidateSecret / ValidateConfigMap: the data's values in all, at most
+#: core.MaxSecretSize (1 MiB), else 422 "Too long: must have at most 1048576 bytes".
+MAX_DATA_BYTES = 1024 * 1024
+
+
+def check_size(obj: Mapping[str, Any]) -> None:
+    """Refuse, with the sizes only (never a value: it may be a secret), an object the cluster could not store."""
+    import base64
+    import binascii
+
+    label = resource_for(obj).label(str((obj.get("metadata") or {}).get("name")))
+    if obj.get("kind") in ("Secret", "ConfigMap"):
+        total = 0
+        for key in ("data", "binaryData", "stringData"):
+            for value in (obj.get(key) or {}).values():
+                text = str(value or "")
+                if key == "stringData" or (obj.get("kind") == "ConfigMap" and key == "data"):
+                    total += len(text.encode("utf-8"))
+                else:
+                    try:
+                        total += len(base64.b64decode(text, validate=True))
+                    except (binascii.Error, ValueError):
+                        total += len(text)
+        if total > MAX_DATA_BYTES:
+            raise ClusterError(f"{label}: its data is {total} bytes; Kubernetes keeps at most {MAX_DATA_BYTES} "
+                               f"bytes (1 MiB) in a {obj.get('kind')}: ship larger files in the image or a volume")
+    size = len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_OBJECT_BYTES:
+        raise ClusterError(f"{label} is {size} bytes; etcd stores at most 1.5 MiB per object (less what the API "
+                           f"server adds): move large inline content (commands, files) into the image or a volume")
 
 
 def _owned(obj: Mapping[str, Any], workload: Mapping[str, Any], uid: str) -> dict[str, Any]:
@@ -209,8 +246,6 @@ def delete_marsjob(cluster: Cluster, name: str, namespace: str, resource: Resour
 def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: str, *,
                     timeout: float = 120.0) -> None:
     """Delete a workload (its pods and owned companions go with it) and wait until the server no longer has it."""
-    import time
-
     try:
         cluster.json("DELETE", resource.item(name, namespace),
                      body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"},
@@ -222,10 +257,19 @@ def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: 
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="delete", resource=resource, name=name,
                                namespace=namespace) from None
+    wait_gone(cluster, resource, name, namespace, timeout=timeout)
+
+
+def wait_gone(cluster: Cluster, resource: Resource, name: str, namespace: Optional[str], *,
+              timeout: float = 120.0, owner_uid: Optional[str] = None) -> None:
+    """Wait until the object is gone (404) or, with `owner_uid`, no longer refers to that owner (the garbage
+    collector has let it go, or someone re-owned it)."""
+    import time
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            cluster.json("GET", resource.item(name, namespace))
+            current = cluster.json("GET", resource.item(name, namespace))
         except ApiFailure as failure:
             if failure.status == 404:
                 return
@@ -234,5 +278,24 @@ def delete_and_wait(cluster: Cluster, resource: Resource, name: str, namespace: 
         except Exception as exc:  # noqa: BLE001
             raise describe_failure(cluster, exc, verb="get", resource=resource, name=name,
                                    namespace=namespace) from None
+        references = (current.get("metadata") or {}).get("ownerReferences") or []
+        if owner_uid is not None and not any(ref.get("uid") == owner_uid for ref in references):
+            return
         time.sleep(0.2)
     raise ClusterError(f"{resource.label(name)} is still being deleted after {timeout:g}s; submit again later")
+
+
+def wait_companions_released(cluster: Cluster, objects: Sequence[Mapping[str, Any]], owner_uid: str, *,
+                             timeout: float = 120.0) -> None:
+    """After the workload `owner_uid` is gone, wait until the garbage collector is done with the companions it
+    owned. paictl's owner references say `blockOwnerDeletion: false` (blocking needs the right to update the
+    owner's finalizers), so a foreground deletion does not wait for them: the collector deletes them when it gets
+    to them, possibly after the workload is gone and after paictl applied them again for the next run, whose pods
+    then cannot mount them (kubernetes garbagecollector.go: node.blockingDependents, attemptToDeleteItem)."""
+    for obj in objects:
+        resource = resource_for(obj)
+        if obj.get("kind") in WORKLOAD_KINDS or not resource.namespaced:
+            continue
+        metadata = obj.get("metadata") or {}
+        wait_gone(cluster, resource, str(metadata.get("name")), metadata.get("namespace"), timeout=timeout,
+                  owner_uid=owner_uid)

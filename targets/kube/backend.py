@@ -7,9 +7,8 @@ Nothing returned here comes from a Secret: applied objects are reported by kind,
 
 from __future__ import annotations
 
-import queue
-import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+import itertools
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from paictl.errors import ClusterError, NotFoundError, UsageError
 from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
@@ -40,17 +39,17 @@ class KubeBackend:
     def namespace(self) -> Optional[str]:
         """kubectl's choice: --namespace, else the kubeconfig context's namespace (None: the profile decides)."""
         if self._namespace is None:
-            from .client import context_namespace
+            from .connection import context_namespace
 
             self._namespace = context_namespace(context=self.options.context, kubeconfig=self.options.kubeconfig)
         return self._namespace
 
     def _cluster(self) -> Cluster:
         if self._connection is None:
-            from .client import connect
+            from .connection import connect
 
             self._connection = connect(context=self.options.context, namespace=self._namespace,
-                                       kubeconfig=self.options.kubeconfig)
+                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"))
         return self._connection
 
     def diagnoser(self) -> Callable[[int, str], str]:
@@ -81,7 +80,7 @@ class KubeBackend:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        replaced, existing_uid = self._make_room(job, namespace, dry_run=dry_run)
+        replaced, existing_uid = self._make_room(job, namespace, compiled.objects, dry_run=dry_run)
         applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
         if replaced:
@@ -97,11 +96,13 @@ class KubeBackend:
                           dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
 
-    def _make_room(self, job: dict, namespace: str, *, dry_run: bool) -> tuple[str, Optional[str]]:
+    def _make_room(self, job: dict, namespace: str, objects, *, dry_run: bool) -> tuple[str, Optional[str]]:
         """A finished job of that name would only be "configured" by an apply and never run again: refuse, or with
         `--replace` (options.extra["replace"]) delete it, wait until it is gone, and let the apply create it anew.
+        A job still being deleted (a `stop` of a MarsJob or JobSet deletes it in the foreground, which lasts as long
+        as its pods' grace period) would take the apply with it: wait until it is gone first.
         Returns the line saying what was replaced ("" when nothing was) and the uid of the workload that stays."""
-        from .apply import delete_and_wait
+        from .apply import delete_and_wait, wait_companions_released, wait_gone
         from .client import ApiFailure, describe_failure, resource_for
 
         connection = self._cluster()
@@ -118,17 +119,57 @@ class KubeBackend:
             raise describe_failure(connection, exc, verb="get", resource=resource, name=name,
                                    namespace=namespace) from None
         view = workload(target_of(job["kind"])).view(current, [])
+        old_uid = str((current.get("metadata") or {}).get("uid") or "")
+        if (current.get("metadata") or {}).get("deletionTimestamp"):
+            if dry_run:
+                return f"{resource.label(name)} is being deleted; the submit would wait until it is gone", None
+            wait_gone(connection, resource, name, namespace)
+            wait_companions_released(connection, objects, old_uid)
+            return f"{resource.label(name)} was still being deleted; waited until it was gone", None
         replace = bool(self.options.extra.get("replace"))
         if not replace:
             if view.state.is_final:
                 raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
                                    f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
                                    f"it again: `paictl submit --replace` deletes it and runs the job anew")
-            return "", (current.get("metadata") or {}).get("uid")
+            edited = self._edited_fields(connection, resource, job, current)
+            if edited:
+                consequence = ("be refused: JobSet's webhook keeps spec.replicatedJobs immutable"
+                               if resource.kind == "JobSet" else
+                               f"reach only the pods created from now on ({_controller_of(resource.kind)} builds each "
+                               "new pod from the current spec): a run mixing both versions")
+                raise ClusterError(f"{resource.label(name)} is {view.state.value} with another version of the job "
+                                   f"({', '.join(edited)} changed); applying the edited one would {consequence}; "
+                                   f"`paictl submit --replace` deletes it and runs the edited job")
+            return "", old_uid or None
         if dry_run:
             return f"{resource.label(name)} would be deleted and created anew (--replace)", None
         delete_and_wait(connection, resource, name, namespace)
+        wait_companions_released(connection, objects, old_uid)
         return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
+
+    @staticmethod
+    def _edited_fields(connection: Cluster, resource, job: dict, current: dict) -> list[str]:
+        """The spec fields an apply of `job` would change on the running workload, found by a server-side dry run
+        (the server's defaulting and webhooks included). [] when nothing in the spec changes, or when the dry run
+        fails for another reason (the real apply then reports it)."""
+        import json as json_module
+
+        from .client import APPLY_PATCH, FIELD_MANAGER, ApiFailure
+
+        try:
+            after = connection.json("PATCH", resource.item(job["metadata"]["name"], current["metadata"].get(
+                "namespace")), query=[("fieldManager", FIELD_MANAGER), ("force", "false"), ("dryRun", "All")],
+                body=json_module.dumps(job), content_type=APPLY_PATCH, retry=False)
+        except ApiFailure as failure:
+            if failure.status == 422 and "field is immutable" in failure.message:
+                causes = (failure.body.get("details") or {}).get("causes") or []
+                return [str(c.get("field")) for c in causes if "immutable" in str(c.get("message"))] or ["spec"]
+            return []
+        except Exception:  # noqa: BLE001 - the apply itself reports a connection failure
+            return []
+        before, later = current.get("spec") or {}, after.get("spec") or {}
+        return [f"spec.{key}" for key in sorted(set(before) | set(later)) if before.get(key) != later.get(key)]
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
@@ -189,7 +230,7 @@ class KubeBackend:
                 except Exception as exc:  # noqa: BLE001
                     raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             try:
-                listed = connection.json("GET", resource.collection(connection.namespace)) if installed else {}
+                listed = connection.list_all(resource.collection(connection.namespace)) if installed else {}
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=resource) from None
             if not installed:
@@ -213,10 +254,23 @@ class KubeBackend:
         """Named on the command line or in $KUBECONFIG, or kubectl's default file exists."""
         import os
 
-        from .client import kubeconfig_path  # stdlib only until it connects
+        from .connection import in_cluster, kubeconfig_path  # stdlib only until it connects
 
         return (bool(self.options.context or self.options.kubeconfig or os.environ.get("KUBECONFIG"))
-                or os.path.isfile(kubeconfig_path()))
+                or os.path.isfile(kubeconfig_path()) or in_cluster())
+
+    def check_reachable(self) -> None:
+        """Raise the one-line ClusterError when the cluster the kubeconfig names cannot be reached (refused, unknown
+        host), without loading the official client: the CLI answers a stale kubeconfig with it before anything
+        else. Nothing is checked in a pod without a kubeconfig, or when the kubeconfig is missing (then `connect`
+        says so)."""
+        import os
+
+        from .connection import kubeconfig_path, probe
+
+        config_file = kubeconfig_path(self.options.kubeconfig)
+        if any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
+            probe(config_file, self.options.context)
 
     def has_job(self, name: str) -> bool:
         try:
@@ -234,7 +288,9 @@ class KubeBackend:
 
         chosen, found = self._find(name)
         connection = self._cluster()
-        return snapshot(connection, chosen, found, connection.namespace, diagnose=self.diagnoser())
+        view = snapshot(connection, chosen, found, connection.namespace, diagnose=self.diagnoser())
+        self._finished(chosen, found, view)
+        return view
 
     def watch(self, name: str, *, uid: Optional[str] = None) -> Iterator[JobView]:
         from .follow import follow_job
@@ -246,31 +302,50 @@ class KubeBackend:
         else:
             chosen, found = self._find(name)
         connection = self._cluster()
-        return follow_job(connection, chosen, found, connection.namespace, uid=uid,
-                          pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
+        views = follow_job(connection, chosen, found, connection.namespace, uid=uid,
+                           pending_timeout=self.options.pending_timeout, diagnose=self.diagnoser())
+        return self._seen(chosen, found, views)
 
-    def list(self) -> list[JobView]:
+    def _seen(self, chosen: Workload, name: str, views: Iterator[JobView]) -> Iterator[JobView]:
+        for view in views:
+            self._finished(chosen, name, view)
+            yield view
+
+    def _finished(self, chosen: Workload, name: str, view: JobView) -> None:
+        """A Framework that finished on its own no longer needs its PriorityClass: it is cluster-scoped, so no owner
+        reference can take it away with the job (the garbage collector ignores a namespaced owner of a
+        cluster-scoped object: kubernetes garbagecollector.go isDangling, "cluster-scoped dependent"), and stop
+        deletes it only for a job that is stopped. Deleted here, the first time paictl sees the job final."""
+        if chosen.resource.kind == "Framework" and view.state.is_final:
+            try:
+                self._delete_priority_class(f"{name}-priority")
+            except Exception:  # noqa: BLE001 - a leftover PriorityClass must not turn a verdict into an error
+                pass
+
+    def list(self, *, label_selector: Optional[str] = None, all_namespaces: bool = False,
+             page_size: Optional[int] = None) -> list[JobView]:
         """Every job of the known kinds (or the one kind asked for) in the namespace, as seen now (pods not read).
-
-        `extra`: `selector` (a label selector, as kubectl -l) and `all_namespaces` (as kubectl -A)."""
+        `label_selector`: kubectl's -l; `all_namespaces`: kubectl's -A; `page_size`: items per list request
+        (default `client.LIST_PAGE`). Keyword-only, so that more of kubectl's list options can join them; the CLI
+        passes the first two through the backend's options (`extra`), which these default to."""
         import dataclasses
 
         from .client import ApiFailure, describe_failure, resource_installed
 
         connection = self._cluster()
         target = self.options.target
-        selector = self.options.extra.get("selector") or ""
-        every_namespace = bool(self.options.extra.get("all_namespaces"))
+        label_selector = label_selector or self.options.extra.get("selector") or None
+        all_namespaces = all_namespaces or bool(self.options.extra.get("all_namespaces"))
         views: list[JobView] = []
+        query = [("labelSelector", label_selector)] if label_selector else []
         for kind in [target] if target else list(WORKLOADS):
             chosen = self._installed(kind) or workload(kind)
             try:
                 if not target and not resource_installed(connection, chosen.resource):
                     continue
-                resource = chosen.resource
-                path = (f"/apis/{resource.api_version}/{resource.plural}" if every_namespace
-                        else resource.collection(connection.namespace))
-                listed = connection.json("GET", path, query=[("labelSelector", selector)] if selector else ())
+                path = (chosen.resource.every_namespace() if all_namespaces
+                        else chosen.resource.collection(connection.namespace))
+                listed = connection.list_all(path, query=query, limit=page_size)
             except ApiFailure as failure:
                 raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
             except Exception as exc:  # noqa: BLE001
@@ -278,7 +353,7 @@ class KubeBackend:
             views += [dataclasses.replace(chosen.view(item, []),
                                           created=(item.get("metadata") or {}).get("creationTimestamp"))
                       for item in listed.get("items") or []]
-        return sorted(views, key=lambda view: (view.where, view.name) if every_namespace else view.name)
+        return sorted(views, key=lambda view: (view.where, view.name) if all_namespaces else view.name)
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         return None  # the diagnosis in the task rows already quotes the failed container's message
@@ -286,9 +361,8 @@ class KubeBackend:
     # -- acting on jobs -----------------------------------------------------------------------------------------
 
     def stop(self, name: str) -> StopResult:
-        from paictl.targets.framework.status import job_state
-
         from .apply import delete_marsjob, stop_framework
+        from .client import describe_failure
 
         chosen, found = self._find(name)
         connection = self._cluster()
@@ -296,22 +370,26 @@ class KubeBackend:
         suspend = bool(self.options.extra.get("suspend"))
         if suspend and chosen.resource.kind != "JobSet":
             raise UsageError(f"--suspend stops JobSets only; {label} is a {chosen.resource.kind}")
-        if chosen.resource.kind == "JobSet":
+        try:
+            current = connection.json("GET", chosen.resource.item(found, connection.namespace))
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(connection, exc, verb="get", resource=chosen.resource, name=found) from None
+        if chosen.view(current, []).state.is_final:
+            # Deleting a finished MarsJob or JobSet would lose its verdict and exit codes (status: "not found");
+            # FrameworkController ignores a Stop of a completed Framework. All are kept.
+            result = "already finished"
+        elif chosen.resource.kind == "JobSet":
             from paictl.targets.jobset.kube import stop_jobset
 
-            result = stop_jobset(connection, found, connection.namespace, suspend=suspend)
+            result = stop_jobset(connection, found, connection.namespace, suspend=suspend, current=current)
         elif chosen.resource.kind == "Framework":
-            current = connection.json("GET", chosen.resource.item(found, connection.namespace))
-            if job_state(current).is_final:
-                result = "already finished"
-            else:
-                stop_framework(connection, found, connection.namespace)
-                result = "stop requested"
-            if self._delete_priority_class(f"{found}-priority"):
-                result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
+            stop_framework(connection, found, connection.namespace)
+            result = "stop requested"
         else:
             delete_marsjob(connection, found, connection.namespace, chosen.resource)
             result = "deleted (foreground)"
+        if chosen.resource.kind == "Framework" and self._delete_priority_class(f"{found}-priority"):
+            result += f"; priorityclass.scheduling.k8s.io/{found}-priority deleted"
         return StopResult(line=f"{label} {result}", data={"stopped": label, "name": found,
                                                           "namespace": connection.namespace, "result": result})
 
@@ -336,15 +414,14 @@ class KubeBackend:
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         from .follow import list_pods
+        from .logs import merged, newest_per_task, pod_lines
 
         if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
             raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
                              "are deleted")
         chosen, found = self._find(name)
         connection = self._cluster()
-        pods = [(chosen.pod_task(pod), pod) for pod in list_pods(connection, chosen, found, connection.namespace)
-                .values()]
-        pods = sorted(((task, pod) for task, pod in pods if task is not None), key=lambda item: item[0])
+        pods, earlier = newest_per_task(chosen, list_pods(connection, chosen, found, connection.namespace).values())
         roles = sorted({task[0] for task, _ in pods})
         if role is not None:
             matching = [(t, p) for t, p in pods if t[0].lower() == role.lower()]
@@ -363,62 +440,19 @@ class KubeBackend:
                                     "each task's exit code and diagnosis")
             raise ClusterError(f"{found} has no pods yet")
         tasks = tuple(task for task, _ in pods)
+        notes = [LogLine(role=task[0], index=task[1], stream="note",
+                         text=f"paictl: {task[0]}-{task[1]}: the log of its newest pod {pod['metadata']['name']}; "
+                              f"{earlier[task]} earlier pod(s) of this task are not shown (kubectl logs POD)")
+                 for task, pod in pods if earlier.get(task)]
         if follow and len(pods) > 1:
-            return Logs(tasks=tasks, lines=self._merged(pods))
-        return Logs(tasks=tasks, lines=(line for task, pod in pods
-                                        for line in self._pod_lines(task, pod, follow=follow, previous=previous)))
+            return Logs(tasks=tasks, lines=itertools.chain(notes, merged(connection, pods)))
+        return Logs(tasks=tasks, lines=itertools.chain(notes, (
+            line for task, pod in pods for line in pod_lines(connection, task, pod, follow=follow,
+                                                             previous=previous))))
 
-    def _pod_lines(self, task: tuple[str, int], pod: dict, *, follow: bool,
-                   previous: bool = False) -> Iterator[LogLine]:
-        from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
 
-        connection = self._cluster()
-        name = pod["metadata"]["name"]
-        containers = (pod.get("spec") or {}).get("containers") or [{}]
-        query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
-        if follow:
-            query.append(("follow", "true"))
-        if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
-            query.append(("previous", "true"))
-        try:
-            response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
-                                          stream=True)
-        except ApiFailure as failure:
-            if failure.status == 400:  # e.g. the container is still waiting to start
-                yield LogLine(role=task[0], index=task[1], stream="note",
-                              text=f"paictl: {name}: no log yet: {failure.message}")
-                return
-            raise describe_failure(connection, failure, verb="get", resource=POD, name=f"{name}/log") from None
-        except Exception as exc:  # noqa: BLE001
-            raise describe_failure(connection, exc, verb="get", resource=POD, name=f"{name}/log") from None
-        try:
-            for line in iter_lines(response):
-                yield LogLine(role=task[0], index=task[1], text=line.decode("utf-8", errors="replace").rstrip("\r"))
-        finally:
-            close_stream(response)
-
-    def _merged(self, pods: list[tuple[tuple[str, int], dict]]) -> Iterator[LogLine]:
-        """Several pods followed at once: one thread per stream, lines yielded as they come."""
-        lines: "queue.Queue[Optional[LogLine]]" = queue.Queue()
-
-        def pump(task: tuple[str, int], pod: dict) -> None:
-            try:
-                for line in self._pod_lines(task, pod, follow=True):
-                    lines.put(line)
-            except ClusterError as error:
-                lines.put(LogLine(role=task[0], index=task[1], stream="error", text=f"paictl: {error}"))
-            finally:
-                lines.put(None)
-
-        for task, pod in pods:
-            threading.Thread(target=pump, args=(task, pod), daemon=True).start()
-        open_streams = len(pods)
-        while open_streams:
-            line = lines.get()
-            if line is None:
-                open_streams -= 1
-            else:
-                yield line
+def _controller_of(kind: str) -> str:
+    return {"Framework": "FrameworkController", "MarsJob": "KubeDL"}.get(kind, f"the {kind} controller")
 
 
 def _either(kinds: list[str]) -> str:

@@ -1,6 +1,6 @@
-"""Talking to a Kubernetes API server: kubectl's connection rules, raw JSON requests, one-line errors.
+"""Talking to a Kubernetes API server: raw JSON requests, retries, one-line errors (connection.py finds the server).
 
-The official `kubernetes` client is imported only here and only when a command reaches a cluster (it costs half a
+The official `kubernetes` client is imported only when a command reaches a cluster (connection.py; it costs half a
 second to import). paictl uses it for what is hard to get right (kubeconfig, exec plugins, certificates, tokens) and
 sends plain JSON requests through it, so server-side apply, watches and log streams behave exactly as on the wire,
 with no generated models or discovery cache in between. Every failure becomes a `ClusterError` with one line that
@@ -11,20 +11,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from typing import Any, Iterator, Mapping, Optional, Sequence
+import re
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from paictl.errors import ClusterError, NotFoundError
+from paictl.errors import ClusterError
 
 FIELD_MANAGER = "paictl"
 #: `paictl stop` writes spec.executionType under its own manager: see `stop_framework` in kube_apply.
 STOP_FIELD_MANAGER = "paictl-stop"
 #: Plain requests give up after this long; watches and log streams have no read deadline of their own.
 REQUEST_TIMEOUT = (10.0, 60.0)
-#: Idempotent requests (GET, server-side apply) are retried on 5xx/429 and connection errors: the delays between
-#: attempts (seconds), doubling as client-go's default backoff does, about 3.5 s in all.
+#: Retries, as client-go decides them (k8s.io/client-go/rest/with_retry.go `checkWait`, request.go
+#: `IsRetryableErrorFunc`): a 429 (priority and fairness turned the request away before acting on it) for any
+#: request; a 5xx, a dropped connection or a read timeout only for requests that give the same result however often
+#: they are sent (GET, server-side apply). A refused connection, an unknown host or a connect timeout is never retried:
+#: there is no server to wait for, and kubectl answers at once too. The delays between attempts (seconds) double,
+#: unless the server names one (Retry-After, capped at RETRY_AFTER_CAP).
 RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0)
+RETRY_AFTER_CAP = 10.0
+#: Items per page of a list (kubectl's --chunk-size default).
+LIST_PAGE = 500
+#: A retry that keeps the user waiting longer than this (seconds) is announced through `Cluster.notice`.
+RETRY_QUIET = 1.0
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
@@ -50,6 +59,11 @@ class Resource:
         base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         if self.namespaced:
             return f"{base}/namespaces/{quote(namespace or 'default', safe='')}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def every_namespace(self) -> str:
+        """The collection across all namespaces (kubectl -A)."""
+        base = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         return f"{base}/{self.plural}"
 
     def item(self, name: str, namespace: Optional[str]) -> str:
@@ -97,28 +111,36 @@ class Cluster:
     namespace: str
     context: str
     server: str
+    #: Where a retry that keeps the user waiting is announced (one line, no "paictl:" prefix); None: silent.
+    notice: Optional[Callable[[str], None]] = None
 
     def request(self, method: str, path: str, *, query: Sequence[tuple[str, Any]] = (), body: Any = None,
                 content_type: Optional[str] = None, stream: bool = False,
                 timeout: Any = REQUEST_TIMEOUT, retry: bool = True) -> Any:
         """Send a request; return the urllib3 response (status 2xx) or raise `ApiFailure` / urllib3's errors.
 
-        A plain GET and a server-side apply give the same result however often they are sent, so a 5xx, a 429 or
-        a dropped connection is retried after `RETRY_DELAYS`; anything else (and streams, which their readers
-        resume themselves, and callers with a backoff of their own: `retry=False`) is sent once."""
+        Retried as `RETRY_DELAYS` says. Streams (their readers resume themselves) and callers with a backoff of their
+        own (`retry=False`) are sent once."""
         import time
 
-        idempotent = retry and not stream and (method == "GET" or content_type == APPLY_PATCH)
-        for delay in RETRY_DELAYS if idempotent else ():
+        idempotent = method == "GET" or content_type == APPLY_PATCH
+        started = time.monotonic()
+        for attempt, backoff in enumerate(RETRY_DELAYS if retry and not stream else (), start=1):
             try:
                 return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
                                   timeout=timeout)
             except ApiFailure as failure:
-                if not (failure.status >= 500 or failure.status == 429):
+                if not (failure.status == 429 or (idempotent and failure.status >= 500)):
                     raise
+                delay = failure.retry_after if failure.retry_after is not None else backoff
+                why = f"the cluster answered {failure.status} {failure.reason or ''}".rstrip()
             except Exception as exc:  # noqa: BLE001
-                if not is_connection_error(exc):
+                if not (idempotent and is_dropped_connection(exc)):
                     raise
+                delay, why = backoff, f"the connection to {self.server} dropped"
+            if self.notice is not None and time.monotonic() + delay - started >= RETRY_QUIET:
+                self.notice(f"{why}; retrying {method} in {delay:g}s (attempt {attempt + 1} of "
+                            f"{len(RETRY_DELAYS) + 1})")
             time.sleep(delay)
         return self._send(method, path, query=query, body=body, content_type=content_type, stream=stream,
                           timeout=timeout)
@@ -138,7 +160,7 @@ class Cluster:
                 text = response.data.decode("utf-8", errors="replace")
             finally:
                 response.release_conn()
-            raise ApiFailure(response.status, text)
+            raise ApiFailure(response.status, text, retry_after=_retry_after(response.headers.get("Retry-After")))
         return response
 
     def json(self, method: str, path: str, **options: Any) -> dict[str, Any]:
@@ -148,6 +170,28 @@ class Cluster:
         finally:
             response.release_conn()
 
+    def list_all(self, path: str, *, query: Sequence[tuple[str, Any]] = (), limit: Optional[int] = None) -> dict:
+        """A whole collection, read in pages as kubectl reads it (`limit` + `continue`, LIST_PAGE items each), so that
+        a namespace with thousands of objects costs no single huge answer (the API server answers a list in one
+        piece otherwise). A continue token that expired (410: the pages came from a snapshot the server no longer
+        keeps) starts the list again from the beginning. Returns a list object with every item."""
+        page = limit or LIST_PAGE
+        for _ in range(3):
+            items: list = []
+            token = ""
+            try:
+                while True:
+                    answer = self.json("GET", path, query=[*query, ("limit", str(page))]
+                                       + ([("continue", token)] if token else []))
+                    items += answer.get("items") or []
+                    token = str((answer.get("metadata") or {}).get("continue") or "")
+                    if not token:
+                        return {**answer, "items": items}
+            except ApiFailure as failure:
+                if failure.status != 410 or not token:
+                    raise
+        raise ApiFailure(410, json.dumps({"message": "the list kept changing faster than it could be read"}))
+
     def close(self) -> None:
         self.api.close()
 
@@ -155,9 +199,10 @@ class Cluster:
 class ApiFailure(Exception):
     """A non-2xx answer; the body is the API server's `Status` object when it sent one."""
 
-    def __init__(self, status: int, body: str):
+    def __init__(self, status: int, body: str, *, retry_after: Optional[float] = None):
         super().__init__(f"HTTP {status}")
         self.status = status
+        self.retry_after = retry_after  # seconds the server asked the client to wait (Retry-After), if it did
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -173,92 +218,57 @@ class ApiFailure(Exception):
         return str(self.body.get("reason") or "")
 
 
-def _kubernetes():
-    try:
-        import kubernetes
-    except ImportError:
-        raise ClusterError("talking to Kubernetes needs the kubernetes package: "
-                           "pip install 'paictl[kubernetes]'") from None
-    return kubernetes
-
-
-def kubectl_current_context(config_file: str) -> Optional[str]:
-    """The current context as kubectl merges a KUBECONFIG list: the first file that sets a non-empty
-    `current-context` wins (the python client's merger lets the last one win). Named clusters, contexts and users
-    are merged first-wins by both."""
-    import yaml
-
-    for path in config_file.split(os.pathsep):
-        path = os.path.expanduser(path)
-        if not path or not os.path.isfile(path):
-            continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError):
-            continue
-        current = data.get("current-context") if isinstance(data, dict) else None
-        if current:
-            return str(current)
-    return None
-
-
-def _chosen_context(kubernetes: Any, config_file: str, context: Optional[str]) -> tuple[list, Optional[dict]]:
-    contexts, current = kubernetes.config.list_kube_config_contexts(config_file)
-    wanted = context if context is not None else kubectl_current_context(config_file)
-    if wanted is None:
-        return contexts, current
-    return contexts, next((c for c in contexts if c.get("name") == wanted), None)
-
-
-def kubeconfig_path(kubeconfig: Optional[str] = None) -> str:
-    """kubectl's choice: --kubeconfig, else $KUBECONFIG (a list of files), else ~/.kube/config."""
-    return kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-
-
-def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
-            kubeconfig: Optional[str] = None) -> Cluster:
-    """kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config; --context, else the
-    current context; --namespace, else the context's namespace, else `default`."""
-    kubernetes = _kubernetes()
-    from kubernetes.config.config_exception import ConfigException
-
-    config_file = kubeconfig_path(kubeconfig)
-    if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
-        raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
-                           "or run the job on this machine with --target local")
-    try:
-        contexts, chosen = _chosen_context(kubernetes, config_file, context)
-        if chosen is None:
-            raise ClusterError(f"kubeconfig {config_file}: no context named "
-                               f"{context or kubectl_current_context(config_file)!r}")
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(config_file=config_file, context=chosen["name"],
-                                           client_configuration=configuration, persist_config=False)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
-        raise ClusterError(f"kubeconfig {config_file}: {' '.join(str(exc).split())}") from None
-    # Failures are retried by paictl's own loops (with backoff), never silently by urllib3.
-    configuration.retries = False
-    return Cluster(api=kubernetes.client.ApiClient(configuration),
-                   namespace=namespace or (chosen.get("context") or {}).get("namespace") or "default",
-                   context=chosen["name"], server=configuration.host)
-
-
-def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:
-    """The namespace the kubeconfig context names, or None (then the profile's namespace applies)."""
-    kubernetes = _kubernetes()
-    config_file = kubeconfig_path(kubeconfig)
-    try:
-        _, chosen = _chosen_context(kubernetes, config_file, context)
-    except Exception:  # noqa: BLE001 - connect() reports a broken kubeconfig with its reason
-        return None
-    return ((chosen or {}).get("context") or {}).get("namespace")
-
-
 def is_connection_error(exc: BaseException) -> bool:
     import urllib3.exceptions
 
     return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """No connection was made: refused, unknown host, connect timeout. Nothing reached a server, and waiting would
+    not change that within a command's time."""
+    import urllib3.exceptions
+
+    return isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError,
+                            ConnectionRefusedError))
+
+
+def is_dropped_connection(exc: BaseException) -> bool:
+    """A connection that was made and then lost (reset, closed mid-answer, a read timeout): the server may have
+    acted, so only an idempotent request may be sent again."""
+    return is_connection_error(exc) and not is_unreachable(exc)
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (the API server sends whole seconds; an HTTP date is honoured too), capped."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            import datetime
+
+            seconds = (parsedate_to_datetime(value) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """`connection refused`, `unknown host NAME`, `no answer within 10s`: the one thing the user needs to know."""
+    import urllib3.exceptions
+
+    if isinstance(exc, urllib3.exceptions.NameResolutionError):
+        return f"unknown host {getattr(exc, 'conn', None) and exc.conn.host or ''}".rstrip()
+    text = str(exc)
+    if "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return text.split("Failed to establish a new connection: ", 1)[-1]
+    return "no answer (connect timeout)"
 
 
 def resource_installed(cluster: Cluster, resource: Resource) -> bool:
@@ -279,8 +289,12 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     where = f" in namespace {namespace or cluster.namespace}" if resource.namespaced else ""
     target = f"{resource.full_name} {name!r}" if name else resource.full_name
     if not isinstance(exc, ApiFailure):
+        if is_dropped_connection(exc) and verb not in ("get", "list", "watch"):
+            return ClusterError(f"{verb} {target}{where}: the connection to {cluster.server} dropped before the "
+                                f"cluster answered, so it may have been done: `paictl status` shows the job "
+                                f"({_short(getattr(exc, 'reason', None) or exc)})")
         if is_connection_error(exc) or getattr(exc, "status", None) == 0:  # status 0: the client's TLS failure
-            reason = getattr(exc, "reason", None) or exc
+            reason = unreachable_reason(exc) if is_unreachable(exc) else (getattr(exc, "reason", None) or exc)
             return ClusterError(f"cannot reach the cluster at {cluster.server} (context {cluster.context}): "
                                 f"{_short(reason)}")
         return ClusterError(f"{verb} {target}{where}: {_short(exc)}")
@@ -288,8 +302,15 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
         return ClusterError(f"the cluster at {cluster.server} refused the credentials of context {cluster.context} "
                             f"(401 Unauthorized)")
     if exc.status == 403:
-        rbac_verb = "patch (server-side apply)" if verb == "apply" else verb
-        return ClusterError(f"forbidden: you may not {rbac_verb} {resource.full_name}{where} (RBAC): {exc.message}")
+        # The authorizer's denial names the user and the verb (apiserver responsewriters forbiddenMessage:
+        # `User "u" cannot get resource ...`); any other 403 is an admission plugin's (a ResourceQuota, Pod
+        # Security, a namespace being terminated, a webhook), worded by it after "... is forbidden: ".
+        if _RBAC_DENIAL.search(exc.message):
+            rbac_verb = "patch (server-side apply)" if verb == "apply" else verb
+            return ClusterError(f"forbidden: you may not {rbac_verb} {resource.full_name}{where} (RBAC): "
+                                f"{exc.message}")
+        return ClusterError(f"the cluster refused to {verb} {target}{where}: "
+                            f"{_short(exc.message.split(' is forbidden: ', 1)[-1])}")
     if exc.status == 404 and resource.plural in PROVIDERS:
         try:
             installed = resource_installed(cluster, resource)
@@ -307,7 +328,7 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     if exc.status == 409 and exc.reason == "Conflict" and verb == "apply":
         return ClusterError(_conflict_line(exc, target))
     if exc.status == 422:
-        return ClusterError(f"the cluster rejected {target}: {exc.message}")
+        return ClusterError(f"the cluster rejected {target}: {_invalid_text(exc)}")
     return ClusterError(f"{verb} {target}{where}: the cluster answered {exc.status}: {exc.message}")
 
 
@@ -322,9 +343,29 @@ def _conflict_line(exc: ApiFailure, target: str) -> str:
     if not managers:
         return f"{target}: apply conflict: {exc.message}"
     owned = "; ".join(f"{', '.join(fields)} managed by {manager!r}" for manager, fields in managers.items())
-    hint = ("the job was stopped by `paictl stop`; delete it to run it again" if STOP_FIELD_MANAGER in managers
-            else "change those fields back, or delete the object first")
+    hint = ("the job was stopped by `paictl stop`: `paictl submit --replace` deletes it and runs the job anew"
+            if STOP_FIELD_MANAGER in managers else "change those fields back, or delete the object first")
     return f"{target}: conflict with another field manager: {owned} ({hint})"
+
+
+_RBAC_DENIAL = re.compile(r'(User|ServiceAccount|Group) "[^"]*" cannot [a-z]+ resource ')
+
+
+def _invalid_text(exc: ApiFailure) -> str:
+    """A 422 said briefly: who denied it (an admission webhook) and each cause as `field: reason`. A cause's
+    "Invalid value: ..." quotes the whole rejected value (a webhook's Go dump of every replicatedJob runs to pages);
+    the value is the user's own input, so only what is wrong with it is kept."""
+    causes = [c for c in (exc.body.get("details") or {}).get("causes") or [] if isinstance(c, dict)]
+    if not causes:
+        return _short(exc.message)
+    prefix = exc.message.split(": ", 1)[0] + ": " if exc.message.startswith("admission webhook ") else ""
+    parts = []
+    for cause in causes:
+        message = " ".join(str(cause.get("message") or cause.get("reason") or "").split())
+        if message.startswith("Invalid value: ") and len(message) > 120:
+            message = message.rsplit(": ", 1)[-1]
+        parts.append(f"{cause.get('field')}: {message}" if cause.get("field") else message)
+    return _short(prefix + "; ".join(parts))
 
 
 def _short(value: Any) -> str:

@@ -18,12 +18,14 @@ EVENTS_AFTER, EVENTS_EVERY = 3.0, 10.0
 EVENT = Resource(kind="Event", api_version="v1", plural="events")
 
 
-def latest_warning(cluster: Cluster, namespace: str, pod: str) -> str:
+def latest_warning(cluster: Cluster, namespace: str, pod: str, uid: str = "") -> str:
     """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they explain,
-    they are never a reason to fail)."""
+    they are never a reason to fail). `uid`: of this pod only. FrameworkController and KubeDL give a task's pod the
+    same name in every attempt, and events outlive their pod (an hour by default), so a name alone can bring up
+    why an earlier pod waited."""
+    selector = f"involvedObject.kind=Pod,involvedObject.name={pod}" + (f",involvedObject.uid={uid}" if uid else "")
     try:
-        listed = cluster.json("GET", EVENT.collection(namespace), query=[
-            ("fieldSelector", f"involvedObject.kind=Pod,involvedObject.name={pod}")])
+        listed = cluster.json("GET", EVENT.collection(namespace), query=[("fieldSelector", selector)])
     except Exception:  # noqa: BLE001
         return ""
     warnings = [e for e in listed.get("items") or [] if e.get("type") == "Warning"]

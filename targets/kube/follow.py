@@ -34,11 +34,12 @@ from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Backoff:
-    """Delays between failed attempts: initial, doubling, capped; give up after `attempts` failures in a row."""
+    """Delays between failed attempts: initial, doubling, capped; give up after `attempts` failures in a row (None:
+    never; a follower rides out an API server's outage, shown as it lasts, until the user stops it)."""
 
     initial: float = 0.25
     cap: float = 16.0
-    attempts: int = 10
+    attempts: Optional[int] = None
 
     def delay(self, failures: int) -> float:
         return min(self.cap, self.initial * 2 ** max(0, failures - 1))
@@ -48,7 +49,9 @@ class Backoff:
 class Event:
     """One thing a watch saw while following a workload: a full list, a change to one object, or a failure."""
     source: str                 # which watch: "job" or "pods"
-    type: str                   # LIST (items = the whole collection), ADDED, MODIFIED, DELETED, FAILED
+    #: LIST (items = the whole collection), ADDED, MODIFIED, DELETED, FAILED; OUTAGE (error: why, as it goes on),
+    #: RECOVERED (the server answers again)
+    type: str
     items: tuple = ()           # LIST: the objects; ADDED/MODIFIED/DELETED: the one object
     error: Optional[ClusterError] = None
 
@@ -90,6 +93,8 @@ class Watch(threading.Thread):
                     version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
                     self.sink.put(Event(source=self.source, type="LIST", items=tuple(listed.get("items") or ())))
                 version, got_events = self._watch(path, version)
+                if failures > 1:
+                    self.sink.put(Event(source=self.source, type="RECOVERED"))
                 failures = 0
                 # A stream the server ended (or a dropped connection) resumes at once; one that keeps ending
                 # without delivering anything is treated as a failing server and backed off.
@@ -113,9 +118,13 @@ class Watch(threading.Thread):
                     return
                 last_error = exc
             failures += 1
-            if failures >= self.backoff.attempts:
+            if self.backoff.attempts is not None and failures >= self.backoff.attempts:
                 self._fail(last_error)
                 return
+            if failures > 1:  # a single dropped request is not an outage
+                error = describe_failure(self.cluster, last_error, verb="watch", resource=self.resource,
+                                         namespace=self.namespace)
+                self.sink.put(Event(source=self.source, type="OUTAGE", error=error))
             self._sleep(self.backoff.delay(failures))
 
     def _watch(self, path: str, version: str) -> tuple[str, bool]:
@@ -216,6 +225,7 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
     state = JobWatchState()
     diagnoser = PodDiagnoser(cluster, namespace, workload, diagnose)
     listed = set()
+    outage_since: Optional[float] = None  # wall-clock time the API server stopped answering (shown to the user)
     pending_since: Optional[float] = clock()
     try:
         while True:
@@ -231,6 +241,17 @@ def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, 
                 return
             if event.type == "FAILED":
                 raise event.error  # type: ignore[misc]
+            if event.type in ("OUTAGE", "RECOVERED"):
+                if event.type == "OUTAGE":
+                    outage_since = outage_since if outage_since is not None else time.time()
+                    since = time.strftime("%H:%M:%S", time.localtime(outage_since))
+                    outage = f"{event.error}; following on since {since} (Ctrl-C stops)"
+                else:
+                    outage_since, outage = None, ""
+                if state.job is not None and len(listed) == 2:
+                    view = _current(state, workload, diagnoser, name)
+                    yield dataclasses.replace(view, message=outage or view.message)
+                continue
             if uid is not None and event.source == "job":
                 mine = [item for item in event.items if (item.get("metadata") or {}).get("uid") == uid]
                 if event.items and not mine and event.type != "LIST":
@@ -280,7 +301,7 @@ def snapshot(cluster: Cluster, workload: Workload, name: str, namespace: str, *,
 
 def list_pods(cluster: Cluster, workload: Workload, name: str, namespace: str) -> dict[str, dict]:
     try:
-        listed = cluster.json("GET", POD.collection(namespace), query=[("labelSelector", workload.pod_selector(name))])
+        listed = cluster.list_all(POD.collection(namespace), query=[("labelSelector", workload.pod_selector(name))])
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="list", resource=POD, namespace=namespace) from None
     return {p["metadata"]["name"]: p for p in listed.get("items") or []}
@@ -322,15 +343,16 @@ class PodDiagnoser:
     def _pod_event(self, pod: Mapping[str, Any]) -> str:
         """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they are
         an explanation, never a reason to fail)."""
-        name = pod["metadata"]["name"]
+        name, uid = pod["metadata"]["name"], str(pod["metadata"].get("uid") or "")
+        key = f"{name}/{uid}"  # a later attempt's pod of the same name starts afresh
         now = time.monotonic()
-        if now - self._pending_since.setdefault(name, now) < self.events_after:
+        if now - self._pending_since.setdefault(key, now) < self.events_after:
             return ""
-        cached = self._events.get(name)
+        cached = self._events.get(key)
         if cached is not None and now - cached[0] < EVENTS_EVERY:
             return cached[1]
-        text = latest_warning(self.cluster, self.namespace, name)
-        self._events[name] = (now, text)
+        text = latest_warning(self.cluster, self.namespace, name, uid)
+        self._events[key] = (now, text)
         return text
 
     def enrich(self, view: JobView, pods: list, job: Optional[Mapping[str, Any]] = None) -> JobView:

@@ -16,20 +16,28 @@ tells kubectl the server validates fields, so `kubectl apply` works with its def
 (NotFound, AlreadyExists, Conflict, Forbidden, Gone/Expired, Invalid, BadRequest, UnsupportedMediaType), one
 global resourceVersion, generation, managedFields, server-side apply with conflicts and force, merge / JSON patch
 (strategic merge patch is refused with 415 for custom resources, as the real server does), dryRun=All, optimistic
-concurrency on PUT, finalizers, ownerReferences with Background / Foreground / Orphan deletion, list with selectors
-and limit/continue, chunked watch streams with bookmarks, 410 ERROR events and timeoutSeconds, pod logs with
-container / tailLines / limitBytes / follow, kubelet Events for pods stuck pulling their image.
+concurrency on PUT, finalizers, graceful pod deletion (deletionTimestamp + grace period, registry/core/pod
+strategy.go), ownerReferences with Background / Foreground / Orphan deletion where a foreground deletion waits only
+for `blockOwnerDeletion` dependents and the collector reaches the others after `store.gc_lag_seconds`, list with
+selectors and limit/continue, chunked watch streams with bookmarks, 410 ERROR events and timeoutSeconds, pod logs
+with container / tailLines / limitBytes / follow, kubelet Events for pods stuck pulling their image, mutating
+admission hooks (`store.mutators`), JobSet's validating webhook on update, etcd's 1.5 MiB value limit and the 1 MiB
+Secret/ConfigMap data limit, optional TLS (`tls=(cert, key)`). Test levers: `fail_next` (an error before acting),
+`throttle_next` (429 + Retry-After: 1, as maxinflight.go), `lose_next` (the answer lost after acting),
+`install_kueue()` (kueue_sim.py), `forbid()`, `uninstall()`, `expire_history()`, `drop_watches()`.
 
 Known differences from a real API server:
 - field sets are leaf paths; all lists are atomic (real built-in kinds merge some lists by key, e.g. containers);
 - OpenAPI documents carry no schemas (`kubectl explain` fails; `fieldValidation=Strict` is accepted, unknown
   fields are not reported); no Table responses (kubectl prints from the object itself); no protobuf;
 - a continue token pages through the current state, not a snapshot;
-- pods have no graceful termination, no kubelet: pods not created by the scripted controller stay Pending;
+- no kubelet beyond the scripted controllers: pods not created by them stay Pending; a terminating pod's containers
+  are not shown stopping, the pod just goes when its grace period ends (or `store.termination_seconds`);
 - the scripted controllers write a few status updates per step where the real ones batch theirs differently;
 - only the validation a client can trip over is implemented (names, the CRDs' enums/ranges, required fields);
 - timestamps come from the emulator's clock, which runs `speed` times faster than real time;
-- authentication is absent; `forbid()` turns individual verbs on resources into 403s.
+- authentication is absent (the Authorization header is recorded, never checked); `forbid()` turns individual
+  verbs on resources into 403s.
 """
 
 from .emulator import Emulator

@@ -20,7 +20,10 @@ from .store import Store
 
 
 class Emulator:
-    def __init__(self, speed: float = 1.0, bookmark_interval: float = 1.0) -> None:
+    def __init__(self, speed: float = 1.0, bookmark_interval: float = 1.0,
+                 tls: tuple[str, str] | None = None) -> None:
+        """`tls`: (certificate file, key file) to serve HTTPS with, as every real API server does."""
+        self.tls = tls
         self.clock = Clock(speed)
         self.registry = Registry()
         self.store = Store(self.registry, self.clock)
@@ -38,18 +41,34 @@ class Emulator:
         self._thread: threading.Thread | None = None
         self.kubeconfig: Path | None = None  # the last file write_kubeconfig wrote
         self.controller = Controller(self)
+        self.kueue = None
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def start(self) -> "Emulator":
         self._server = EmulatorHTTPServer(self)
+        if self.tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="emulator-http", daemon=True)
         self._thread.start()
         return self
 
+    def install_kueue(self, admit_seconds: float = 1.0):
+        """Install Kueue (kueue_sim.py): Workloads are served; queued JobSets are admitted and (un)suspended."""
+        from .kueue_sim import Kueue
+
+        self.kueue = Kueue(self, admit_seconds)
+        return self.kueue
+
     def stop(self) -> None:
         self._stopping = True
+        if self.kueue is not None:
+            self.kueue.stop()
         self.controller.stop()
         if self._server is not None:
             self._server.shutdown()
@@ -66,7 +85,7 @@ class Emulator:
     @property
     def url(self) -> str:
         assert self._server is not None, "start the emulator first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self._server.server_address[1]}"
 
     def write_kubeconfig(self, path: str | Path, context: str = "emulator", namespace: str = "default") -> Path:
         path = Path(path)
@@ -94,12 +113,28 @@ class Emulator:
                        and (watch is None or r.watch == watch))
 
     def fail_next(self, count: int, status: int = 500, method: str | None = None,
-                  path_contains: str | None = None) -> None:
-        """The next `count` matching requests get an error Status with that code (InternalError for 500)."""
-        with self._lock:
-            self._failures.append({"count": count, "status": status, "method": method, "path": path_contains})
+                  path_contains: str | None = None, message: str | None = None) -> None:
+        """The next `count` matching requests get an error Status with that code (InternalError for 500), before
+        the server acts on them; `message`: the Status message an admission plugin would write."""
+        self._inject("fail", count, method, path_contains, status=status, message=message)
 
-    def _take_failure(self, method: str, path: str) -> int | None:
+    def throttle_next(self, count: int, method: str | None = None, path_contains: str | None = None,
+                      retry_after: str = "1") -> None:
+        """The next `count` matching requests are turned away as the API server's max-in-flight and priority-and-
+        fairness filters do (k8s.io/apiserver/pkg/server/filters/maxinflight.go `tooManyRequests`): 429, header
+        `Retry-After: 1`, a plain-text body, before anything is done."""
+        self._inject("throttle", count, method, path_contains, retry_after=retry_after)
+
+    def lose_next(self, count: int, method: str | None = None, path_contains: str | None = None) -> None:
+        """The next `count` matching requests are carried out, then the connection drops before the answer: the
+        client cannot tell whether the server acted (a proxy or load balancer cutting a connection does this)."""
+        self._inject("lose", count, method, path_contains)
+
+    def _inject(self, kind: str, count: int, method: str | None, path: str | None, **details) -> None:
+        with self._lock:
+            self._failures.append({"kind": kind, "count": count, "method": method, "path": path, **details})
+
+    def _take_injected(self, method: str, path: str) -> dict | None:
         with self._lock:
             for failure in self._failures:
                 if failure["count"] <= 0:
@@ -107,7 +142,7 @@ class Emulator:
                 if failure["method"] not in (None, method) or (failure["path"] and failure["path"] not in path):
                     continue
                 failure["count"] -= 1
-                return failure["status"]
+                return failure
         return None
 
     def forbid(self, verb: str, plural: str) -> None:

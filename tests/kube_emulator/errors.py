@@ -106,10 +106,11 @@ def method_not_allowed(method: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
 
 
-def injected(code: int) -> ApiError:
+def injected(code: int, message: str | None = None) -> ApiError:
     reasons = {500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests", 504: "Timeout",
                409: "Conflict", 403: "Forbidden", 404: "NotFound", 410: "Expired"}
     reason = reasons.get(code, "InternalError")
-    message = "an error on the server (\"injected by the emulator\") has prevented the request from succeeding"
+    message = message or ("an error on the server (\"injected by the emulator\") has prevented the request from "
+                          "succeeding")
     return ApiError(code, reason, message, {"causes": [{"reason": "UnexpectedServerResponse",
                                                          "message": "injected by the emulator"}]})

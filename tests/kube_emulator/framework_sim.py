@@ -119,6 +119,8 @@ class FrameworkRun(Run):
     def _attempt(self) -> bool | None:
         """Run one attempt; returns None to start the next attempt, False when the Framework is Completed."""
         attempt = self.status["attemptStatus"]
+        if self._stop_requested(self.current()):  # stopped before the attempt made anything: completed at once
+            return self._finish_attempt(self._stop([]), [])
         configmap = self.pods.create_configmap(attempt["id"])
         self._set_state("AttemptCreationRequested")
         self.write_status(self.status)
@@ -334,10 +336,12 @@ class FrameworkRun(Run):
         retry = retry and not self._stop_requested(fw)
         attributes = set(attempt["completionStatus"]["type"].get("attributes") or [])
         if retry and policy.get("fancyRetryPolicy") and {"Transient", "Conflict"} <= attributes:
-            # a retry after a delay (the real one is random in [60, 900] s); a Stop skips it
+            # a retry after a delay (the real one is random in [60, 900] s); a Stop skips the delay and retries at
+            # once (frameworkcontroller controller.go syncFrameworkState: "User has requested to stop the
+            # Framework, so immediately retry without delay"), and the new attempt is then stopped: -210
             retried["retryDelaySec"] = int(self.params.get("retry_delay_seconds", 60))
             self.write_status(self.status)
-            retry = not self.wait(retried["retryDelaySec"], until=self._stop_requested)
+            self.wait(retried["retryDelaySec"], until=self._stop_requested)
             retried["retryDelaySec"] = None
         if retry:
             counts = (retried["totalRetriedCount"] + 1, retried["accountableRetriedCount"] + int(accountable))

@@ -95,8 +95,10 @@ def handle(emu, handler, method: str, rt, route, query: dict[str, str]) -> tuple
         if not route.name:
             return _delete_collection(emu, rt, route, query, options)
         propagation = query.get("propagationPolicy") or options.get("propagationPolicy")
+        grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
         obj, gone = store.delete(rt, route.namespace, route.name, propagation=propagation,
-                                 dry_run=_dry_run(query, options), preconditions=options.get("preconditions"))
+                                 dry_run=_dry_run(query, options), preconditions=options.get("preconditions"),
+                                 grace_seconds=int(grace) if grace is not None else None)
         if gone and rt.kind not in RETURN_DELETED and not rt.custom:
             details = {"name": route.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
             if rt.group:

@@ -20,9 +20,11 @@ Scenarios:
   (pods deleted, condition Suspended, reason SuspendedJobs).
 When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
 
-Params (simulated seconds): preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
+Params (simulated seconds): version ("v0.12"; "v0.11": no RestartingJobSet condition),
+preparing_seconds (5), run_seconds (30), restart_delay_seconds (0: the failed pod stays
 before a restart), exit_code (1), task_role, task_index,
-failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0").
+failures (1), log / logs ({pod name prefix `<js>-<rjob>-0-<index>`: text}), node ("node-0"), index_retries (0: how
+often the failing task's pod fails and its Job retries the index, backoffLimitPerIndex, before the run goes on).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .kubelet import Kubelet
 API = "jobset.x-k8s.io/v1alpha2"
 PREFIX = "jobset.sigs.k8s.io/"
 INDEX = "batch.kubernetes.io/job-completion-index"
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
 
 
 class JobSetRun(Kubelet, Run):
@@ -69,6 +72,13 @@ class JobSetRun(Kubelet, Run):
         scenario = p["scenario"]
         failures = {"failed": None, "restarted": int(p.get("failures", 1))}.get(scenario, 0)
         attempt = 0
+        if js["spec"].get("suspend"):
+            # Created suspended (Kueue's webhook does this to every queued JobSet): the Jobs are created suspended,
+            # so no pods, until something sets suspend false (Kueue, once the Workload is admitted).
+            self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
+            self.wait(None, until=lambda obj: not obj["spec"].get("suspend"))
+            self._condition("Suspended", "False", "ResumeJobs", "jobset is resumed")
+            js = self.current()
         while True:
             self._create_jobs(js, attempt)
             if scenario == "stuck-pending":
@@ -81,26 +91,31 @@ class JobSetRun(Kubelet, Run):
             for counts in self.status["replicatedJobsStatus"]:
                 counts.update(ready=counts["active"])
             if attempt > 0:
-                self._condition("RestartingJobSet", "False", "JobsReady", "jobs are ready")
+                self._condition("RestartingJobSet", "False", "JobsReady", "all jobs are ready")
             else:
                 self.write_status(copy.deepcopy(self.status))
+            for _ in range(int(p.get("index_retries", 0)) if attempt == 0 else 0):
+                self._retry_index()
             seconds = p.get("seconds") if scenario == "running" else p.get("run_seconds", 30)
             if seconds is None:
-                self.wait(None, until=lambda obj: obj["spec"].get("suspend") is True)
-                self._suspend()
-                self.wait(None)
-                return
+                while True:  # suspended and resumed for as long as it lives
+                    self.wait(None, until=lambda obj: obj["spec"].get("suspend") is True)
+                    self._suspend()
+                    self.wait(None, until=lambda obj: not obj["spec"].get("suspend"))
+                    self._resume(attempt)
             self.wait(float(seconds))
             if failures is None or attempt < failures:
                 failed_job = self._fail_one()
                 if attempt < max_restarts:
                     # A real controller reconciles a moment later; a follower gets to see the failed pod meanwhile.
                     self.wait(float(p.get("restart_delay_seconds", 0)))
-                    self._restart(attempt)
+                    self._restart(attempt, failed_job)
                     attempt += 1
                     continue
                 reason, message = ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts") \
                     if failure_policy else ("FailedJobs", "jobset failed due to one or more job failures")
+                if attempt > 0:
+                    self._condition("RestartingJobSet", "False", "JobSetFailed", "jobset failed")
                 self._finish("Failed", reason, f"{message} (first failed job: {failed_job})")
                 return
             self._succeed_all()
@@ -114,6 +129,11 @@ class JobSetRun(Kubelet, Run):
         return {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
 
     def _condition(self, kind: str, status: str, reason: str, message: str) -> None:
+        if kind == "RestartingJobSet" and self.params.get("version", "v0.12") < "v0.12":
+            # v0.11 has no RestartingJobSet condition (jobset api/jobset/v1alpha2/jobset_types.go, added in v0.12):
+            # a restart shows only as status.restarts + 1 (and a Warning Event)
+            self.write_status(copy.deepcopy(self.status))
+            return
         now = self.emu.clock.stamp()
         conditions = [c for c in self.status["conditions"] if c["type"] != kind]
         conditions.append({"type": kind, "status": status, "reason": reason, "message": message,
@@ -162,7 +182,8 @@ class JobSetRun(Kubelet, Run):
             counts.update(active=1, ready=0, succeeded=0, failed=0)
         self.write_status(copy.deepcopy(self.status))
 
-    def _create_pod(self, rjob: dict, template: dict, job: dict, attempt: int, index: int) -> None:
+    def _create_pod(self, rjob: dict, template: dict, job: dict, attempt: int, index: int,
+                    annotations: dict | None = None) -> str:
         pod = copy.deepcopy(template)
         meta = pod.setdefault("metadata", {})
         host = f"{self.name}-{rjob['name']}-0-{index}"
@@ -171,7 +192,7 @@ class JobSetRun(Kubelet, Run):
         meta.update(name=f"{host}-{suffix}", namespace=self.namespace,
                     ownerReferences=self._owner("Job", "batch/v1", job["metadata"]["name"], job["metadata"]["uid"]))
         meta.setdefault("labels", {}).update(labels)
-        meta.setdefault("annotations", {}).update(labels)
+        meta.setdefault("annotations", {}).update(labels, **(annotations or {}))
         spec = pod.setdefault("spec", {})
         spec.update(hostname=host, subdomain=self.subdomain)
         for container in spec.get("containers") or []:
@@ -181,6 +202,7 @@ class JobSetRun(Kubelet, Run):
         created = self.emu.store.create(self.pods_rt, self.namespace, {"apiVersion": "v1", "kind": "Pod", **pod},
                                         "kube-controller-manager")
         self.set_log(created["metadata"]["name"], "")
+        return created["metadata"]["name"]
 
     def _pods(self, attempt_only: bool = True) -> list[dict]:
         attempt = str(self.status["restarts"])
@@ -210,9 +232,10 @@ class JobSetRun(Kubelet, Run):
         role = self.params.get("task_role")
         rjob = next((r for r in self.rjobs if role in (None, r["name"])), self.rjobs[0])
         index = str(self.params.get("task_index", 0))
-        return next(pod for pod in self._pods()
-                    if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]
-                    and pod["metadata"]["labels"][INDEX] == index)
+        pods = [pod for pod in self._pods() if pod["metadata"]["labels"][PREFIX + "replicatedjob-name"] == rjob["name"]
+                and pod["metadata"]["labels"][INDEX] == index]
+        live = [pod for pod in pods if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded")]
+        return (live or pods)[-1]
 
     def _fail_one(self) -> str:
         """One task fails: its pod exits, its Job fails, the counts say so. Returns the failed Job's name."""
@@ -237,15 +260,56 @@ class JobSetRun(Kubelet, Run):
             counts.update(active=0, ready=0, suspended=1)
         self._condition("Suspended", "True", "SuspendedJobs", "jobset is suspended")
 
-    def _restart(self, attempt: int) -> None:
+    def _retry_index(self) -> None:
+        """The Job controller's per-index retry (backoffLimitPerIndex, pkg/controller/job/indexed_job_utils.go): the
+        task's pod fails, stays (failed pods are kept until the Job goes), and a new pod for the same index is made,
+        same hostname, a new random suffix, `batch.kubernetes.io/job-index-failure-count` one higher."""
+        pod = self._task_pod()
+        name = pod["metadata"]["name"]
+        host = name.rsplit("-", 1)[0]
+        failures = int((pod["metadata"].get("annotations") or {}).get(FAILURE_COUNT, 0)) + 1
+        self._kubelet(name, self._terminated(int(self.params.get("exit_code", 1)),
+                                             f"[{host}] Traceback (most recent call last): failure {failures}\n"))
+        self.wait(float(self.params.get("preparing_seconds", 5)))
+        labels = pod["metadata"]["labels"]
+        rjob = next(r for r in self.rjobs if r["name"] == labels[PREFIX + "replicatedjob-name"])
+        job = self.emu.store.find(self.jobs_rt, self.namespace, labels["batch.kubernetes.io/job-name"])
+        created = self._create_pod(rjob, rjob["template"]["spec"]["template"], job,
+                                   int(labels[PREFIX + "restart-attempt"]), int(labels[INDEX]),
+                                   annotations={FAILURE_COUNT: str(failures)})
+        self._kubelet(created, self._running())
+
+    def _resume(self, attempt: int) -> None:
+        """spec.suspend false again: the Jobs are resumed, the Job controller creates their pods anew."""
+        for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):
+            job = self.emu.store.find(self.jobs_rt, self.namespace, f"{self.name}-{rjob['name']}-0")
+            if job is None:
+                continue
+            template = rjob["template"]["spec"]["template"]
+            for index in range(int(rjob["template"]["spec"].get("completions") or 1)):
+                self._create_pod(rjob, template, job, attempt, index)
+            counts.update(active=1, ready=0, suspended=0)
+        self._condition("Suspended", "False", "ResumeJobs", "jobset is resumed")
+        self.wait(float(self.params.get("preparing_seconds", 5)))
+        for pod in self._pods():
+            if not pod["metadata"].get("deletionTimestamp"):
+                self._kubelet(pod["metadata"]["name"], self._running())
+        for counts in self.status["replicatedJobsStatus"]:
+            counts.update(ready=counts["active"])
+        self.write_status(copy.deepcopy(self.status))
+
+    def _restart(self, attempt: int, failed_job: str) -> None:
         """RestartJobSet: count the restart, delete every Job of this attempt (BlockingRecreate: wait until they and
         their pods are gone), then the caller creates the next attempt's."""
         self.status["restarts"] = attempt + 1
         self.status["restartsCountTowardsMax"] = attempt + 1
-        self._condition("RestartingJobSet", "True", "Restarting", f"restarting jobset, attempt {attempt + 1}")
+        # jobset v0.12 pkg/controllers/failure_policy.go restartJobSetActionApplier: the rule's reason
+        # (DefaultFailurePolicy without rules), the event's message with the first failed job
+        self._condition("RestartingJobSet", "True", "DefaultFailurePolicy",
+                        f"applying RestartJobSet failure policy action (first failed job: {failed_job})")
         for job in self._jobs():
             self._delete_job(job["metadata"]["name"])
-        self.wait(30, until=lambda _: not self._jobs())
+        self.wait(300, until=lambda _: not self._jobs())
 
     def _succeed_all(self) -> None:
         for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
+import json
 import re
 
 from .errors import invalid
@@ -120,6 +122,20 @@ def _jobset(obj: dict) -> list[Cause]:
     return causes
 
 
+def _data_too_long(obj: dict, sizes) -> list[Cause]:
+    """pkg/apis/core/validation ValidateSecret/ValidateConfigMap: the values together at most 1 MiB."""
+    total = sum(sizes)
+    if total > 1024 * 1024:
+        return [("data", "FieldValueTooLong", f"Too long: must have at most {1024 * 1024} bytes")]
+    return []
+
+
+def _config_map(obj: dict) -> list[Cause]:
+    sizes = [len(str(v).encode()) for v in (obj.get("data") or {}).values()]
+    sizes += [len(base64.b64decode(str(v) or "")) for v in (obj.get("binaryData") or {}).values()]
+    return _data_too_long(obj, sizes)
+
+
 def _secret(obj: dict) -> list[Cause]:
     causes: list[Cause] = []
     for key, value in (obj.get("data") or {}).items():
@@ -130,6 +146,8 @@ def _secret(obj: dict) -> list[Cause]:
             base64.b64decode(value or "", validate=True)
         except (binascii.Error, TypeError):
             causes.append((f"data[{key}]", "FieldValueInvalid", "Invalid value: illegal base64 data"))
+    if not causes:
+        causes += _data_too_long(obj, [len(base64.b64decode(v or "")) for v in (obj.get("data") or {}).values()])
     return causes
 
 
@@ -153,7 +171,7 @@ def _priority_class(obj: dict) -> list[Cause]:
 
 
 _CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "JobSet": _jobset, "Secret": _secret, "Pod": _pod,
-           "PriorityClass": _priority_class}
+           "PriorityClass": _priority_class, "ConfigMap": _config_map}
 
 
 def validate(rt, obj: dict) -> None:
@@ -204,3 +222,52 @@ def default(rt, obj: dict, cluster_ip: str) -> None:
     elif rt.kind == "Namespace":
         obj.setdefault("status", {}).setdefault("phase", "Active")
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+
+
+def _go_dump(value) -> str:
+    """A value as the webhook's error prints it (Go's %#v of the Go struct): long, every field. Only its length
+    and shape matter to a client."""
+    return "[]v1alpha2.ReplicatedJob{" + ", ".join(
+        "v1alpha2.ReplicatedJob{" + ", ".join(f"{k[:1].upper()}{k[1:]}:{json.dumps(v, sort_keys=True)}"
+                                              for k, v in sorted(item.items())) + "}" for item in value) + "}"
+
+
+def validate_update(rt, old: dict, new: dict) -> None:
+    """JobSet's validating webhook on UPDATE (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go
+    ValidateUpdate): spec.replicatedJobs and spec.managedBy are immutable, except that while the JobSet is (or is
+    being) suspended, each pod template's labels, annotations, nodeSelector, tolerations and schedulingGates may
+    change (for Kueue). A denial reaches the client as the webhook's 422, prefixed by the API server."""
+    if rt.kind != "JobSet":
+        return
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    munged = copy.deepcopy(new_spec.get("replicatedJobs") or [])
+    if old_spec.get("suspend") or new_spec.get("suspend"):
+        old_jobs = {r.get("name"): r for r in old_spec.get("replicatedJobs") or []}
+        for rjob in munged:
+            before = old_jobs.get(rjob.get("name"))
+            if before is None:
+                continue
+            template = rjob.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+            old_template = ((before.get("template") or {}).get("spec") or {}).get("template") or {}
+            for key in ("labels", "annotations"):
+                _copy_key(template.setdefault("metadata", {}), old_template.get("metadata") or {}, key)
+            for key in ("nodeSelector", "tolerations", "schedulingGates"):
+                _copy_key(template.setdefault("spec", {}), old_template.get("spec") or {}, key)
+    causes: list[Cause] = []
+    if munged != (old_spec.get("replicatedJobs") or []):
+        causes.append(("spec.replicatedJobs", "FieldValueInvalid",
+                       f"Invalid value: {_go_dump(new_spec.get('replicatedJobs') or [])}: field is immutable"))
+    if new_spec.get("managedBy") != old_spec.get("managedBy"):
+        causes.append(("spec.managedBy", "FieldValueInvalid",
+                       f"Invalid value: {json.dumps(new_spec.get('managedBy'))}: field is immutable"))
+    if causes:
+        error = invalid(rt, new["metadata"]["name"], causes)
+        error.message = f'admission webhook "vjobset.kb.io" denied the request: {error.message}'
+        raise error
+
+
+def _copy_key(target: dict, source: dict, key: str) -> None:
+    if key in source:
+        target[key] = copy.deepcopy(source[key])
+    else:
+        target.pop(key, None)

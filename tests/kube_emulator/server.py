@@ -32,6 +32,7 @@ class RequestRecord:
     status: int | None = None
     started: float = field(default_factory=time.monotonic)
     body: bytes = b""  # what the client sent (e.g. to check that a secret value only ever went to a Secret)
+    authorization: str = ""  # the Authorization header (a bearer token from a kubeconfig or a service account)
 
 
 @dataclass
@@ -113,12 +114,19 @@ class Handler(BaseHTTPRequestHandler):
         self.body = self.rfile.read(length) if length else b""
         watch = query.get("watch") in ("true", "1") or parts[3:4] == ["watch"] or parts[2:3] == ["watch"]
         self.record = RequestRecord(method, url.path, query, watch, self.headers.get("User-Agent", ""),
-                                    self.headers.get("Content-Type", ""), body=self.body)
+                                    self.headers.get("Content-Type", ""), body=self.body,
+                                    authorization=self.headers.get("Authorization", ""))
         emu._record_request(self.record)
+        self.lose_response = False
         try:
-            injected = emu._take_failure(method, url.path)
-            if injected is not None:
-                raise errors.injected(injected)
+            injected = emu._take_injected(method, self.path)  # path and query: a test may match either
+            if injected is not None and injected["kind"] == "fail":
+                raise errors.injected(injected["status"], injected.get("message"))
+            if injected is not None and injected["kind"] == "throttle":
+                self.send_text(429, "Too many requests, please try again later.\n",
+                               headers={"Retry-After": injected["retry_after"]})
+                return
+            self.lose_response = injected is not None and injected["kind"] == "lose"
             self._dispatch(method, parts, query)
         except errors.ApiError as error:
             self.send_json(error.code, error.status())
@@ -130,7 +138,21 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(500, errors.ApiError(500, "InternalError", f"emulator bug: {bug!r}").status())
             self.close_connection = True
 
+    def _lose(self) -> bool:
+        """The answer is lost: the request was served, the connection drops (see `Emulator.lose_next`)."""
+        if not self.lose_response:
+            return False
+        self.record.status = 0
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        return True
+
     def send_json(self, code: int, payload: Any, content_type: str = "application/json") -> None:
+        if self._lose():
+            return
         data = json.dumps(payload).encode()
         self.record.status = code
         self.send_response(code)
@@ -140,10 +162,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_text(self, code: int, text: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    def send_text(self, code: int, text: str, content_type: str = "text/plain; charset=utf-8",
+                  headers: dict[str, str] | None = None) -> None:
         data = text.encode()
         self.record.status = code
         self.send_response(code)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

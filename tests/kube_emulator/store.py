@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 import random
 import string
 import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable
 
 from . import apply, errors, kinds
@@ -26,6 +28,7 @@ from .resources import Registry, ResourceType
 
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
 HISTORY_LIMIT = 20000
+ETCD_MAX_BYTES = 1536 * 1024
 
 
 @dataclass
@@ -71,6 +74,16 @@ class Store:
         self._next_ip = 10
         self._gc_wakeup = threading.Event()
         self._stopping = False
+        #: Simulated seconds a pod's containers take to exit after SIGTERM (None: they ignore it and are killed when
+        #: the grace period ends).
+        self.termination_seconds: float | None = None
+        #: Simulated seconds between the garbage collector's decision to delete a dependent that does not block its
+        #: owner's foreground deletion and the DELETE itself (its work queue and the API round trip): such a
+        #: dependent may outlive its owner (garbagecollector.go attemptToDeleteItem, processDeletingDependentsItem).
+        self.gc_lag_seconds: float = 0.0
+        self._gc_pending: set[str] = set()
+        #: Mutating admission webhooks run on create: (resource type, object) -> None, changing the object.
+        self.mutators: list[Callable[[ResourceType, dict], None]] = []
         self._gc = threading.Thread(target=self._gc_loop, name="emulator-gc", daemon=True)
         self._gc.start()
         for ns in ("default", "kube-system", "kube-public"):
@@ -135,6 +148,13 @@ class Store:
         self.changed.notify_all()
         self._gc_wakeup.set()
 
+    @staticmethod
+    def _check_size(obj: dict) -> None:
+        """etcd's --max-request-bytes (1.5 MiB by default): a bigger value is refused, the API server passes the
+        error on (kubectl prints "Error from server: etcdserver: request is too large")."""
+        if len(json.dumps(obj, separators=(",", ":"))) > ETCD_MAX_BYTES:
+            raise errors.ApiError(500, "InternalError", "etcdserver: request is too large")
+
     def _bump(self, obj: dict) -> None:
         self.rv += 1
         obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
@@ -172,6 +192,8 @@ class Store:
                 raise errors.already_exists(rt, meta["name"])
             if rt.status_subresource:
                 obj.pop("status", None)  # a create never sets the status of a kind with a status subresource
+            for mutate in self.mutators:  # mutating admission webhooks (e.g. Kueue's, kueue_sim.py)
+                mutate(rt, obj)
             kinds.default(rt, obj, self._cluster_ip())
             kinds.validate(rt, obj)
             for server_owned in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):
@@ -183,6 +205,7 @@ class Store:
             if not managed:
                 meta.pop("managedFields", None)
                 apply.record_update(None, obj, manager, rt.api_version, self.clock.stamp())
+            self._check_size(obj)
             if dry_run:
                 return obj
             self._bump(obj)
@@ -210,11 +233,14 @@ class Store:
                 new.setdefault("spec", {}).setdefault("clusterIP", old["spec"]["clusterIP"])
             kinds.default(rt, new, "")
             kinds.validate(rt, new)
+            if _spec_part(rt, new).get("spec") != _spec_part(rt, old).get("spec"):
+                kinds.validate_update(rt, old, new)
             if rt.custom and _spec_part(rt, new) != _spec_part(rt, old):
                 meta["generation"] = old_meta.get("generation", 1) + 1
             meta["resourceVersion"] = old_meta.get("resourceVersion")
             if _strip_volatile(new) == _strip_volatile(old):
                 return copy.deepcopy(old)
+            self._check_size(new)
             if dry_run:
                 return new
             key = self.key(rt, old_meta.get("namespace"), old_meta["name"])
@@ -242,8 +268,9 @@ class Store:
             return self.commit(rt, old, new)
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, *, propagation: str | None = None,
-               dry_run: bool = False, preconditions: dict | None = None) -> tuple[dict, bool]:
-        """Returns (object, gone now?)."""
+               dry_run: bool = False, preconditions: dict | None = None,
+               grace_seconds: int | None = None) -> tuple[dict, bool]:
+        """Returns (object, gone now?). A running pod is deleted gracefully (see `_pod_grace`)."""
         with self.lock:
             key = self.key(rt, namespace, name)
             live = self.objects.get(key)
@@ -255,10 +282,25 @@ class Store:
             want_rv = (preconditions or {}).get("resourceVersion")
             if want_rv and want_rv != live["metadata"]["resourceVersion"]:
                 raise errors.modified(rt, name)
-            if dry_run or live["metadata"].get("deletionTimestamp"):
+            terminating = bool(live["metadata"].get("deletionTimestamp"))
+            forced = rt.kind == "Pod" and grace_seconds == 0 and not live["metadata"].get("finalizers")
+            if dry_run or (terminating and not forced):
                 return copy.deepcopy(live), False
             new = copy.deepcopy(live)
             meta = new["metadata"]
+            grace = self._pod_grace(live, grace_seconds) if rt.kind == "Pod" and not terminating else 0
+            if grace > 0:
+                # registry/core/pod/strategy.go CheckGracefulDelete + the generic registry's BeforeDelete: the pod
+                # stays, with deletionTimestamp = now + grace; the kubelet stops its containers and removes it.
+                meta["deletionTimestamp"] = (self.clock.now() + timedelta(seconds=grace)).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+                meta["deletionGracePeriodSeconds"] = grace
+                self._bump(new)
+                self.objects[key] = new
+                self._record("MODIFIED", rt, key[2], new, live)
+                exits_after = min(grace, self.termination_seconds if self.termination_seconds is not None else grace)
+                self._later(exits_after, lambda: self._reap(rt, key, meta["uid"]))
+                return copy.deepcopy(new), False
             if propagation == "Orphan":
                 for dependent_key in self._dependents(meta["uid"]):
                     self._drop_owner(dependent_key, meta["uid"])
@@ -279,6 +321,35 @@ class Store:
             del self.objects[key]
             self._record("DELETED", rt, key[2], new, live)
             return copy.deepcopy(new), True
+
+    def _pod_grace(self, pod: dict, requested: int | None) -> int:
+        """registry/core/pod/strategy.go CheckGracefulDelete: the request's gracePeriodSeconds, else the pod's
+        terminationGracePeriodSeconds (30 by default); 0 for a pod never bound to a node or already terminated."""
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return 0
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(int(requested), 0)
+        return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+
+    def _later(self, sim_seconds: float, action: Callable[[], None]) -> None:
+        timer = threading.Timer(max(sim_seconds, 0) / self.clock.speed, action)
+        timer.daemon = True
+        timer.start()
+
+    def _reap(self, rt: ResourceType, key: Key, uid: str) -> None:
+        """The kubelet, once the pod's containers have exited: a delete with grace 0 removes the pod."""
+        if self._stopping:
+            return
+        with self.lock:
+            live = self.objects.get(key)
+            if live is None or live["metadata"]["uid"] != uid or live["metadata"].get("finalizers"):
+                return
+            gone = copy.deepcopy(live)
+            self._bump(gone)
+            del self.objects[key]
+            self._record("DELETED", rt, key[2], gone, live)
 
     def remove_type(self, rt: ResourceType) -> None:
         with self.lock:
@@ -336,19 +407,47 @@ class Store:
                     continue
                 refs = meta.get("ownerReferences") or []
                 if refs and not any(r.get("uid") in uids for r in refs) and not meta.get("deletionTimestamp"):
-                    self.delete(rt, key[2], key[3], propagation="Background")
+                    if self.gc_lag_seconds <= 0:
+                        self.delete(rt, key[2], key[3], propagation="Background")
+                    elif meta["uid"] not in self._gc_pending:
+                        self._gc_pending.add(meta["uid"])
+                        self._later(self.gc_lag_seconds, self._lagged_delete(rt, key, meta["uid"], "Background"))
                     continue
                 if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
+                    # garbagecollector.go: every dependent is queued for deletion; only those whose reference has
+                    # blockOwnerDeletion: true hold the owner back (node.blockingDependents).
                     dependents = self._dependents(meta["uid"])
-                    if not dependents:
+                    blocking = [d for d in dependents if any(
+                        r.get("uid") == meta["uid"] and r.get("blockOwnerDeletion") is True
+                        for r in self.objects[d]["metadata"].get("ownerReferences") or [])]
+                    for dependent in dependents:
+                        dependent_rt = self._rt_of(dependent)
+                        dependent_meta = self.objects[dependent]["metadata"]
+                        if dependent_rt is None or dependent_meta.get("deletionTimestamp"):
+                            continue
+                        has_own = bool(self._dependents(dependent_meta["uid"]))
+                        policy = "Foreground" if has_own else "Background"
+                        if dependent in blocking or self.gc_lag_seconds <= 0:
+                            self.delete(dependent_rt, dependent[2], dependent[3], propagation=policy)
+                        elif dependent_meta["uid"] not in self._gc_pending:
+                            self._gc_pending.add(dependent_meta["uid"])
+                            self._later(self.gc_lag_seconds, self._lagged_delete(
+                                dependent_rt, dependent, dependent_meta["uid"], policy))
+                    if not blocking:
                         new = copy.deepcopy(obj)
                         new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != "foregroundDeletion"]
                         self.commit(rt, obj, new)
                         continue
-                    for dependent in dependents:
-                        dependent_rt = self._rt_of(dependent)
-                        if dependent_rt is None or self.objects[dependent]["metadata"].get("deletionTimestamp"):
-                            continue
-                        has_own = bool(self._dependents(self.objects[dependent]["metadata"]["uid"]))
-                        self.delete(dependent_rt, dependent[2], dependent[3],
-                                    propagation="Foreground" if has_own else "Background")
+
+    def _lagged_delete(self, rt: ResourceType, key: Key, uid: str, policy: str) -> Callable[[], None]:
+        """The collector's DELETE, sent with a uid precondition only (as deleteObject does): it removes the object it
+        decided about, even if its owner references changed meanwhile."""
+        def run() -> None:
+            self._gc_pending.discard(uid)
+            if self._stopping:
+                return
+            try:
+                self.delete(rt, key[2], key[3], propagation=policy, preconditions={"uid": uid})
+            except errors.ApiError:
+                pass  # gone already, or another object of that name now
+        return run

@@ -50,10 +50,17 @@ def backend_options(*, cluster: Optional[List[str]] = None, **given) -> "Backend
     from paictl.targets.backend import BackendOptions
 
     extra = dict(given.pop("extra", None) or {})
+    extra.setdefault("notice", _notice)  # a backend's word while it waits (a retry the user would otherwise wonder at)
     if cluster:
         given["cluster"] = cluster[0]
         extra["cluster_files"] = list(cluster)
     return BackendOptions(**given, extra=extra)
+
+
+def _notice(message: str) -> None:
+    from .output import plain_echo
+
+    plain_echo(f"paictl: {message}", err=True)
 
 
 def open_target(target: str, options: "BackendOptions") -> "Backend":

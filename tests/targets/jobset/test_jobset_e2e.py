@@ -77,11 +77,14 @@ def test_failed_after_every_restart_reached_max_restarts(emulator):
     assert emulator.get_object(API, "JobSet", "default", name)["status"]["restarts"] == 1
 
 
-def test_restarted_then_succeeded(emulator):
+@pytest.mark.parametrize("version", ["v0.11", "v0.12"])
+def test_restarted_then_succeeded(emulator, version):
+    """v0.12 says a restart with the RestartingJobSet condition; v0.11 has none (kubernetes-sigs/jobset
+    api/jobset/v1alpha2/jobset_types.go, added in v0.12), only status.restarts going up: both read as restarting."""
     # The failed pod stays 400 simulated seconds (2 s) before the restart, so the follower sees its exit code even
     # on a loaded machine (without it, the restart deleted the pod in the same instant and a follower could miss it).
     emulator.scenario("JobSet", "*", "restarted", task_role="worker", task_index=0, exit_code=137,
-                      preparing_seconds=200, run_seconds=200, restart_delay_seconds=400)
+                      preparing_seconds=200, run_seconds=200, restart_delay_seconds=400, version=version)
     done, name = submit(emulator, JOB, "--follow", "--format", "json")
     assert done.returncode == 0, done.stderr
     views = [json.loads(line) for line in done.stdout.splitlines()[1:]]

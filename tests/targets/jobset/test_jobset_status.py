@@ -114,3 +114,22 @@ def test_pod_task_reads_the_completion_index_label_or_annotation():
     bare["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = index
     assert pod_task(bare) == ("worker", 2)
     assert pod_task({"metadata": {"name": "x"}}) is None
+
+
+def test_a_failed_jobset_is_decided_by_the_job_its_failed_condition_names():
+    """kubernetes-sigs/jobset pkg/controllers/failure_policy.go: the Failed condition's message ends with
+    "(first failed job: <name>)", the Job whose failure came first (findFirstFailedJob), which need not be the
+    first in spec order: here the worker failed first, the ps-server's pod failed after it."""
+    failed = {"terminated": {"exitCode": 1, "finishedAt": "2026-01-01T00:01:00Z"}}
+    later = {"terminated": {"exitCode": 137, "finishedAt": "2026-01-01T00:02:00Z"}}
+    ps, worker = pod("ps-server", 0, state=later), pod("worker", 1, state=failed)
+    ps["metadata"]["labels"]["batch.kubernetes.io/job-name"] = f"{NAME}-ps-server-0"
+    worker["metadata"]["labels"]["batch.kubernetes.io/job-name"] = f"{NAME}-worker-0"
+    obj = jobset({"terminalState": "Failed", "conditions": [condition(
+        "Failed", reason="FailedJobs",
+        message=f"jobset failed due to one or more job failures (first failed job: {NAME}-worker-0)")]})
+    view = job_view(obj, [ps, worker])
+    assert view.triggered_by == ("worker", 1) and view.completion_code == 1
+    # without a name to go by (an older controller's message), the first failed task in spec order
+    obj["status"]["conditions"][0]["message"] = "jobset failed due to one or more job failures"
+    assert job_view(obj, [ps, worker]).triggered_by == ("ps-server", 0)

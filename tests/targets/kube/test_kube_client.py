@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from paictl.errors import ClusterError
-from paictl.targets.kube.client import FRAMEWORK, MARSJOB, Resource, connect, context_namespace, resource_for
+from paictl.targets.kube.client import FRAMEWORK, MARSJOB, Resource, resource_for
+from paictl.targets.kube.connection import connect, context_namespace
 
 pytest.importorskip("kubernetes")
 
@@ -19,6 +20,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture
+def port():
+    """A port where something listens: `connect` opens one TCP connection to the cluster before it loads the client
+    (targets/kube/client.py `probe`), so a kubeconfig naming a dead port is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        yield sock.getsockname()[1]
 
 
 def write_kubeconfig(path: Path, port: int, *, current: str = "team") -> Path:
@@ -40,22 +51,22 @@ users:
     return path
 
 
-def test_the_current_context_and_its_namespace(tmp_path):
-    config = write_kubeconfig(tmp_path / "config", 6443)
+def test_the_current_context_and_its_namespace(tmp_path, port):
+    config = write_kubeconfig(tmp_path / "config", port)
     cluster = connect(kubeconfig=str(config))
-    assert (cluster.context, cluster.namespace, cluster.server) == ("team", "team-a", "http://127.0.0.1:6443")
+    assert (cluster.context, cluster.namespace, cluster.server) == ("team", "team-a", f"http://127.0.0.1:{port}")
 
 
-def test_namespace_flag_wins_then_context_then_default(tmp_path):
-    config = str(write_kubeconfig(tmp_path / "config", 6443))
+def test_namespace_flag_wins_then_context_then_default(tmp_path, port):
+    config = str(write_kubeconfig(tmp_path / "config", port))
     assert connect(kubeconfig=config, namespace="other").namespace == "other"
     assert connect(kubeconfig=config, context="bare").namespace == "default"
     assert context_namespace(context=None, kubeconfig=config) == "team-a"
     assert context_namespace(context="bare", kubeconfig=config) is None
 
 
-def test_kubeconfig_environment_variable(tmp_path, monkeypatch):
-    config = write_kubeconfig(tmp_path / "config", 6443, current="bare")
+def test_kubeconfig_environment_variable(tmp_path, monkeypatch, port):
+    config = write_kubeconfig(tmp_path / "config", port, current="bare")
     monkeypatch.setenv("KUBECONFIG", str(config))
     assert connect().context == "bare"
 

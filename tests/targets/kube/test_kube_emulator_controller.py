@@ -321,3 +321,21 @@ def test_transient_conflict_failure_schedules_a_delayed_framework_retry(emulator
     assert obj["status"]["retryPolicyStatus"] == {"totalRetriedCount": 1, "accountableRetriedCount": 0,
                                                   "retryDelaySec": None}
     assert obj["status"]["attemptStatus"]["completionStatus"]["code"] == 0
+
+
+def test_a_stop_during_the_retry_delay_retries_at_once_and_ends_stopped(emulator, custom):
+    """frameworkcontroller pkg/controller/controller.go syncFrameworkState: with a retry scheduled
+    (retryDelaySec set) and executionType Stop, "User has requested to stop the Framework, so immediately retry
+    without delay"; the new attempt is then completed by the Stop (-210 StopFrameworkRequested), never retried."""
+    emulator.scenario("Framework", "late", "failed", exit_code=201, failures=1, retry_delay_seconds=100000)
+    body = framework("late", framework_retries=3)
+    body["spec"]["retryPolicy"]["fancyRetryPolicy"] = True
+    created = create_framework(custom, body)
+    follow_states(custom, "late", since=created, final=lambda o: (
+        (o.get("status") or {}).get("retryPolicyStatus") or {}).get("retryDelaySec") == 100000)
+    custom.patch_namespaced_custom_object(FC_GROUP, FC_VERSION, "default", FC_PLURAL, "late",
+                                          {"spec": {"executionType": "Stop"}})
+    _, obj = follow_states(custom, "late", since=created)
+    assert obj["status"]["state"] == "Completed"
+    assert obj["status"]["attemptStatus"]["completionStatus"]["code"] == -210
+    assert obj["status"]["retryPolicyStatus"]["totalRetriedCount"] == 1

@@ -183,10 +183,10 @@ def test_paictl_compile_does_not_import_the_kubernetes_client():
 
 
 def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
-    """In-process, with a short backoff: the give-up path a real outage takes after about a minute."""
+    """In-process, with a short backoff and a limit (a follower has none by default: it rides out an outage)."""
     from paictl.targets.kube.workloads import workload
     from paictl.errors import ClusterError
-    from paictl.targets.kube.client import connect
+    from paictl.targets.kube.connection import connect
     from paictl.targets.kube.follow import Backoff, follow_job
 
     emulator.scenario("Framework", "*", "running", seconds=100000)
@@ -202,3 +202,25 @@ def test_a_server_that_keeps_failing_is_given_up_with_one_line(emulator):
     # submit's two GETs (is there a finished job of that name? the object before the apply), then four failed
     # lists: the watch has its own backoff, so its lists are not retried by the request as well
     assert len(framework_gets) == 2 + 4
+
+
+def test_a_follower_rides_out_an_api_outage_and_shows_it(emulator):
+    """client-go's reflector (tools/cache/reflector.go ListAndWatch, wait.BackoffUntil) never gives up on a
+    failing server, it backs off and keeps trying; a follower does the same, saying meanwhile that it cannot reach
+    the server, and goes on to the verdict once the server answers again."""
+    from paictl.targets.kube.connection import connect
+    from paictl.targets.kube.follow import Backoff, follow_job
+    from paictl.targets.kube.workloads import workload
+
+    emulator.scenario("Framework", "*", "succeeded", run_seconds=600)  # 3 real seconds of running
+    done, name = submit(emulator, HELLO)
+    cluster = connect(kubeconfig=str(emulator.kubeconfig))
+    views = follow_job(cluster, workload("framework"), name, "default", backoff=Backoff(initial=0.01, cap=0.05))
+    seen = [next(views)]
+    emulator.fail_next(40, status=503, path_contains="/frameworks")  # about a second of failing lists
+    emulator.drop_watches()
+    seen += list(views)
+    messages = [view.message or "" for view in seen]
+    assert any("the cluster answered 503" in m and "following on since" in m for m in messages), messages
+    assert seen[-1].state.value == "succeeded"
+    assert emulator.count("GET", "/frameworks") > 40

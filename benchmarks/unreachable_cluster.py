@@ -1,0 +1,62 @@
+"""How fast paictl answers when the cluster cannot be reached, against `kubectl get pods` on the same kubeconfig.
+
+A stale kubeconfig (a cluster that was torn down, a VPN that is off) must cost a user one line at once, not seconds
+of retries. Two kubeconfigs: one naming a port on 127.0.0.1 where nothing listens (connection refused), one naming
+a host that does not resolve (`.invalid`, RFC 2606). For each, `paictl status demo --target framework` and
+`kubectl get pods` run interleaved (A B A B); the goal is a median per-round ratio of at most 2.
+
+    python benchmarks/unreachable_cluster.py [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from interleave import Report, interleaved, prepare, ratio, tool
+
+GOAL = 2.0
+
+
+def _refused_server() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"  # closed again: nothing listens there
+
+
+def _kubeconfig(folder: Path, name: str, server: str) -> str:
+    path = folder / name
+    path.write_text(f"apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{{name: c, cluster: "
+                    f"{{server: '{server}'}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, "
+                    f"context: {{cluster: c, user: u, namespace: default}}}}]\n")
+    return str(path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    prepare()
+    kubectl = tool("kubectl")
+    report = Report("unreachable cluster: paictl status vs kubectl get pods (median per-round ratio)")
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, server in (("connection refused", _refused_server()),
+                              ("unknown host", "https://paictl-benchmark.invalid:6443")):
+            config = _kubeconfig(Path(scratch), label.replace(" ", "-"), server)
+            samples = interleaved({
+                "paictl": [sys.executable, "-m", "paictl", "status", "demo", "--target", "framework",
+                           "--kubeconfig", config],
+                "kubectl": [kubectl, "get", "pods", "--kubeconfig", config],
+            }, rounds=args.rounds)
+            measured = ratio(samples["paictl"], samples["kubectl"])
+            report.add(f"{label}: paictl / kubectl", f"{measured:.2f}x ({samples['paictl'].median * 1000:.0f} ms "
+                       f"vs {samples['kubectl'].median * 1000:.0f} ms; exit {sorted(samples['paictl'].codes)} vs "
+                       f"{sorted(samples['kubectl'].codes)})", f"<= {GOAL:g}x", measured <= GOAL)
+    return report.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Pod logs of a job on Kubernetes: one pod per task (its newest), one stream each, merged when followed."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+from paictl.errors import ClusterError
+from paictl.targets.backend import LogLine
+
+if TYPE_CHECKING:
+    from .client import Cluster
+    from .follow import Workload
+
+
+def pod_lines(connection: Cluster, task: tuple[str, int], pod: dict, *, follow: bool,
+              previous: bool = False) -> Iterator[LogLine]:
+    """The log of a task's pod (its first container), line by line; followed with `follow`."""
+    from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
+
+    name = pod["metadata"]["name"]
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
+    if follow:
+        query.append(("follow", "true"))
+    if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
+        query.append(("previous", "true"))
+    try:
+        response = connection.request("GET", POD.item(name, connection.namespace) + "/log", query=query,
+                                      stream=True)
+    except ApiFailure as failure:
+        if failure.status == 400:  # e.g. the container is still waiting to start
+            yield LogLine(role=task[0], index=task[1], stream="note",
+                          text=f"paictl: {name}: no log yet: {failure.message}")
+            return
+        raise describe_failure(connection, failure, verb="get", resource=POD, name=f"{name}/log") from None
+    except Exception as exc:  # noqa: BLE001
+        raise describe_failure(connection, exc, verb="get", resource=POD, name=f"{name}/log") from None
+    try:
+        for line in iter_lines(response):
+            yield LogLine(role=task[0], index=task[1], text=line.decode("utf-8", errors="replace").rstrip("\r"))
+    finally:
+        close_stream(response)
+
+
+def merged(connection: Cluster, pods: list[tuple[tuple[str, int], dict]]) -> Iterator[LogLine]:
+    """Several pods followed at once: one thread per stream, lines yielded as they come."""
+    lines: "queue.Queue[Optional[LogLine]]" = queue.Queue()
+
+    def pump(task: tuple[str, int], pod: dict) -> None:
+        try:
+            for line in pod_lines(connection, task, pod, follow=True):
+                lines.put(line)
+        except ClusterError as error:
+            lines.put(LogLine(role=task[0], index=task[1], stream="error", text=f"paictl: {error}"))
+        finally:
+            lines.put(None)
+
+    for task, pod in pods:
+        threading.Thread(target=pump, args=(task, pod), daemon=True).start()
+    open_streams = len(pods)
+    while open_streams:
+        line = lines.get()
+        if line is None:
+            open_streams -= 1
+        else:
+            yield line
+
+
+def newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int], dict]], dict]:
+    """One pod per task, the newest, in task order; and how many older pods each task has. A task can have several
+    pods: the Job controller keeps an index's failed pods beside its retry (backoffLimitPerIndex), a restarted
+    JobSet's old pods linger while they terminate, KubeDL and FrameworkController reuse a name once the old pod is
+    gone. Printed together, an old attempt's traceback would read as the current run's."""
+    by_task: dict[tuple[str, int], list[dict]] = {}
+    for pod in pods:
+        task = chosen.pod_task(pod)
+        if task is not None:
+            by_task.setdefault(task, []).append(pod)
+
+    def age(pod: dict) -> tuple:
+        meta, phase = pod.get("metadata") or {}, (pod.get("status") or {}).get("phase")
+        return (not meta.get("deletionTimestamp"), str(meta.get("creationTimestamp") or ""),
+                phase not in ("Failed", "Succeeded"), str(meta.get("name")))
+
+    chosen_pods = sorted((task, max(group, key=age)) for task, group in by_task.items())
+    return chosen_pods, {task: len(group) - 1 for task, group in by_task.items() if len(group) > 1}
