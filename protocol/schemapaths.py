@@ -2,7 +2,8 @@
 
 Editors ask these questions of a document being typed (which keys are valid here? what does this key mean?), and a
 fix for a missing key needs a value to insert. The schema answers all three; the walk follows `$ref` into `$defs`
-and looks through `oneOf`/`anyOf`/`allOf` alternatives (a prerequisite is one of four shapes), so the answer at a
+and looks through `oneOf`/`anyOf`/`allOf` alternatives and `if`/`then` branches (a prerequisite is one of four
+shapes), so the answer at a
 spot is the union of what the alternatives allow there.
 """
 
@@ -31,6 +32,9 @@ def alternatives(root: dict[str, Any], node: Any) -> list[dict[str, Any]]:
     for keyword in ("oneOf", "anyOf", "allOf"):
         for branch in node.get(keyword, ()) or ():
             found.extend(alternatives(root, branch))
+    for keyword in ("then", "else"):  # `if` is not evaluated: what either branch allows is possible here
+        if isinstance(node.get(keyword), dict):
+            found.extend(alternatives(root, node[keyword]))
     return found
 
 
