@@ -159,9 +159,12 @@ def _rename(diagnostic: Diagnostic, lines: list[str], guess: str, data: Any) -> 
             return None
         return Fix(title, diagnostic, (_replace(scalar, scalar.start, scalar.end, guess),))
     # A word inside a longer value: a placeholder's root or key in a command. The span is the excerpt the
-    # diagnostic underlines; the word to replace is the one there closest to the guess.
+    # diagnostic underlines; the word to replace is the one there closest to the guess. Without an excerpt (the
+    # text is escaped or folded, or the scalar is not what the pointer names) nothing is exact enough to edit.
+    if diagnostic.end_column is None:
+        return None
     text = lines[line]
-    end = diagnostic.end_column if diagnostic.end_column is not None else len(text)
+    end = diagnostic.end_column
     scored = sorted(((_similarity(word.group(), guess), word.start(), word.end()) for word in _WORDS.finditer(text, column, end)
                      if word.group() != guess and word.group().lstrip("$") != guess.lstrip("$")), reverse=True)
     if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
