@@ -9,9 +9,14 @@ import sys
 import textwrap
 
 import pytest
-from lsprotocol import types as lsp
 
-from lspclient import apply_text_edits, change_document, open_document
+pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed (it is in the `test` extra)")
+
+from lsprotocol import types as lsp  # noqa: E402
+
+from lspclient import apply_text_edits, change_document, open_document  # noqa: E402
+from lspfixtures import client, jobset_client  # noqa: E402,F401 - fixtures
+
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -18,7 +18,7 @@ class Settings(NamedTuple):
     #: The cluster profile a target compiles against (`paictl compile --profile`).
     profile: str | None = None
     #: How long after the last change a document is checked again.
-    debounce_ms: int = 40
+    debounce_ms: int = 30
     #: Check every YAML document, not only those that look like a job or a marketplace item.
     all_yaml: bool = False
 
