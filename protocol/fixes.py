@@ -370,8 +370,8 @@ def _split_lines(text: str) -> list[str]:
 
 
 def apply_edits(text: str, edits: Sequence[TextEdit]) -> str:
-    """`text` with `edits` made (non-overlapping; applied from the last to the first). A line break in an edit's
-    new text is written as the file's own (CRLF files stay CRLF)."""
+    """`text` with `edits` made (non-overlapping), in one pass. A line break in an edit's new text is written as
+    the file's own (CRLF files stay CRLF)."""
     newline = "\r\n" if "\r\n" in text else "\n"
     starts = [0]
     for match in re.finditer(r"\r\n|\r|\n", text):
@@ -380,10 +380,12 @@ def apply_edits(text: str, edits: Sequence[TextEdit]) -> str:
     def offset(line: int, column: int) -> int:
         return (starts[line] if line < len(starts) else len(text)) + column
 
-    for edit in sorted(edits, key=lambda e: (e.start_line, e.start_column), reverse=True):
+    pieces, done = [], 0
+    for edit in sorted(edits, key=lambda e: (e.start_line, e.start_column)):
         start, end = offset(edit.start_line, edit.start_column), offset(edit.end_line, edit.end_column)
-        text = text[:start] + edit.new_text.replace("\n", newline) + text[end:]
-    return text
+        pieces += [text[done:start], edit.new_text.replace("\n", newline)]
+        done = max(done, end)
+    return "".join(pieces) + text[done:]
 
 
 def _overlaps(a: TextEdit, b: TextEdit) -> bool:

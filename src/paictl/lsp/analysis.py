@@ -48,7 +48,7 @@ class Analysis(NamedTuple):
 
 #: A job's or an item's own root keys; other YAML files (CI configs, Kubernetes manifests) are left alone.
 _LOOKS_CHECKABLE = re.compile(r"^(?:protocolVersion|taskRoles|prerequisites|deployments|protocol)\s*:", re.M)
-_SCHEMA_HEADER = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S*(?:job|marketplace-item)\.schema\.json")
+_SCHEMA_HEADER = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S{0,2000}?(?:job|marketplace-item)\.schema\.json")
 
 
 def is_checkable(text: str, settings: Settings) -> bool:

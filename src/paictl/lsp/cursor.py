@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_KEY = re.compile(r"""(?P<key>[^\s#'"{\[][^:#]*?|'[^']*'|"[^"]*")\s*:(?:\s|$)""")
+_COLON = re.compile(r":(?:\s|$)")
 _PLACEHOLDER_OPEN = "<%"
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.-")
 
 
 class Cursor(NamedTuple):
@@ -38,12 +39,30 @@ def _content(line: str) -> tuple[int, int | None, str]:
     return indent, None, stripped
 
 
-def _key_of(content: str) -> str | None:
-    match = _KEY.match(content)
-    if match is None:
+def key_span(content: str) -> tuple[str, int, int] | None:
+    """The block mapping key `content` starts with: (key, start, end of its text), or None. Linear in the line
+    (these run on every request, on lines as long as a file can be)."""
+    if not content or content[0] in "#{[&*!|>%@`,":
         return None
-    key = match.group("key").strip()
-    return key[1:-1] if key[:1] in "'\"" and len(key) > 1 else key
+    if content[0] in "'\"":
+        close = content.find(content[0], 1)
+        if close < 0 or _COLON.match(content, close + 1 + _spaces(content, close + 1)) is None:
+            return None
+        return content[1:close], 0, close + 1
+    colon = _COLON.search(content)
+    if colon is None or " #" in content[:colon.start()]:
+        return None
+    key = content[:colon.start()].rstrip()
+    return (key, 0, len(key)) if key else None
+
+
+def _spaces(text: str, start: int) -> int:
+    return len(text) - start - len(text[start:].lstrip(" \t"))
+
+
+def _key_of(content: str) -> str | None:
+    found = key_span(content)
+    return found[0] if found is not None else None
 
 
 def _skipped(line: str) -> bool:
@@ -111,7 +130,9 @@ def cursor_at(lines: list[str], line: int, column: int) -> Cursor:
     key = _key_of(content)
     value_of = key if key is not None and ":" in content else None
     path = ancestors(lines, line, content_column, dash)
-    word = re.search(r"[\w$.-]*$", before)
-    prefix = word.group() if word else ""
+    start = len(before)
+    while start > 0 and (before[start - 1] in _WORD_CHARACTERS or before[start - 1].isalnum()):
+        start -= 1
+    prefix = before[start:]
     return Cursor(path=path, value_of=value_of, prefix=prefix, placeholder=placeholder,
                   in_list_item=dash is not None)

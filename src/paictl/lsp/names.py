@@ -17,7 +17,6 @@ REFERENCE_FIELDS = {"dockerImage": "dockerimage", "data": "data", "script": "scr
 PLACEHOLDER_ROOTS = ("$parameters", "$secrets", "$script", "$output", "$data")
 
 _ROOT = re.compile(r"[$\w]*")
-_TAG = re.compile(r"<%(.*?)%>")
 _SEGMENT = re.compile(r"\.?([^.\[\]\s]+)|\[(\d+)\]")
 
 
@@ -77,11 +76,14 @@ def split_placeholder(text: str) -> tuple[str, list[str]]:
 
 
 def tag_at(line: str, column: int) -> tuple[int, int, str] | None:
-    """The `<% ... %>` tag the cursor is in: (start, end, inner text)."""
-    for match in _TAG.finditer(line):
-        if match.start() <= column <= match.end():
-            return match.start(), match.end(), match.group(1)
-    return None
+    """The `<% ... %>` tag the cursor is in: (start, end, inner text). Linear: one search each way."""
+    start = line.rfind("<%", 0, column + 2)
+    if start < 0:
+        return None
+    end = line.find("%>", start + 2)
+    if end < 0 or column > end + 2:
+        return None
+    return start, end + 2, line[start + 2:end]
 
 
 def walk(value: Any, segments: list[str]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, Sequence
 from paictl.protocol.diagnostics import Diagnostic, pointer_of
 
 from . import names
-from .cursor import cursor_at
+from .cursor import _content, cursor_at, key_span
 
 #: Where the table of every code is: an editor links a diagnostic's code here (LSP codeDescription).
 CODES_URL = "https://github.com/paictl/paictl#diagnostic-codes"
@@ -50,12 +50,11 @@ def covers(diagnostic: Diagnostic, span_end: int, line: int, column: int) -> boo
 
 def key_on_line(text: str) -> tuple[str, int, int] | None:
     """The block mapping key a line holds: (key, start, end)."""
-    match = re.match(r"""\s*(?:-\s+)*(?P<key>[^\s#'"{\[-][^:#]*?|'[^']*'|"[^"]*")\s*:(?:\s|$)""", text)
-    if match is None:
+    column, _, content = _content(text)
+    found = key_span(content)
+    if found is None:
         return None
-    key = match.group("key")
-    start, end = match.start("key"), match.end("key")
-    return (key[1:-1] if key[:1] in "'\"" else key), start, end
+    return found[0], column + found[1], column + found[2]
 
 
 def key_hover(lines: list[str], line: int, column: int, data: Any) -> tuple[str, Span] | None:

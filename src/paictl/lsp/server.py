@@ -233,7 +233,9 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
                 line, start, end = diagnostic_span(fix.diagnostic, lines)
                 if wanted.start.line <= line <= wanted.end.line:
                     actions.append(to_code_action(fix, uri, lines, document))
-        if analysis.fixes and (not only or any(FIX_ALL_KIND.startswith(kind) for kind in only)):
+        # Fixing everything validates the text again after each round: done only when asked for by kind (the
+        # editor's "fix all" or source-action menu, or on save), never for the light bulb on every cursor move.
+        if analysis.fixes and only and any(FIX_ALL_KIND.startswith(kind) for kind in only):
             fixed = fix_text(analysis.text, _path_of(document), validate_document).text
             if fixed != analysis.text:
                 if not lines or analysis.text.endswith(("\n", "\r")):
