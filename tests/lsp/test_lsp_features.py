@@ -252,3 +252,80 @@ async def test_target_setting_adds_the_targets_warnings(jobset_client, tmp_path)
     from lspclient import diagnostics_of
 
     assert "W901" not in [d.code for d in await diagnostics_of(jobset_client, job.as_uri())]
+
+
+SCRIPTED = textwrap.dedent("""\
+    protocolVersion: 2
+    name: scripted
+    type: job
+    prerequisites:
+      - {name: img, type: dockerimage, uri: ubuntu}
+      - name: prep
+        type: script
+        uri: https://example.com/prep.sh
+        entry: prep.sh
+    secrets: {token: hunter2-secret-value}
+    taskRoles:
+      main:
+        dockerImage: img
+        script: prep
+        resourcePerInstance: {cpu: 1, memoryMB: 512, gpu: 0}
+        commands:
+          - bash <% $script.entry %> <% $secrets.token %>
+    deployments:
+      - name: dep
+        taskRoles:
+          main:
+            preCommands: [echo pre]
+    defaults:
+      deployment: dep
+    """)
+
+
+async def test_script_fields_secrets_and_deployments(client, tmp_path):
+    job = tmp_path / "scripted.yaml"
+    assert await open_document(client, job, SCRIPTED) == []
+    uri = job.as_uri()
+    lines = SCRIPTED.splitlines()
+
+    async def labels(line: int, character: int):
+        result = await client.text_document_completion_async(lsp.CompletionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=line, character=character)))
+        return result.items
+
+    async def target(line: int, character: int):
+        return await client.text_document_definition_async(lsp.DefinitionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=line, character=character)))
+
+    command = lines[16]
+    # `$script.` lists the fields of the role's script prerequisite.
+    fields = [item.label for item in await labels(16, command.index("$script.") + len("$script."))]
+    assert {"name", "type", "uri", "entry"} <= set(fields)
+    # `$secrets.` lists the names, never the values.
+    secrets = await labels(16, command.index("$secrets.") + len("$secrets."))
+    assert [item.label for item in secrets] == ["token"]
+    assert "hunter2" not in repr(secrets)
+    # `script: ` offers only script prerequisites.
+    assert [item.label for item in await labels(13, len("    script: "))] == ["prep"]
+    # Definitions: the script field, the script prerequisite, the deployment, a deployment's task role.
+    field = await target(16, command.index("entry"))
+    assert field.range.start.line == 8  # `    entry: prep.sh`
+    assert (await target(13, len("    script: p"))).range.start.line == 5
+    assert (await target(23, len("  deployment: d"))).range.start.line == 18
+    assert (await target(20, 7)).range.start.line == 11  # deployments[0].taskRoles.main -> taskRoles.main
+
+
+async def test_positions_are_utf16_after_characters_outside_the_bmp(client, tmp_path):
+    """An editor counts a character like 😀 as two UTF-16 units: ranges and edits after it are shifted by one."""
+    text = MISSPELT.replace("comands", "commands").replace(
+        "- python train.py --epochs <% $parameters.epochs %>", "- echo 😀 <% $parameters.epochz %>")
+    job = tmp_path / "emoji.yaml"
+    diagnostics = await open_document(client, job, text)
+    (w401,) = [d for d in diagnostics if d.code == "W401"]
+    line = text.splitlines()[16]
+    assert w401.range.start == lsp.Position(line=16, character=line.index("<%") + 1)
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=job.as_uri()), range=w401.range,
+        context=lsp.CodeActionContext(diagnostics=[w401])))
+    fixed = apply_text_edits(text, actions[0].edit.changes[job.as_uri()])
+    assert "- echo 😀 <% $parameters.epochs %>" in fixed

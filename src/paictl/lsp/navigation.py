@@ -98,10 +98,13 @@ def definition(lines: list[str], line: int, column: int, data: Any) -> str | Non
             value_path.append(segment)
         return pointer_of(*prefix, *value_path)
     found = key_on_line(text)
+    key = found[0] if found is not None else None
+    if len(inner) == 3 and inner[0] == "deployments" and inner[2] == "taskRoles" and found is not None:
+        roles = job.get("taskRoles") if isinstance(job, dict) else None
+        return pointer_of(*prefix, "taskRoles", key) if isinstance(roles, dict) and key in roles else None
     value = _scalar_after(text, found[2]) if found is not None else _list_item(text)
     if value is None:
         return None
-    key = found[0] if found is not None else None
     if len(inner) == 2 and inner[0] == "taskRoles" and key in names.REFERENCE_FIELDS:
         return names.prerequisite_pointer(job, value, names.REFERENCE_FIELDS[key], prefix)
     if found is None and len(inner) == 4 and inner[0] == "taskRoles" and inner[2] == "prerequisites":
@@ -110,10 +113,6 @@ def definition(lines: list[str], line: int, column: int, data: Any) -> str | Non
         for index, name in enumerate(names.deployment_names(job)):
             if name == value:
                 return pointer_of(*prefix, "deployments", index)
-    if len(inner) == 3 and inner[0] == "deployments" and inner[2] == "taskRoles" and found is not None:
-        roles = job.get("taskRoles") if isinstance(job, dict) else None
-        if isinstance(roles, dict) and key in roles:
-            return pointer_of(*prefix, "taskRoles", key)
     return None
 
 
