@@ -150,7 +150,7 @@ def main() -> int:
     args = parser.parse_args()
     prepare()
     paictl = tool("paictl")
-    report = Report("paictl lsp (1,000-line job; medians; debounce 30 ms included)")
+    report = Report("paictl lsp (1,000-line job; medians; 30 ms debounce of bursts)")
     latencies, peer, found = change_latency(paictl, args.rounds)
     median, worst = statistics.median(latencies), max(latencies)
     p90 = sorted(latencies)[int(0.9 * (len(latencies) - 1))]

@@ -21,7 +21,7 @@ class Candidate(NamedTuple):
     documentation: str | None = None
 
 
-def _schema_for(data: Any, path: tuple[str, ...], text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+def schema_for(data: Any, path: tuple[str, ...], text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     from paictl.marketplace.shape import looks_like_item
     from paictl.schemas import load_schema
 
@@ -41,7 +41,7 @@ def complete(lines: list[str], line: int, column: int, data: Any) -> list[Candid
     reference = _references(cursor, job, inner)
     if reference is not None:
         return reference
-    schema, spot = _schema_for(data, cursor.path, text)
+    schema, spot = schema_for(data, cursor.path, text)
     if cursor.value_of is not None:
         values = schemapaths.allowed_values(schema, (*spot, cursor.value_of))
         return [Candidate(str(v), "value", str(v), len(cursor.prefix)) for v in values

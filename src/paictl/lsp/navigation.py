@@ -61,14 +61,14 @@ def key_hover(lines: list[str], line: int, column: int, data: Any) -> tuple[str,
     """The schema's description of the key on the cursor's line."""
     from paictl.protocol import schemapaths
 
-    from .completion import _schema_for
+    from .completion import schema_for
 
     found = key_on_line(lines[line]) if line < len(lines) else None
     if found is None:
         return None
     key, start, end = found
     cursor = cursor_at(lines, line, start)
-    schema, spot = _schema_for(data, cursor.path, "\n".join(lines))
+    schema, spot = schema_for(data, cursor.path, "\n".join(lines))
     description = schemapaths.description_at(schema, (*spot, key))
     if description is None:
         return None

@@ -2,8 +2,8 @@
 
 The server holds one `Analysis` per open document (analysis.py: the same diagnostics as `paictl validate`, plus a
 configured target's) and answers every request from it or from the document's text; everything here is conversion
-between those records and LSP's types. A change is checked again once the editor has been quiet for
-`debounceMs` (typing fast costs one check, not one per key); opening and saving check at once.
+between those records and LSP's types. A change is checked at once when it comes alone, and a burst of
+changes (within `debounceMs` of each other) once it is over; opening and saving check at once.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class PaictlLanguageServer(LanguageServer):
         #: The last parsed data of each document: completion keeps working while a line is half typed.
         self.last_data: dict[str, Any] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        self.last_change: dict[str, float] = {}
         self.reported_settings_errors: set[str] = set()
 
     # -- checking ------------------------------------------------------------------------------------------
@@ -62,13 +63,19 @@ class PaictlLanguageServer(LanguageServer):
             diagnostics=[to_lsp_diagnostic(d, lines, document) for d in analysis.diagnostics]))
 
     def check_later(self, uri: str) -> None:
+        """Check after a change: at once when the document has been quiet for the debounce time (a single edit
+        costs no waiting), else once the burst of changes has been quiet that long (a paste, a multi-cursor
+        edit, fast typing: one check at its end, not one per change)."""
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
-        self.pending[uri] = asyncio.ensure_future(self._after_quiet(uri))
+        quiet = asyncio.get_running_loop().time() - self.last_change.get(uri, float("-inf"))
+        self.last_change[uri] = asyncio.get_running_loop().time()
+        debounce = max(0, self.settings.debounce_ms) / 1000
+        self.pending[uri] = asyncio.ensure_future(self._after_quiet(uri, 0 if quiet >= debounce else debounce))
 
-    async def _after_quiet(self, uri: str) -> None:
-        await asyncio.sleep(max(0, self.settings.debounce_ms) / 1000)
+    async def _after_quiet(self, uri: str, delay: float) -> None:
+        await asyncio.sleep(delay)
         self.pending.pop(uri, None)
         if uri in self.workspace.text_documents:
             self.check(uri)
@@ -170,6 +177,7 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
             waiting.cancel()
         ls.analyses.pop(uri, None)
         ls.last_data.pop(uri, None)
+        ls.last_change.pop(uri, None)
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
