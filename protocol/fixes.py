@@ -25,6 +25,16 @@ _BACKTICKED = re.compile(r"`([^`]+)`")
 _WORDS = re.compile(r"\$?[A-Za-z_][\w-]*")
 
 
+#: A job's or a marketplace item's own root keys, or the schema header: other YAML (Kubernetes manifests, CI
+#: configs) is never fixed, since a did-you-mean against the job schema would rename its keys.
+_LOOKS_FIXABLE = re.compile(r"^(?:protocolVersion|taskRoles|prerequisites|deployments|protocol)\s*:", re.M)
+_SCHEMA_HEADER = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S{0,2000}?(?:job|marketplace-item)\.schema\.json")
+
+
+def looks_like_job_or_item(text: str) -> bool:
+    return _LOOKS_FIXABLE.search(text) is not None or _SCHEMA_HEADER.search(text) is not None
+
+
 class TextEdit(NamedTuple):
     """Replace the characters from (start_line, start_column) up to (end_line, end_column) with `new_text`.
 
@@ -407,12 +417,15 @@ _MAX_ROUNDS = 8
 
 def fix_text(text: str, path: str, validate: Validate, *, unsafe: bool = False) -> FixOutcome:
     """`text` with every safe fix applied, validated again after each round until nothing more is fixable.
+    A text that does not look like a job or an item (`looks_like_job_or_item`) is returned unchanged.
 
     Renames and quoting go first: a misspelt key is also reported as a missing required one, and it is the rename
     that fixes both. Fixes that touch the same text in one round wait for the next; applying the result again
     changes nothing (the fixes are idempotent because each round starts from the validator's new verdict).
     """
     applied: list[Fix] = []
+    if not looks_like_job_or_item(text):
+        return FixOutcome(text=text, applied=())
     for _ in range(_MAX_ROUNDS):
         result = validate(text, path)
         own = [d for d in result.diagnostics if d.file == path]

@@ -141,3 +141,12 @@ def test_not_yaml_is_reported_not_changed(tmp_path):
     job.write_text("name: [unclosed\n")
     done = paictl("fix", str(job))
     assert done.returncode == 1 and "E101" in done.stdout and job.read_text() == "name: [unclosed\n"
+
+
+def test_yaml_that_is_not_a_job_is_never_changed(tmp_path):
+    manifest = tmp_path / "deployment.yaml"
+    text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nversion: 1\n"
+    manifest.write_text(text)
+    done = paictl("fix", str(tmp_path))
+    assert manifest.read_text() == text
+    assert done.returncode == 1  # validate's verdict on it, as `paictl validate` gives

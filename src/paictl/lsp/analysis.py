@@ -3,7 +3,6 @@ the fixes their hints state. Pure: text in, records out; the server only convert
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
 from paictl.protocol.diagnostics import Diagnostic
@@ -46,13 +45,10 @@ class Analysis(NamedTuple):
     settings_error: str | None = None
 
 
-#: A job's or an item's own root keys; other YAML files (CI configs, Kubernetes manifests) are left alone.
-_LOOKS_CHECKABLE = re.compile(r"^(?:protocolVersion|taskRoles|prerequisites|deployments|protocol)\s*:", re.M)
-_SCHEMA_HEADER = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S{0,2000}?(?:job|marketplace-item)\.schema\.json")
-
-
 def is_checkable(text: str, settings: Settings) -> bool:
-    return settings.all_yaml or bool(_LOOKS_CHECKABLE.search(text)) or bool(_SCHEMA_HEADER.search(text))
+    from paictl.protocol.fixes import looks_like_job_or_item
+
+    return settings.all_yaml or looks_like_job_or_item(text)
 
 
 def analyse(text: str, path: str, settings: Settings) -> Analysis:
