@@ -21,6 +21,7 @@ SERVER = [sys.executable, "-m", "paictl", "lsp"]
 def initialize_params(**options) -> lsp.InitializeParams:
     return lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(
+            workspace=lsp.WorkspaceClientCapabilities(configuration=True),
             text_document=lsp.TextDocumentClientCapabilities(
                 publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(version_support=True),
                 hover=lsp.HoverClientCapabilities(content_format=[lsp.MarkupKind.Markdown]),

@@ -223,9 +223,15 @@ async def test_marketplace_item_inline_job(client, tmp_path):
               resourcePerInstance: {cpu: 1, memoryMB: 512, gpu: 0}
               commands: [echo hi]
               instancess: 1
+
         """)
     diagnostics = await open_document(client, item, text)
     assert [(d.code, d.range.start.line) for d in diagnostics] == [("E202", 14)]
+    # At the item's root, the item schema's keys (those it has left out); inside its job, the job's.
+    completions = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=item.as_uri()), position=lsp.Position(line=15, character=0)))
+    labels = {entry.label for entry in completions.items}
+    assert "isPublic" in labels and "author" not in labels and "taskRoles" not in labels
     actions = await client.text_document_code_action_async(lsp.CodeActionParams(
         text_document=lsp.TextDocumentIdentifier(uri=item.as_uri()), range=diagnostics[0].range,
         context=lsp.CodeActionContext(diagnostics=diagnostics)))
@@ -252,6 +258,11 @@ async def test_target_setting_adds_the_targets_warnings(jobset_client, tmp_path)
     from lspclient import diagnostics_of
 
     assert "W901" not in [d.code for d in await diagnostics_of(jobset_client, job.as_uri())]
+    # A client that only says "changed" is asked for its `paictl` settings (workspace/configuration).
+    jobset_client.set_configuration({"target": "jobset"}, section="paictl")
+    jobset_client.diagnostics.pop(job.as_uri())
+    jobset_client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    assert "W901" in [d.code for d in await diagnostics_of(jobset_client, job.as_uri())]
 
 
 SCRIPTED = textwrap.dedent("""\

@@ -151,8 +151,18 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
         ls.settings = Settings.from_options(params.initialization_options, ls.settings)
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    def configuration(ls: PaictlLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
-        ls.settings = Settings.from_options(params.settings, ls.settings)
+    async def configuration(ls: PaictlLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        workspace = ls.client_capabilities.workspace
+        if settings is None and workspace is not None and workspace.configuration:
+            # A client that only says "changed" (settings: null) is asked for the `paictl` section.
+            try:
+                answer = await ls.workspace_configuration_async(lsp.ConfigurationParams(
+                    items=[lsp.ConfigurationItem(section="paictl")]))
+                settings = answer[0] if answer else None
+            except Exception:  # noqa: BLE001 - a client that cannot answer keeps the settings it had
+                settings = None
+        ls.settings = Settings.from_options(settings, ls.settings)
         for uri in list(ls.workspace.text_documents):
             ls.check(uri)
 
