@@ -127,3 +127,31 @@ def test_every_misspelt_key_of_a_valid_job_is_put_back_exactly(path):
         tried += 1
         assert fixed(text) == original, pointer
     assert tried or "taskRoles" not in original
+
+
+def _corpus_jobs() -> list[Path]:
+    from conftest import OPENPAI
+
+    if not OPENPAI.is_dir():
+        return []
+    return sorted(p for folder in ("valid", "invalid", "nonconforming") for p in (OPENPAI / folder).glob("*.y*ml"))
+
+
+@pytest.mark.skipif(not _corpus_jobs(), reason="../shared/corpus is not beside this checkout")
+def test_upstream_jobs_fixed_idempotently_never_worse_and_valid_when_every_error_names_its_fix():
+    """OpenPAI's own jobs (marketplace templates with the old `minSucceededTaskCount`, `default:`...): a job whose
+    every error says "did you mean" is valid once fixed; no job gets more errors; fixing again changes nothing."""
+    from paictl.lsp.analysis import validate_document
+
+    made_valid = 0
+    for path in _corpus_jobs():
+        text = path.read_text(encoding="utf-8")
+        before = validate_document(text, str(path))
+        outcome = fix_text(text, str(path), validate_document)
+        after = validate_document(outcome.text, str(path))
+        assert len(after.errors) <= len(before.errors), path.name
+        assert fix_text(outcome.text, str(path), validate_document).text == outcome.text, path.name
+        if before.errors and all("did you mean" in f"{d.message} {d.hint}" for d in before.errors):
+            assert after.ok, (path.name, [d.message for d in after.errors])
+            made_valid += 1
+    assert made_valid >= 1

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -340,3 +341,25 @@ async def test_positions_are_utf16_after_characters_outside_the_bmp(client, tmp_
         context=lsp.CodeActionContext(diagnostics=[w401])))
     fixed = apply_text_edits(text, actions[0].edit.changes[job.as_uri()])
     assert "- echo 😀 <% $parameters.epochs %>" in fixed
+
+
+async def test_a_2_mib_job_and_a_hostile_line_through_the_server(client, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from hostile_shapes import SHAPES
+
+    from paictl.protocol.source import MAX_FILE_BYTES
+
+    shapes = {shape.name: shape for shape in SHAPES}
+    big = tmp_path / "roles.yaml"
+    text = shapes["roles-10000-one-typo"].build(MAX_FILE_BYTES)
+    diagnostics = await open_document(client, big, text)
+    line = text.split("\n").index("    instancez: 1")
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("E202", line)]
+    long_line = tmp_path / "long.yaml"
+    await open_document(client, long_line, "protocolVersion: 2\n" + shapes["one-long-plain-line"].build(2 ** 20))
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=long_line.as_uri()), position=lsp.Position(line=1, character=5)))
+    assert hover is None or hover.contents.value
+    completion = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=long_line.as_uri()), position=lsp.Position(line=1, character=2 ** 19)))
+    assert list(completion.items) == []
