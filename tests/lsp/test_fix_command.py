@@ -88,10 +88,13 @@ def test_unsafe_fixes_add_skeletons(tmp_path):
     assert "commands: [TODO]" in job.read_text()
 
 
-def test_stdin_prints_the_fixed_text(tmp_path):
-    done = paictl("fix", "-", "--stdin-name", "job.yaml", stdin=JOB)
+def test_stdin_prints_the_fixed_text_exactly(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.removesuffix("\n"))  # no final newline: none is added
+    paictl("fix", str(job))
+    done = paictl("fix", "-", "--stdin-name", "job.yaml", stdin=JOB.removesuffix("\n"))
     assert done.returncode == 0
-    assert done.stdout.startswith("# Training job") and "dockerImage: base" in done.stdout
+    assert done.stdout == job.read_text() and not done.stdout.endswith("\n") and "dockerImage: base" in done.stdout
     assert "fixes applied" in done.stderr
 
 

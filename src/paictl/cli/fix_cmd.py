@@ -80,7 +80,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
             echo("".join(difflib.unified_diff(text.splitlines(keepends=True), outcome.text.splitlines(keepends=True),
                                               fromfile=_diff_name("a", name), tofile=_diff_name("b", name))).rstrip("\n"))
         elif changed and file == "-":
-            echo(outcome.text.removesuffix("\n"))
+            echo(outcome.text, nl=False)  # the text exactly: no newline added to a file that ends without one
         elif changed:
             try:
                 _write_in_place(file, outcome.text, raw.startswith(b"\xef\xbb\xbf"))
@@ -88,7 +88,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
                 io_errors.append(f"{file}: cannot write the fixed file: {exc.strerror or exc}")
                 continue
         elif file == "-" and not diff:
-            echo(text.removesuffix("\n"))
+            echo(text, nl=False)
         fixed_total += len(outcome.applied)
         changed_files += changed
         results.append(_validate(outcome.text, name).summary())
