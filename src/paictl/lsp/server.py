@@ -49,7 +49,14 @@ class PaictlLanguageServer(LanguageServer):
             self.analyses.pop(uri, None)
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
             return
-        analysis = analyse(text, _path_of(document), self.settings)
+        try:
+            analysis = analyse(text, _path_of(document), self.settings)
+        except Exception as error:  # noqa: BLE001 - a bug in a check must not end the editor's session
+            from paictl.protocol.diagnostics import one_line
+
+            self.window_log_message(lsp.LogMessageParams(
+                type=lsp.MessageType.Error, message=f"paictl: internal error checking {uri}: {one_line(repr(error))}"))
+            return
         self.analyses[uri] = analysis
         if analysis.data is not None:
             self.last_data[uri] = analysis.data
