@@ -78,6 +78,12 @@ async def test_misspelt_key_diagnostic_hover_and_quick_fix_make_the_job_valid(cl
     quick = [a for a in actions if a.kind == lsp.CodeActionKind.QuickFix]
     assert [a.title for a in quick] == ["Replace with 'commands' (E202)"]
     fixed = apply_text_edits(MISSPELT, quick[0].edit.changes[job.as_uri()])
+    # The missing key it leaves is offered too, as a skeleton to fill in (not preferred: the rename is the fix).
+    skeleton = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=job.as_uri()), range=diagnostics[0].range,
+        context=lsp.CodeActionContext(diagnostics=[diagnostics[0]])))
+    assert [(a.title, a.is_preferred) for a in skeleton] == [("Add the required key 'commands' (E201)", False)]
+    assert skeleton[0].edit.changes[job.as_uri()][0].new_text == "\n    commands: [TODO]"
     assert fixed.replace("commands:", "comands:", 1) == MISSPELT  # only the key changed
     job.write_text(fixed)
     assert paictl("validate", str(job)).returncode == 0
