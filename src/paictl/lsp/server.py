@@ -183,8 +183,10 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: PaictlLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.current(params.text_document.uri)
-        ls.check(params.text_document.uri)
+        waiting = ls.pending.pop(params.text_document.uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        ls.check(params.text_document.uri)  # files an item names may have changed on disk
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: PaictlLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
