@@ -17,7 +17,7 @@ if not os.environ.get("CI"):  # CI installs the `test` extra: there a missing py
 
 from lsprotocol import types as lsp  # noqa: E402
 
-from lspclient import apply_text_edits, change_document, open_document  # noqa: E402
+from lspclient import apply_text_edits, change_document, diagnostics_of, open_document  # noqa: E402
 from lspfixtures import client, jobset_client  # noqa: E402,F401 - fixtures
 
 
@@ -127,7 +127,13 @@ async def test_diagnostics_follow_changes(client, tmp_path):
     assert rename and rename[0].title == "Replace with 'epochs' (W401)"
     edit = rename[0].edit.changes[uri][0]
     assert (edit.range.start.character, edit.range.end.character, edit.new_text) == (start + 15, start + 20, "epochs")
+    # Saving checks again (files an item names may have changed on disk); closing clears the diagnostics.
+    client.diagnostics.pop(uri)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert [d.code for d in await diagnostics_of(client, uri)] == [d.code for d in diagnostics]
+    client.diagnostics.pop(uri)
     client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert await diagnostics_of(client, uri) == []
 
 
 async def test_fix_all_source_action_applies_every_safe_fix(client, tmp_path):
@@ -262,8 +268,6 @@ async def test_target_setting_adds_the_targets_warnings(jobset_client, tmp_path)
     jobset_client.diagnostics.pop(job.as_uri())
     jobset_client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
         settings={"paictl": {"target": "framework"}}))
-    from lspclient import diagnostics_of
-
     assert "W901" not in [d.code for d in await diagnostics_of(jobset_client, job.as_uri())]
     # A client that only says "changed" is asked for its `paictl` settings (workspace/configuration).
     jobset_client.set_configuration({"target": "jobset"}, section="paictl")
