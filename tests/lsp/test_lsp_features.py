@@ -329,6 +329,15 @@ async def test_script_fields_secrets_and_deployments(client, tmp_path):
     assert "hunter2" not in repr(secrets)
     # `script: ` offers only script prerequisites.
     assert [item.label for item in await labels(13, len("    script: "))] == ["prep"]
+    # Hover on a placeholder: what it renders to; a secret's value never.
+    async def hover(line: int, character: int) -> str:
+        found = await client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=line, character=character)))
+        return found.contents.value
+
+    assert '`$script.entry`: `"prep.sh"`' in await hover(16, command.index("entry"))
+    secret = await hover(16, command.index("token"))
+    assert "a secret" in secret and "hunter2" not in secret
     # Definitions: the script field, the script prerequisite, the deployment, a deployment's task role.
     field = await target(16, command.index("entry"))
     assert field.range.start.line == 8  # `    entry: prep.sh`

@@ -75,6 +75,31 @@ def key_hover(lines: list[str], line: int, column: int, data: Any) -> tuple[str,
     return f"**{key}**\n\n{description}", Span(line, start, end)
 
 
+def placeholder_hover(lines: list[str], line: int, column: int, data: Any) -> tuple[str, Span] | None:
+    """What `<% $root.a.b %>` under the cursor renders to, as the job defines it (a secret's value never shown)."""
+    text = lines[line] if line < len(lines) else ""
+    tag = names.tag_at(text, column)
+    if tag is None:
+        return None
+    cursor = cursor_at(lines, line, column)
+    job, _, inner = names.job_of(data, cursor.path)
+    root, segments = names.split_placeholder(tag[2])
+    context, _ = names.placeholder_context(job, root, inner[1] if len(inner) > 1 and inner[0] == "taskRoles" else None)
+    shown = tag[2].strip()
+    if context is None:
+        return None
+    value = names.walk(context, segments)
+    if value is None:
+        said = "not defined by this job: OpenPAI leaves the tag as written (or empty at run time with secrets)"
+    elif root == "$secrets":
+        said = "a secret (its value is not shown)"
+    else:
+        import json
+
+        said = "`" + json.dumps(value, ensure_ascii=False, default=str)[:200] + "`"
+    return f"`{shown}`: {said}", Span(line, tag[0], tag[1])
+
+
 def definition(lines: list[str], line: int, column: int, data: Any) -> str | None:
     """The JSON pointer of what the reference under the cursor names: a prerequisite, a deployment, a parameter,
     a secret, or a prerequisite's field read by `<% $script.x %>`."""

@@ -212,6 +212,10 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
             if line == where.line and start <= where.character <= end:
                 parts.append(navigation.diagnostic_hover(d))
                 span = span or (line, start, end)
+        rendered = navigation.placeholder_hover(lines, where.line, where.character, ls.last_data.get(uri))
+        if rendered is not None:
+            parts.append(rendered[0])
+            span = span or tuple(rendered[1])
         described = navigation.key_hover(lines, where.line, where.character, ls.last_data.get(uri))
         if described is not None:
             parts.append(described[0])
