@@ -344,6 +344,16 @@ async def test_script_fields_secrets_and_deployments(client, tmp_path):
     assert (await target(13, len("    script: p"))).range.start.line == 5
     assert (await target(23, len("  deployment: d"))).range.start.line == 18
     assert (await target(20, 7)).range.start.line == 11  # deployments[0].taskRoles.main -> taskRoles.main
+    # Under a deployment's taskRoles (and HiveD's), the job's task role names not set there yet.
+    two = SCRIPTED.replace("taskRoles:\n  main:\n", "taskRoles:\n  other:\n    dockerImage: img\n    resourcePerInstance: "
+                           "{cpu: 1, memoryMB: 512, gpu: 0}\n    commands: [echo]\n  main:\n", 1)
+    two = two.replace("        preCommands: [echo pre]\n", "        preCommands: [echo pre]\n\n")
+    job2 = tmp_path / "two.yaml"
+    await open_document(client, job2, two)
+    blank = two.splitlines().index("", 20)
+    result = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=job2.as_uri()), position=lsp.Position(line=blank, character=6)))
+    assert [item.label for item in result.items] == ["other"]
 
 
 async def test_positions_are_utf16_after_characters_outside_the_bmp(client, tmp_path):

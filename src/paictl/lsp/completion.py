@@ -68,6 +68,11 @@ def _references(cursor: Cursor, job: Any, inner: tuple[str, ...]) -> list[Candid
         found, detail = names.prerequisite_names(job), "prerequisite"
     elif inner == ("defaults",) and cursor.value_of == "deployment":
         found, detail = names.deployment_names(job), "deployment"
+    elif names.names_task_roles(inner) and cursor.value_of is None:
+        present = names.walk(job, list(inner))
+        taken = set(present) if isinstance(present, dict) else set()
+        found = [role for role in names.task_role_names(job) if role not in taken or role == cursor.prefix]
+        detail = "task role"
     if found is None:
         return None
     return [Candidate(name, "reference", name, len(cursor.prefix), detail=detail) for name in found]

@@ -44,6 +44,16 @@ def deployment_names(job: Any) -> list[str]:
             if isinstance(d, dict) and isinstance(d.get("name"), str)]
 
 
+def task_role_names(job: Any) -> list[str]:
+    roles = job.get("taskRoles") if isinstance(job, dict) else None
+    return [name for name in roles if isinstance(name, str)] if isinstance(roles, dict) else []
+
+
+def names_task_roles(path: tuple[str, ...]) -> bool:
+    """Is `path` a mapping keyed by the job's task role names (a deployment's `taskRoles`, HiveD's settings)?"""
+    return len(path) > 1 and path[-1] == "taskRoles" and path[0] in ("deployments", "extras")
+
+
 def prerequisite_pointer(job: Any, name: str, kind: str | None, prefix: tuple[str, ...] = ()) -> str | None:
     for index, item in prerequisites(job):
         if item["name"] == name and (kind is None or item.get("type") == kind):

@@ -124,9 +124,8 @@ def definition(lines: list[str], line: int, column: int, data: Any) -> str | Non
         return pointer_of(*prefix, *value_path)
     found = key_on_line(text)
     key = found[0] if found is not None else None
-    if len(inner) == 3 and inner[0] == "deployments" and inner[2] == "taskRoles" and found is not None:
-        roles = job.get("taskRoles") if isinstance(job, dict) else None
-        return pointer_of(*prefix, "taskRoles", key) if isinstance(roles, dict) and key in roles else None
+    if names.names_task_roles(inner) and found is not None:
+        return pointer_of(*prefix, "taskRoles", key) if key in names.task_role_names(job) else None
     value = _scalar_after(text, found[2]) if found is not None else _list_item(text)
     if value is None:
         return None

@@ -107,6 +107,17 @@ def _client_range(document, lines: list[str], start: tuple[int, int], end: tuple
         ServerTextPosition(*start), ServerTextPosition(*end)))
 
 
+def _cursor(document, lines: list[str], position: lsp.Position) -> ServerTextPosition:
+    """The cursor in characters. Past the end of its line (an empty line the editor shows indented, before the
+    spaces are typed) the columns beyond it count as spaces: they say how deep the cursor is."""
+    where = document.position_codec.position_from_client_units(lines or [""], position)
+    if where.line < len(lines):
+        width = document.position_codec.client_num_units(lines[where.line])
+        if position.character > width:
+            return ServerTextPosition(where.line, len(lines[where.line]) + position.character - width)
+    return where
+
+
 def diagnostic_span(d: Diagnostic, lines: list[str]) -> tuple[int, int, int]:
     """(line, start, end) of a diagnostic, 0-based; the underlined token as `paictl validate`'s caret shows it."""
     if d.line is None or d.column is None or not 0 < d.line <= len(lines):
@@ -205,7 +216,7 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
         document = ls.workspace.get_text_document(uri)
         analysis = ls.current(uri)
         lines = source_lines(document.source)
-        where = document.position_codec.position_from_client_units(lines or [""], params.position)
+        where = _cursor(document, lines, params.position)
         parts, span = [], None
         for d in (analysis.diagnostics if analysis else ()):
             line, start, end = diagnostic_span(d, lines)
@@ -233,7 +244,7 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
         lines = source_lines(document.source) or [""]
         if document.source.endswith(("\n", "\r")):
             lines.append("")
-        where = document.position_codec.position_from_client_units(lines, params.position)
+        where = _cursor(document, lines, params.position)
         data = ls.analyses[uri].data if uri in ls.analyses and ls.analyses[uri].data is not None else \
             ls.last_data.get(uri)
         items = []
@@ -285,7 +296,7 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
         document = ls.workspace.get_text_document(uri)
         text = document.source
         lines = source_lines(text) or [""]
-        where = document.position_codec.position_from_client_units(lines, params.position)
+        where = _cursor(document, lines, params.position)
         analysis = ls.current(uri)
         data = analysis.data if analysis is not None else None
         pointer = navigation.definition(lines, where.line, where.character, data)
