@@ -4,7 +4,7 @@
 
 A plain JSON-RPC client over the server's pipes (no framework between the clock and the bytes) opens a generated
 1,000-line job, then alternately misspells and restores a key in its middle; each change is timed from the
-didChange being written to its publishDiagnostics (matched by version) being read, debounce included. The peer is
+didChange (the whole text, as the server asks) being written to its publishDiagnostics (matched by version) being read, debounce included. The peer is
 what an editor without a language server runs on save: `paictl validate` of the same file, as a new process.
 Start-up is the time to the `initialize` answer against `paictl --version`, interleaved.
 
@@ -119,15 +119,14 @@ def change_latency(paictl: str, rounds: int) -> tuple[list[float], list[float], 
                                                               "text": text}})
         client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics")
         latencies, found = [], 0
+        misspelt_text = "\n".join(lines[:target] + ["    instancess: 2"] + lines[target + 1:])
         for version in range(2, 2 + 2 * (rounds + 1)):
             misspelt = version % 2 == 0
-            new = "    instancess" if misspelt else "    instances"
-            old_end = len("    instances") if misspelt else len("    instancess")
             began = time.perf_counter()
+            # The server asks for full sync: an editor sends the whole text with each change.
             client.send("textDocument/didChange", {
                 "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [{"range": {"start": {"line": target, "character": 0},
-                                              "end": {"line": target, "character": old_end}}, "text": new}]})
+                "contentChanges": [{"text": misspelt_text if misspelt else text}]})
             message = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
                                   and m["params"].get("version") == version)
             latencies.append(time.perf_counter() - began)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -12,6 +13,9 @@ async def open_document(client, path: Path, text: str | None = None, version: in
     text = path.read_text() if text is None else text
     uri = path.as_uri()
     client.diagnostics.pop(uri, None)
+    if not hasattr(client, "texts"):
+        client.texts = {}
+    client.texts[uri] = text
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(
         text_document=lsp.TextDocumentItem(uri=uri, language_id="yaml", version=version, text=text)))
     return await diagnostics_of(client, uri)
@@ -30,7 +34,13 @@ async def diagnostics_of(client, uri: str, timeout: float = 60) -> list[lsp.Diag
 
 
 async def change_document(client, uri: str, version: int, changes: list) -> list[lsp.Diagnostic]:
+    """Send `changes` as the server asks (it declares full sync): each applied here, the whole text sent."""
     client.diagnostics.pop(uri, None)
+    text = client.texts[uri]
+    for change in changes:
+        text = apply_text_edits(text, [lsp.TextEdit(range=change.range, new_text=change.text)])
+    client.texts[uri] = text
+    changes = [lsp.TextDocumentContentChangeWholeDocument(text=text)]
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=changes))
     return await diagnostics_of(client, uri)
@@ -38,7 +48,7 @@ async def change_document(client, uri: str, version: int, changes: list) -> list
 
 def apply_text_edits(text: str, edits: list[lsp.TextEdit]) -> str:
     """Apply LSP edits (UTF-16 positions) as an editor does, from the last to the first."""
-    lines = text.splitlines(keepends=True) or [""]
+    lines = _lines(text)
 
     def offset(position: lsp.Position) -> int:
         if position.line >= len(lines):
@@ -53,5 +63,10 @@ def apply_text_edits(text: str, edits: list[lsp.TextEdit]) -> str:
 
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
-        lines = text.splitlines(keepends=True) or [""]
+        lines = _lines(text)
     return text
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as LSP counts them, with their breaks: only CR LF, CR and LF end a line (not U+2028, as splitlines)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text) or [""]

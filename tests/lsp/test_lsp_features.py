@@ -392,3 +392,30 @@ async def test_a_2_mib_job_and_a_hostile_line_through_the_server(client, tmp_pat
     completion = await client.text_document_completion_async(lsp.CompletionParams(
         text_document=lsp.TextDocumentIdentifier(uri=long_line.as_uri()), position=lsp.Position(line=1, character=2 ** 19)))
     assert list(completion.items) == []
+
+
+async def test_lines_are_counted_as_lsp_counts_them(client, tmp_path):
+    """Only CR and LF break lines (LSP): a U+2028 inside a value does not shift what follows, before or after a
+    change (Python's str.splitlines would break there)."""
+    text = MISSPELT.replace("name: held-out", 'name: held-out\ndescription: "one\u2028line"')
+    job = tmp_path / "separators.yaml"
+    diagnostics = await open_document(client, job, text)
+    assert [(d.code, d.range.start.line) for d in diagnostics] == [("E201", 12), ("E202", 16)]
+    line = text.split("\n").index("    instances: 2")
+    changed = await change_document(client, job.as_uri(), 2, [lsp.TextDocumentContentChangePartial(
+        range=lsp.Range(start=lsp.Position(line=line, character=4), end=lsp.Position(line=line, character=13)),
+        text="instancez")])
+    assert [(d.code, d.range.start.line) for d in changed] == [("E201", 12), ("E202", line), ("E202", 16)]
+
+
+async def test_the_server_asks_for_full_text_sync(tmp_path):
+    from lspfixtures import SERVER, initialize_params
+    from pytest_lsp import ClientServerConfig
+
+    lsp_client = await ClientServerConfig(server_command=SERVER).start()
+    try:
+        result = await lsp_client.initialize_session(initialize_params())
+        assert result.capabilities.text_document_sync.change == lsp.TextDocumentSyncKind.Full
+        await lsp_client.shutdown_session()
+    finally:
+        await lsp_client.stop()

@@ -31,7 +31,10 @@ _KINDS = {"key": lsp.CompletionItemKind.Property, "value": lsp.CompletionItemKin
 
 class PaictlLanguageServer(LanguageServer):
     def __init__(self, settings: Settings):
-        super().__init__("paictl", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        # Full sync: the editor sends the whole text on each change. pygls applies incremental edits on lines split
+        # by Python's str.splitlines, which also breaks at U+2028, U+0085, form feeds...; LSP and YAML break only at
+        # CR and LF, so an edit below such a character would land on the wrong line. A job is a few kilobytes.
+        super().__init__("paictl", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self.settings = settings
         self.analyses: dict[str, Analysis] = {}
         #: The last parsed data of each document: completion keeps working while a line is half typed.
