@@ -149,6 +149,7 @@ def explain(
 from .compile_cmd import compile_command  # noqa: E402 - commands are defined in their own modules
 from .diagnose_cmd import diagnose_command  # noqa: E402
 from .grass_cmd import grass_app  # noqa: E402
+from .lsp_cmd import fix_command, lsp_command  # noqa: E402
 from .marketplace_cmd import marketplace_app  # noqa: E402
 from .openpai_cmd import openpai_app  # noqa: E402
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
@@ -159,6 +160,8 @@ app.command("status")(status_command)
 app.command("stop")(stop_command)
 app.command("logs")(logs_command)
 app.command("diagnose")(diagnose_command)
+app.command("fix")(fix_command)
+app.command("lsp")(lsp_command)
 app.add_typer(marketplace_app)
 app.add_typer(grass_app)
 app.add_typer(openpai_app)

@@ -1,0 +1,127 @@
+"""`paictl fix`: apply the fixes diagnostics' hints state (protocol/fixes.py), in place or as a diff.
+
+The file is changed only where a fix edits it (comments, quoting, layout and line endings stay), and written whole
+or not at all: the new text goes to a temporary file beside it, then replaces it. The exit status is `validate`'s
+for the fixed text (0 valid, 1 still invalid, 2 usage or I/O error), so `paictl fix` in a hook fails only for what
+it could not fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from paictl.errors import InputError
+
+from .validate_cmd import Echo, collect_paths, validate_if_item
+
+
+def _validate(text: str, path: str):
+    from paictl.protocol.validate import validate_text
+
+    return validate_text(text, path, other_kinds=validate_if_item)
+
+
+def _write_in_place(path: str, text: str, bom: bool) -> None:
+    target = Path(path).resolve()  # a symlinked job stays a symlink: its target is what is fixed
+    data = ("\ufeff" if bom else "").encode() + text.encode("utf-8")
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".paictl-fix", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, target.stat().st_mode & 0o7777)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool, strict: bool, stdin_name: str,
+            echo: Echo) -> int:
+    """Fix `paths`, print what was done and what remains; return the exit status (0, 1 or 2)."""
+    from paictl.protocol import read_source, read_stdin
+    from paictl.protocol.fixes import fix_text
+    from paictl.protocol.loading import DocumentError, decode_source
+
+    from .errors import error_line
+    from .report import json_escaped, summary_line, text_report
+
+    try:
+        files = collect_paths(paths)
+    except InputError as exc:
+        echo(error_line(exc), err=True)
+        return exc.exit_code
+    results, records, io_errors, fixed_total, changed_files = [], [], [], 0, 0
+    for file in files:
+        name = stdin_name if file == "-" else file
+        try:
+            raw = read_stdin() if file == "-" else read_source(file)
+        except InputError as exc:
+            io_errors.append(str(exc))
+            continue
+        try:
+            text = decode_source(raw, name)
+        except DocumentError as exc:
+            from paictl.protocol.validate import ValidationResult
+
+            results.append(ValidationResult(path=name, diagnostics=tuple(exc.diagnostics), data=None))
+            records.append({"file": name, "changed": False, "fixes": []})
+            continue
+        outcome = fix_text(text, name, _validate, unsafe=unsafe)
+        changed = outcome.text != text
+        if changed and diff:
+            echo("".join(difflib.unified_diff(text.splitlines(keepends=True), outcome.text.splitlines(keepends=True),
+                                              fromfile=_diff_name("a", name), tofile=_diff_name("b", name))).rstrip("\n"))
+        elif changed and file == "-":
+            echo(outcome.text, nl=False)  # the text exactly: no newline added to a file that ends without one
+        elif changed:
+            try:
+                _write_in_place(file, outcome.text, raw.startswith(b"\xef\xbb\xbf"))
+            except OSError as exc:
+                io_errors.append(f"{file}: cannot write the fixed file: {exc.strerror or exc}")
+                continue
+        elif file == "-" and not diff:
+            echo(text, nl=False)
+        fixed_total += len(outcome.applied)
+        changed_files += changed
+        results.append(_validate(outcome.text, name).summary())
+        records.append({"file": name, "changed": changed, "fixes": [
+            {"code": f.diagnostic.code, "line": f.diagnostic.line, "column": f.diagnostic.column, "title": f.title}
+            for f in outcome.applied]})
+
+    # Standard output carries the fixed text for `-` and the diff for --diff: the report then goes to standard error.
+    report_err = diff or "-" in files
+    if json_output:
+        payload = {"summary": {"files": len(results), "changed": changed_files, "fixes": fixed_total,
+                               "invalid": sum(1 for r in results if not r.ok or (strict and r.warnings)),
+                               "written": not diff},
+                   "results": [{**record, "valid": r.ok and not (strict and r.warnings),
+                                "diagnostics": [d.to_dict() for d in r.diagnostics]}
+                               for record, r in zip(records, results)]}
+        echo(json_escaped(json.dumps(payload, indent=2, ensure_ascii=False)), err=report_err)
+    else:
+        report = text_report(results)
+        if report:
+            echo(report, err=report_err)
+        if results:
+            verb = "to apply" if diff else "applied"
+            echo(f"{fixed_total} fix{'es' if fixed_total != 1 else ''} {verb} in {changed_files} "
+                 f"file{'s' if changed_files != 1 else ''}; remaining: {summary_line(results, strict)}",
+                 err=report_err)
+    for message in io_errors:
+        echo(error_line(message), err=True)
+    if io_errors:
+        return InputError.exit_code
+    return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
+
+
+def _diff_name(side: str, name: str) -> str:
+    """git's `a/job.yaml` for a relative path; an absolute one as it is."""
+    return name if os.path.isabs(name) else f"{side}/{name}"
