@@ -380,3 +380,11 @@ def docker_engine() -> Iterator[DockerEngine]:
             engine = _shared["engine"]
             _shared["engine"] = None
             engine.stop()  # type: ignore[union-attr]
+
+
+@pytest.fixture(autouse=True)
+def no_docker_engine(tmp_path, monkeypatch):
+    """For a module that imports it (autouse there): a DOCKER_HOST where no engine answers, so that local runs take
+    the host runtime whatever runs on this machine. A test of the docker runtime sets DOCKER_HOST=engine.host."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    monkeypatch.delenv("DOCKER_CONTEXT", raising=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from test_local_run import job_file, last_json, paictl, run_processes, start, state, wait_for
+from docker_engine import no_docker_engine  # noqa: F401 - autouse: these runs take the host runtime
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
 
