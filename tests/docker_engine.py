@@ -15,6 +15,9 @@ the libraries `ldd` says they load, in Debian's merged-/usr layout. The tarball 
 per machine. `engine.image(tag, files)` adds files to it (`docker create` + `docker cp` + `docker commit`), e.g. a
 file that only the image has.
 
+`docker_registry` adds a real registry on 127.0.0.1 (Debian's docker-registry), to which `registry.push` sends an
+image and removes it from the engine, so that pulling it is a real pull.
+
 At the end of the session every container is removed, dockerd gets SIGTERM (SIGKILL after 30 s), any process still
 running from its folder (containerd, shims) is killed, its mounts are unmounted and the folder removed: nothing is
 left (`engine.leftovers()` says what would be).
@@ -340,6 +343,80 @@ def base_rootfs() -> Path:
         os.unlink(temporary)
         raise
     return tarball
+
+
+# -- a registry -------------------------------------------------------------------------------------------------
+
+class Registry:
+    """Debian's docker-registry (the distribution project's registry) on 127.0.0.1, its storage in a temporary
+    folder: pulls from it are real pulls (a loopback registry is plain HTTP to every engine, as docker allows)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.process: Optional[subprocess.Popen] = None
+        self.address = ""
+
+    def start(self, timeout: float = 30.0) -> None:
+        import socket
+        import urllib.request
+
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        self.address = f"127.0.0.1:{port}"
+        config = self.root / "config.yml"
+        config.write_text(f"version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: "
+                          f"{self.root / 'data'}}}\n  delete: {{enabled: true}}\nhttp: {{addr: '{self.address}'}}\n")
+        binary = shutil.which("docker-registry") or shutil.which("registry")
+        log = open(self.root / "registry.log", "wb")
+        self.process = subprocess.Popen([binary, "serve", str(config)], stdin=subprocess.DEVNULL, stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://{self.address}/v2/", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"docker-registry did not answer on {self.address}: "
+                           f"{(self.root / 'registry.log').read_text(errors='replace')[-1000:]}")
+
+    def push(self, engine: DockerEngine, image: str, name: str) -> str:
+        """`image` pushed as `<registry>/<name>`, then removed from the engine (so a run has to pull it)."""
+        remote = f"{self.address}/{name}"
+        engine.docker("tag", image, remote)
+        engine.docker("push", remote, timeout=300)
+        engine.docker("rmi", remote)
+        return remote
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def docker_registry(docker_engine) -> Iterator[Registry]:
+    """A registry on 127.0.0.1 for this session (Debian's docker-registry; skipped without it, except under CI)."""
+    if shutil.which("docker-registry") is None and shutil.which("registry") is None:
+        _fail_or_skip("docker-registry is not installed (Debian: apt-get install docker-registry)")
+    registry = Registry(Path(tempfile.mkdtemp(prefix="paictl-registry-")))
+    try:
+        registry.start()
+    except RuntimeError as error:
+        _fail_or_skip(str(error))
+    try:
+        yield registry
+    finally:
+        registry.stop()
 
 
 # -- the fixture ------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ runs containers and the HTTP API does the rest), started and watched by the runn
   from them (the native runtime's, targets/framework/native.py), so no value is in `docker inspect` (command or
   environment);
 - its output goes to the task's log in the run folder, through the CLI; its exit code is the CLI's (128+N when
-  killed by signal N; 125-127 when docker could not start it);
+  killed by signal N; 125-127 when docker could not start it), and a container the kernel killed for memory
+  completes as FrameworkController's -1200 ContainerDockerOOMKilled (never retried), not as a transient 137;
 - stopping it is a SIGTERM to the CLI, which forwards it to the container's init, then after the grace period a
   SIGKILL to the CLI and a forced removal of the container (`Engine.remove`); every container carries the labels
   `paictl.run=<run id>` and `paictl.task=<role>-<index>`, by which the run's end (and its watchdog, if paictl
@@ -35,6 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
+from paictl.compiler.exit_rules import Rule
 from paictl.errors import ClusterError, UsageError
 
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, engine_address, gpu_devices, \
@@ -55,6 +57,15 @@ _MIN_MEMORY_MB = 6
 #: The first lines of a container's start: openpai-runtime's PAI_WORK_DIR.
 _PRELUDE = ["# paictl docker runtime: what openpai-runtime does before a task's commands, then the commands.",
             "export PAI_WORK_DIR=$PWD"]
+
+#: FrameworkController's completion code for a container killed for exceeding its memory limit (its default config's
+#: ContainerDockerOOMKilled, frameworkcontroller.md; OpenPAI's UserContainerDockerOOMKilled): a permanent user failure.
+OOM_KILLED = Rule(code=-1200, phrase="ContainerDockerOOMKilled", type="USER_FAILURE", behavior="PERMANENT",
+                  reaction="NEVER_RETRY",
+                  reason="The container used more memory than its resourcePerInstance.memoryMB, and the kernel "
+                         "killed it.",
+                  solution=("Ask for more memory per instance (resourcePerInstance.memoryMB).",
+                            "Make the program hold less in memory."))
 
 Report = Callable[[str, bool], None]  # (line, transient): a line to show now; transient lines replace each other
 
@@ -271,7 +282,8 @@ def launch(plan: Mapping[str, Any], role: Mapping[str, Any], *, name: str, env: 
         memory_mb=resources["memoryMB"] if resources["memoryMB"] > 0 else None,
         gpus=resources["gpu"] or None, shm_mb=resources["shmMB"],
         mounts=((str(secrets_dir), SECRETS_MOUNT, True),) if secrets_dir is not None else (),
-        extra=("--pull", "never"))  # ensure_images made them present; never a pull nobody sees
+        # Not --rm: the runner reads how the container ended (OOMKilled) before it removes it (DockerTasks.ended).
+        remove=False, extra=("--pull", "never"))  # ensure_images made them present; never a pull nobody sees
     merged = dict(client_env)
     merged.update(env)
     return run_argv(spec), merged
@@ -307,6 +319,7 @@ class DockerTasks:
         self.secrets_dir: Optional[Path] = None
         self._written = False
         self.names: dict[str, str] = {}  # task label -> its current container
+        self._oom: set[str] = set()  # tasks whose last container the kernel killed for memory
 
     def watchdog_args(self) -> list[str]:
         """What the watchdog needs to clean up after the runner: the engine and the secrets folder."""
@@ -328,13 +341,24 @@ class DockerTasks:
                       secrets_dir=self.secrets_dir)
 
     def ended(self, label: str) -> None:
-        """The task's CLI has exited or been killed: its container must not outlive it."""
+        """The task's CLI has exited or been killed: note how its container ended, and remove it."""
         name = self.names.pop(label, None)
         if name is not None:
             try:
+                details = self.engine.inspect(name)
+                if details is not None and (details.get("State") or {}).get("OOMKilled"):
+                    self._oom.add(label)
                 self.engine.remove(name)
             except EngineError:
                 pass
+
+    def rule(self, label: str) -> Optional[Rule]:
+        """The completion a cluster would give the task's last container instead of its exit code's, if any: the
+        kernel killed it for memory (FrameworkController's -1200, permanent: not retried)."""
+        if label not in self._oom:
+            return None
+        self._oom.discard(label)
+        return OOM_KILLED
 
     def close(self) -> None:
         for label in list(self.names):

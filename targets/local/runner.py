@@ -302,7 +302,9 @@ class LocalRunner:
         code = task.process.returncode
         code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
         self._kill_group(task, children)
-        rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
+        rule = self._docker.rule(task.label) if self._docker is not None else None  # OOM-killed: as on a cluster
+        if rule is None:
+            rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
         task.exit_code, task.rule = code, rule
         succeeded = code == 0
         task.diagnosis = None if succeeded else f"{rule.code} {rule.phrase}"

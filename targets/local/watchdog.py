@@ -58,6 +58,7 @@ def _load_docker_runtime():
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docker_runtime.py")
     spec = importlib.util.spec_from_file_location("paictl_docker_runtime", path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  # dataclasses look their module up there
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 
