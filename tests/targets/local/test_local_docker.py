@@ -265,10 +265,11 @@ def test_runtime_choices(engine, tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
     absent = paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=3)
     assert absent.stderr.strip() == (f"paictl: error: --runtime docker: no docker engine answers at unix://{tmp_path}"
-                                     "/nothing.sock (is dockerd running? DOCKER_HOST names another engine)")
+                                     "/nothing.sock (No such file or directory); is dockerd running, and does "
+                                     "DOCKER_HOST name it?")
     host = paictl("submit", str(job), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
-    assert f"paictl: runtime host (no docker engine answers at unix://{tmp_path}/nothing.sock; choose with " \
-           "--runtime docker|host)" in host.stderr
+    assert f"paictl: runtime host (no docker engine answers at unix://{tmp_path}/nothing.sock (No such file or " \
+           "directory); choose with --runtime docker|host)" in host.stderr
 
 
 def test_the_watchdog_loads_the_docker_runtime_without_site_packages():
