@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from docker_engine import docker_engine  # noqa: F401 - the fixture
+from docker_engine import docker_engine, docker_registry  # noqa: F401 - the fixtures
 
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, engine_address, run_argv, \
     split_reference
@@ -60,3 +60,27 @@ def test_a_pull_from_nowhere_says_why(docker_engine):
     with pytest.raises(EngineError) as raised:
         engine.pull("127.0.0.1:9/nothing/here:1")
     assert "127.0.0.1:9" in str(raised.value)
+
+
+def test_a_pull_reports_its_progress(docker_engine, docker_registry):
+    from paictl.targets.local.containers import PullProgress
+
+    import os
+
+    # a layer of its own (the base image's layer is on the engine already: a pull would skip it silently)
+    local = docker_engine.image("paictl-test/progress-source:1", {"/opt/random.bin": os.urandom(3 * 2 ** 20)})
+    remote = docker_registry.push(docker_engine, local, "paictl-test/progress:1")
+    docker_engine.docker("rmi", local)
+    docker_engine._images.pop(local)
+    engine = Engine(engine_address({"DOCKER_HOST": docker_engine.host}))
+    assert engine.image(remote) is None
+    shown: list[tuple[str, bool]] = []
+    progress = PullProgress(remote, lambda line, transient: shown.append((line, transient)))
+    records: list[dict] = []
+    engine.pull(remote, lambda record: (records.append(record), progress(record)))
+    assert engine.image(remote) is not None
+    statuses = {record.get("status", "") for record in records}
+    assert "Pull complete" in statuses and any(s.startswith("Status: Downloaded newer image") for s in statuses)
+    assert shown and all(transient for _, transient in shown)
+    assert shown[-1][0].startswith(f"pulling {remote}: ") and "2 layer(s) done" in shown[-1][0]  # one existed
+    assert progress.summary().endswith(" MB)")

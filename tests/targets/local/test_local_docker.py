@@ -196,6 +196,9 @@ def test_kill_9_of_paictl_leaves_no_container_and_no_process(engine, tmp_path):
     wait_running(tmp_path, "orphaned", 2)
     wait_for(lambda: len(engine.containers("label=paictl.job=orphaned", "status=running")) == 2, "2 containers")
     secrets = list(Path("/dev/shm").glob(f"paictl-secrets-{run_id(tmp_path, 'orphaned')[:12]}-*"))
+    inside = [pid for pid in run_processes(run_id(tmp_path, "orphaned"))
+              if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep\0")]
+    assert len(inside) == 2  # the containers' own processes carry the run's marker: /proc sees them go
     cli.kill()
     cli.communicate(timeout=30)
     no_trace(engine, tmp_path, "orphaned")  # the watchdog's work
