@@ -69,7 +69,8 @@ class LocalBackend:
         rules = load_rule_set(self.exit_spec)  # a bad --exit-spec fails before anything runs
         tasks = sum(role["instances"] for role in plan["spec"]["taskRoles"])
         plan, notes = self._runtime(plan, compiled, dry_run=dry_run)
-        what = "container(s)" if plan["spec"]["runtime"]["kind"] == "docker" else "task process(es)"
+        docker = plan["spec"]["runtime"]["kind"] == "docker"
+        what = "container(s)" if docker else "task process(es)"
         if dry_run:
             return Submission(name=name, dry_run=True, notes=notes + (
                 f"paictl: dry run: {name} would start {tasks} {what}; nothing was run "
@@ -84,7 +85,7 @@ class LocalBackend:
         from .store import owner_record
 
         folder, lock = prepare_run(self.run_dir, name, plan, owner=owner_record(os.getpid()))
-        notes += (f"paictl: {name}: {tasks} task(s) on this machine ({what.split('(')[0]}s); run folder {folder} "
+        notes += (f"paictl: {name}: {tasks} task(s) on this machine ({'containers' if docker else 'host processes'}); run folder {folder} "
                   "(task logs: <attempt>/<role>-<index>.log)",)
         if attach:
             from .runner import LocalRunner

@@ -190,7 +190,7 @@ def ensure_images(plan: Mapping[str, Any], engine: Engine, policy: str, report: 
                              "on this machine is used")
                 continue
             raise ClusterError(f"image {image} ({used_by}) is not on this machine and cannot be pulled: "
-                               f"{_first_line(error)}") from None
+                               f"{_first_line(error)} (--runtime host runs the tasks without it)") from None
         if report is not None:
             report("", True)
         lines.append(f"paictl: image {image}: pulled{progress.summary()}")
