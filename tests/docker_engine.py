@@ -73,6 +73,8 @@ class DockerEngine:
         self.socket = root / "docker.sock"
         self.host = f"unix://{self.socket}"
         self.process: Optional[subprocess.Popen] = None
+        #: The client, found once: a test may change PATH (the harness must still reach its engine).
+        self.client = shutil.which("docker") or "docker"
         self._images: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -159,7 +161,7 @@ class DockerEngine:
     def docker(self, *args: str, input: Optional[bytes] = None, check: bool = True,
                timeout: float = 120) -> subprocess.CompletedProcess:
         """The docker CLI against this engine; its output as text (stdout, stderr)."""
-        done = subprocess.run(["docker", *args], input=input, capture_output=True, timeout=timeout,
+        done = subprocess.run([self.client, *args], input=input, capture_output=True, timeout=timeout,
                               env=self.env())
         result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"),
                                              done.stderr.decode(errors="replace"))

@@ -10,7 +10,8 @@ runs containers and the HTTP API does the rest), started and watched by the runn
 - the container gets the same PAI_* contract as a host task (its variables, ports and peers; every instance is on
   127.0.0.1 of the host network, as OpenPAI's pods share their node's), and none of the host's environment;
   the values travel in the CLI's environment (`--env NAME`), not on its command line;
-- its limits are resourcePerInstance's: `--cpus`, `--memory <memoryMB>m`, `--gpus N` when asked,
+- its limits are resourcePerInstance's: `--cpus`, `--memory <memoryMB>m`, `--gpus N` when asked (else
+  NVIDIA_VISIBLE_DEVICES=none, as OpenPAI sets it),
   `--shm-size` (extraContainerOptions.shmMB, else 512 MB, OpenPAI's /dev/shm);
 - it starts in the image's working directory (PAI_WORK_DIR is `$PWD` there, as openpai-runtime sets it);
 - secrets are files, as OpenPAI mounts them: the job's `secrets.yaml` and one `secret.<path>` file per secret the
@@ -100,6 +101,11 @@ def choose_runtime(requested: Optional[str]) -> Choice:
     check_choices(requested, None)
     if requested == "host":
         return Choice(kind="host", defaulted=False, reason="tasks run as host processes")
+    if shutil.which("docker") is None:  # it runs the containers (../docker_runtime.py)
+        if requested == "docker":
+            raise ClusterError("--runtime docker: the docker CLI is not installed (it runs the task containers; "
+                               "Debian: apt-get install docker.io, or docker-ce-cli)")
+        return Choice(kind="host", reason="no docker CLI on PATH")
     try:
         engine = Engine(engine_address(), timeout=30.0)
     except EngineError as error:
@@ -346,6 +352,8 @@ class DockerTasks:
         name = container_name(self.plan, role, index, self.run_id, attempt, task_attempt)
         self.names[label] = name
         labels = {LABEL_RUN: self.run_id, LABEL_JOB: self.plan["metadata"]["name"], LABEL_TASK: label}
+        if role["resources"]["gpu"] <= 0:  # as OpenPAI's pods: no GPU, even where NVIDIA's runtime is the default
+            env = {**env, "NVIDIA_VISIBLE_DEVICES": "none"}
         return launch(self.plan, role, name=name, env=env, client_env=self.client_env, labels=labels,
                       secrets_dir=self.secrets_dir)
 

@@ -126,7 +126,7 @@ def test_limits_secrets_and_labels_as_docker_inspect_shows_them(engine, tmp_path
     secrets_dir = Path(details["Mounts"][0]["Source"])
     assert oct(secrets_dir.parent.stat().st_mode & 0o777) == "0o700"
     assert details["Config"]["Labels"]["paictl.run"] == run_id(tmp_path, "secretive")
-    assert "PAI_TASK_INDEX=0" in details["Config"]["Env"]
+    assert "PAI_TASK_INDEX=0" in details["Config"]["Env"] and "NVIDIA_VISIBLE_DEVICES=none" in details["Config"]["Env"]
     cli.send_signal(signal.SIGINT)
     out, err = cli.communicate(timeout=60)
     assert cli.returncode == 130 and "interrupted; every task was stopped" in err
@@ -285,3 +285,18 @@ def test_the_watchdog_loads_the_docker_runtime_without_site_packages():
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(ROOT / "targets" / "local")],
                           capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout.strip()) == (0, "Engine"), done.stderr
+
+
+def test_without_the_docker_cli_the_host_runtime_is_chosen(engine, tmp_path, monkeypatch):
+    import shutil
+    import sys
+
+    bin_dir = tmp_path / "bin"  # PATH with python but no docker
+    bin_dir.mkdir()
+    (bin_dir / "bash").symlink_to(shutil.which("bash"))
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}")
+    job = job_file(tmp_path, "no-cli", ["echo hi"])
+    result = paictl("submit", str(job), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
+    assert "paictl: runtime host (no docker CLI on PATH; choose with --runtime docker|host)" in result.stderr
+    refused = paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=3)
+    assert refused.stderr.startswith("paictl: error: --runtime docker: the docker CLI is not installed")
