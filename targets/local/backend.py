@@ -51,6 +51,7 @@ class LocalBackend:
         #: now (`report(line, transient)`: the runtime chosen, an image's pull progress), none from Python.
         self.runtime = options.extra.get("runtime")
         self.pull = options.extra.get("pull") or "missing"
+        self.pull_given = options.extra.get("pull") is not None
         self.report = options.extra.get("report")
         from .containers import check_choices
 
@@ -114,6 +115,8 @@ class LocalBackend:
         spec = dict(plan["spec"])
         if choice.kind == "host":
             spec["runtime"] = {"kind": "host"}
+            if self.pull_given:
+                notes.append("paictl: --pull ignored: no image is used by host processes")
             notes += [f"paictl: image {image} (task role {', '.join(roles)}) is not used: tasks run as host "
                       "processes (--runtime host)" for image, roles in images(plan).items()]
             return {**plan, "spec": spec}, tuple(notes)
