@@ -235,6 +235,7 @@ def test_a_missing_image_is_pulled_and_pull_never_refuses_it(engine, docker_regi
     result = paictl("submit", str(job), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
     assert f"paictl: pulling image {remote} (task role work)" in result.stderr
     assert f"paictl: image {remote}: pulled" in result.stderr
+    assert "\x1b[K" not in result.stderr and f"pulling {remote}:" not in result.stderr  # no progress in a pipe
     assert "only in the image" in log(tmp_path, "pulled", "work-0")
     again = paictl("submit", str(job), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
     assert "pulling" not in again.stderr  # present now: --pull missing does not pull it again
@@ -300,3 +301,44 @@ def test_without_the_docker_cli_the_host_runtime_is_chosen(engine, tmp_path, mon
     assert "paictl: runtime host (no docker CLI on PATH; choose with --runtime docker|host)" in result.stderr
     refused = paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=3)
     assert refused.stderr.startswith("paictl: error: --runtime docker: the docker CLI is not installed")
+
+
+def test_a_pull_on_a_terminal_shows_its_progress_in_place(engine, docker_registry, tmp_path):
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    local = engine.image("paictl-test/terminal-source:1", {"/opt/random.bin": os.urandom(2 * 2 ** 20)})
+    remote = docker_registry.push(engine, local, "paictl-test/terminal:1")
+    engine.docker("rmi", local)
+    engine._images.pop(local)
+    job = job_file(tmp_path, "terminal", ["true"])
+    job.write_text(job.read_text().replace("ubuntu:22.04", remote))
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "paictl", "submit", str(job), "--target", "local"],
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal closed with the last writer
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    process.communicate(timeout=120)
+    reader.join(timeout=30)
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert process.returncode == 0, shown
+    assert f"pulling {remote}: " in shown and "\r\x1b[K" in shown  # drawn, then cleared in place
+    assert f"paictl: image {remote}: pulled (" in shown
+    wait_for(lambda: state(tmp_path, "terminal")["view"]["state"] == "succeeded", "the detached run's verdict")
+    no_trace(engine, tmp_path, "terminal")
