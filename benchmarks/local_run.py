@@ -44,7 +44,7 @@ def task_environment(paictl: str, folder: Path) -> list[str]:
     dump = folder / "env0"
     (folder / "dump.yaml").write_text(job("bench-many", MANY, f"[ $PAI_TASK_INDEX != 0 ] || env -0 > {dump}"))
     _, _, code = run_once([paictl, "submit", str(folder / "dump.yaml"), "--target", "local", "--follow",
-                           "--run-dir", str(folder / "runs-env")])
+                           "--runtime", "host", "--run-dir", str(folder / "runs-env")])
     assert code == 0, f"environment capture: exit {code}"
     return [item for item in dump.read_text().split("\0") if item]
 
@@ -73,8 +73,9 @@ def main() -> int:
 
         def submit(name: str, run: str) -> list[str]:
             # A run folder per round: replacing the previous run's folder (200 logs) is not part of running.
+            # host processes: this compares with bare commands (benchmarks/local_docker.py measures containers)
             return [paictl, "submit", str(folder / f"{name}.yaml"), "--target", "local", "--follow",
-                    "--run-dir", str(folder / f"runs-{run}")]
+                    "--runtime", "host", "--run-dir", str(folder / f"runs-{run}")]
 
         environment = folder / "task-environment"
         environment.write_bytes(b"\0".join(item.encode() for item in task_environment(paictl, folder)))

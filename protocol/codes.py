@@ -74,6 +74,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
     "E608": (E, "native runtime: every pod lists every task's ports, and for this many task roles and ports the object would exceed Kubernetes' 3 MiB"),
+    "E611": (E, "local docker runtime: a task role asks for what this machine's docker engine cannot give (GPUs without a GPU runtime, more GPUs or CPUs than it has, less memory than docker's 6 MB minimum)"),
     # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
     "E801": (E, "taskRoles, or a task role, is not a mapping (no target can compile it; OpenPAI's rest-server crashes)"),
     "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion outside -1..int32"),

@@ -191,6 +191,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "created.",
              "10,000 task roles",
              "use fewer task roles (instances of one role share its variables), or a profile with OpenPAI's runtime"),
+    "E611": ("Local docker runtime: each task runs in a container limited to its resourcePerInstance; a container "
+             "cannot get GPUs from an engine without NVIDIA's container runtime, nor more GPUs or CPUs than the "
+             "machine has (on a cluster such a task would stay pending).",
+             "resourcePerInstance: {cpu: 64, memoryMB: 1024, gpu: 2}",
+             "ask for what this machine has, run it with --runtime host (no limits, no GPUs isolated), or submit "
+             "it to a cluster"),
     "E701": ("Mars: every task role must be scheduler, webservice or worker (any case), each at most once.",
              "taskRoles:\n  master: ...",
              "rename the task roles to scheduler, webservice and worker"),

@@ -47,6 +47,15 @@ class LocalBackend:
         self.run_dirs = [self.run_dir] + ([LEGACY_RUN_DIR] if options.run_dir is None and LEGACY_RUN_DIR.is_dir()
                                           and LEGACY_RUN_DIR.resolve() != self.run_dir.resolve() else [])
         self.exit_spec = options.exit_spec
+        #: --runtime docker|host (None: docker when an engine answers), --pull, and the CLI's way of showing a line
+        #: now (`report(line, transient)`: the runtime chosen, an image's pull progress), none from Python.
+        self.runtime = options.extra.get("runtime")
+        self.pull = options.extra.get("pull") or "missing"
+        self.pull_given = options.extra.get("pull") is not None
+        self.report = options.extra.get("report")
+        from .containers import check_choices
+
+        check_choices(self.runtime, self.pull)
 
     # -- submit -------------------------------------------------------------------------------------------------
 
@@ -56,20 +65,28 @@ class LocalBackend:
 
         from .store import prepare_run
 
-        plan = compiled.objects[0]
+        plan = dict(compiled.objects[0])
         name = compiled.job.name
         rules = load_rule_set(self.exit_spec)  # a bad --exit-spec fails before anything runs
         tasks = sum(role["instances"] for role in plan["spec"]["taskRoles"])
-        notes = tuple(f"paictl: {note}" for note in plan["spec"]["notes"])
+        plan, notes = self._runtime(plan, compiled, dry_run=dry_run)
+        docker = plan["spec"]["runtime"]["kind"] == "docker"
+        what = "container(s)" if docker else "task process(es)"
         if dry_run:
             return Submission(name=name, dry_run=True, notes=notes + (
-                f"paictl: dry run: {name} would start {tasks} task process(es); nothing was run "
+                f"paictl: dry run: {name} would start {tasks} {what}; nothing was run "
                 "(`paictl compile --target local` prints the plan)",))
         secrets = secret_files(compiled.job, [role["command"][-2] for role in plan["spec"]["taskRoles"]])
+        if compiled.job.secrets and plan["spec"]["runtime"]["kind"] == "docker":
+            from paictl.compiler.emit import to_yaml_document
+            from paictl.targets.framework.secrets import plain
+
+            # OpenPAI mounts the job's secrets as secrets.yaml beside the per-secret files (containers.py)
+            secrets["secrets.yaml"] = to_yaml_document(plain(compiled.job.secrets))
         from .store import owner_record
 
         folder, lock = prepare_run(self.run_dir, name, plan, owner=owner_record(os.getpid()))
-        notes += (f"paictl: {name}: {tasks} task(s) on this machine; run folder {folder} "
+        notes += (f"paictl: {name}: {tasks} task(s) on this machine ({'containers' if docker else 'host processes'}); run folder {folder} "
                   "(task logs: <attempt>/<role>-<index>.log)",)
         if attach:
             from .runner import LocalRunner
@@ -85,6 +102,43 @@ class LocalBackend:
         return Submission(name=name, where=str(folder), notes=notes, data=(view_to_data(view),), lines=(
             f"{name}: started (supervisor pid {self._owner_pid(folder)}); `paictl status {name} --follow` "
             f"follows it, `paictl logs {name}` shows its output",))
+
+    def _runtime(self, plan: dict, compiled: CompiledJob, *, dry_run: bool) -> tuple[dict, tuple[str, ...]]:
+        """Choose where the tasks run (containers.py), and for docker check the limits and make every image present
+        (pulling none in a dry run); the plan as the run folder keeps it (with `spec.runtime`), and the notes."""
+        from .containers import check_limits, choose_runtime, ensure_images, images
+
+        choice = choose_runtime(self.runtime)
+        notes: list[str] = []
+        if choice.defaulted:
+            self._say(choice.line, notes)
+        spec = dict(plan["spec"])
+        if choice.kind == "host":
+            spec["runtime"] = {"kind": "host"}
+            if self.pull_given:
+                notes.append("paictl: --pull ignored: no image is used by host processes")
+            notes += [f"paictl: image {image} (task role {', '.join(roles)}) is not used: tasks run as host "
+                      "processes (--runtime host)" for image, roles in images(plan).items()]
+            return {**plan, "spec": spec}, tuple(notes)
+        assert choice.engine is not None
+        spec["runtime"] = {"kind": "docker", "engine": choice.engine.address.url}
+        check_limits(plan, choice.engine, compiled.document, compiled.path)
+        if dry_run:  # the same refusal as a real submit's with --pull never; otherwise what would be pulled
+            if self.pull == "never":
+                ensure_images(plan, choice.engine, "never", None)
+            notes += [f"paictl: image {image} is not on this machine: it would be pulled"
+                      for image in images(plan) if choice.engine.image(image) is None]
+        else:
+            for line in ensure_images(plan, choice.engine, self.pull, self.report):
+                self._say(line, notes)
+        return {**plan, "spec": spec}, tuple(notes)
+
+    def _say(self, line: str, notes: list[str]) -> None:
+        """A line shown now when the CLI gave a way (so it comes before a pull's progress), else a note."""
+        if self.report is not None:
+            self.report(line, False)
+        else:
+            notes.append(line)
 
     def _start_supervisor(self, folder: Path, secrets: dict[str, str], lock: int) -> JobView:
         """The detached supervisor, its settings (secrets included) through a pipe, the run's lock inherited;

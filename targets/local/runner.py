@@ -5,6 +5,10 @@ polls its task processes, applies FrameworkController's rules (local_policy.py) 
 analysis, and publishes a JobView to the run folder's state.json at every change (local_store.py), so `paictl
 status/stop/logs` work from any terminal.
 
+Containers. With the docker runtime (containers.py) a task attempt's process is `docker run` of its container in the
+foreground, watched, stopped and killed like a host task's shell; a container is removed as its task ends, and every
+container of the run at the end of the run, by the runner or else by its watchdog.
+
 Processes. Each task attempt is `bash -o errexit -o nounset -o pipefail -c <commands>` in a new session, so its
 process group holds what it starts. A task can leave its group (`timeout`, `set -m`, `setsid`), so the runner is also
 a child subreaper and every task carries the run's and its own marker variables (procs.py): when the shell exits,
@@ -103,6 +107,12 @@ class LocalRunner:
         self._foreign: set[int] = set()
         self._failed = False
         self._closed = False
+        #: The docker runtime's side of the run (containers.py), when the plan's tasks run in containers.
+        self._docker = None
+        if (plan["spec"].get("runtime") or {}).get("kind") == "docker":
+            from paictl.targets.local.containers import DockerTasks
+
+            self._docker = DockerTasks(plan, self.run_id, self.secrets)
 
     # -- the run ------------------------------------------------------------------------------------------------
 
@@ -121,7 +131,10 @@ class LocalRunner:
         table = procs.process_table()
         self._foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}
         self._subreaper = procs.become_subreaper()
-        self._watchdog = watchdog.Link(self.run_id, os.getpid())
+        if self._docker is not None:
+            self._docker.prepare()
+        self._watchdog = watchdog.Link(self.run_id, os.getpid(),
+                                       self._docker.watchdog_args() if self._docker is not None else ())
         job_policy = RetryPolicy.from_plan(self.plan["spec"]["jobRetry"])
         yield self._publish(JobState.PENDING, message="starting")
         polls = 0
@@ -184,6 +197,8 @@ class LocalRunner:
         for task in self.tasks:
             self._kill_group(task)
         procs.kill_until_gone(lambda: self._adopted() | procs.marked(self.run_id), keep=self._shells())
+        if self._docker is not None:
+            self._docker.close()
         if self._watchdog is not None:
             self._watchdog.release()
             self._watchdog = None
@@ -229,8 +244,10 @@ class LocalRunner:
         self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
         self._ports, self._peers = ports, peers
-        self._shared_env = attempt_env(self.plan, peers)
-        self._spawner = Spawner(self.work_dir, self._shared_env.get("PATH", os.defpath))
+        self._shared_env = attempt_env(self.plan, peers, inherit=self._docker is None)
+        # The tasks' PATH finds their shell; the docker CLI is found on this process's.
+        self._spawner = Spawner(self.work_dir, (os.environ if self._docker is not None else self._shared_env)
+                                .get("PATH", os.defpath))
         early: Optional[Completion] = None
         for number, task in enumerate(self.tasks, 1):  # gang allocation or not, every local task can start at once
             task.log = self.folder / task_log(self.attempt, task.role["name"], task.index)
@@ -241,13 +258,17 @@ class LocalRunner:
         return early
 
     def _start_task(self, task: _Task) -> None:
-        argv, extra = task_argv(task.role, self.secrets)
         env = task_env(self.plan, task.role, task.index, peers=self._peers,
                        own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
                        job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
                        shared=self._shared_env)
-        env.update(extra)
         env[procs.TASK_MARKER] = task.label
+        if self._docker is not None:
+            argv, env = self._docker.launch(task.role, task.index, env, attempt=self.attempt,
+                                            task_attempt=task.attempt)
+        else:
+            argv, extra = task_argv(task.role, self.secrets)
+            env.update(extra)
         assert task.log is not None
         with open(task.log, "ab") as log:
             log.write(f"[paictl] {task.label}: task attempt {task.attempt} of job attempt {self.attempt} "
@@ -283,7 +304,9 @@ class LocalRunner:
         code = task.process.returncode
         code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
         self._kill_group(task, children)
-        rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
+        rule = self._docker.rule(task.label) if self._docker is not None else None  # OOM-killed: as on a cluster
+        if rule is None:
+            rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
         task.exit_code, task.rule = code, rule
         succeeded = code == 0
         task.diagnosis = None if succeeded else f"{rule.code} {rule.phrase}"
@@ -405,6 +428,8 @@ class LocalRunner:
             self._signal(task, signal.SIGKILL)
             task.process.wait()
             procs.kill_until_gone(lambda: self._task_processes(task), keep=self._shells())
+        if self._docker is not None:  # the CLI is gone: its container must not outlive it
+            self._docker.ended(task.label)
         task.group_gone = True
         self._tell_watchdog(f"-{task.process.pid}")
 

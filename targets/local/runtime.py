@@ -76,11 +76,12 @@ def peer_env(plan: Mapping[str, Any], ports: Ports) -> dict[str, str]:
     return env
 
 
-def attempt_env(plan: Mapping[str, Any], peers: Mapping[str, str]) -> dict[str, str]:
-    """What every task of a job attempt shares: the host's environment (minus PAI_*/FC_*), the plan's variables
-    and every instance's host and port variables. Built once per attempt: with 200 instances the peers alone are
-    ~1,400 variables, and rebuilding them for each task was most of a task's start-up cost."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)}
+def attempt_env(plan: Mapping[str, Any], peers: Mapping[str, str], *, inherit: bool = True) -> dict[str, str]:
+    """What every task of a job attempt shares: the host's environment (minus PAI_*/FC_*; not for a container,
+    `inherit=False`: it has its image's), the plan's variables and every instance's host and port variables. Built
+    once per attempt: with 200 instances the peers alone are ~1,400 variables, and rebuilding them for each task was
+    most of a task's start-up cost."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_PREFIXES)} if inherit else {}
     env.update(plan["spec"]["env"])
     env.update(peers)
     return env

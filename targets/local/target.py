@@ -16,7 +16,9 @@ and leaves out the two things that only exist at run time:
   `secretTags`, tag and key only); the runner fills them in when a task starts. A plan can be printed, stored in
   the run folder and diffed without leaking anything.
 
-Docker images are recorded, not pulled: each task role's image appears in `notes` as not used.
+Where the tasks run is decided at submit, not here: each in a container of its task role's image when a docker engine
+answers (the docker runtime, containers.py), or as host processes. The plan records each role's image and its
+resourcePerInstance, which the docker runtime turns into the container's limits.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ KIND = "LocalPlan"
 GRACE_PERIOD_SEC = 10
 #: Every local task runs here: loopback is the only interface all instances share.
 HOST_IP = "127.0.0.1"
+#: /dev/shm of an OpenPAI task without extraContainerOptions.shmMB (openpai.md: the dshm emptyDir's sizeLimit).
+DEFAULT_SHM_MB = 512
 NODE = "localhost"
 
 
@@ -79,7 +83,7 @@ def compile_local(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
             "gracePeriodSec": GRACE_PERIOD_SEC,
             "hostIP": HOST_IP,
             "workingDir": ".",
-            "notes": _notes(job),
+            "notes": [],
             "env": shared,
             # Every instance's host and port variables, seen by every task, set at the start of each job attempt.
             "envAtStart": peer_names(job),
@@ -96,6 +100,10 @@ def _role(job: Job, role: TaskRole, commands: str, substitutions: list[tuple[str
         "frameworkName": converted,
         "instances": role.instances,
         "image": _image(job, role),
+        # What the docker runtime limits each instance to (the host runtime records them only): resourcePerInstance,
+        # and /dev/shm's size as OpenPAI mounts it (extraContainerOptions.shmMB, else 512).
+        "resources": {"cpu": role.resources.cpu, "memoryMB": role.resources.memory_mb, "gpu": role.resources.gpu,
+                      "shmMB": role.shm_mb if isinstance(role.shm_mb, int) and role.shm_mb > 0 else DEFAULT_SHM_MB},
         "completion": {"minFailedTaskCount": min_failed(role), "minSucceededTaskCount": min_succeeded(role)},
         # Upstream retries a task only without gang allocation (pai#5004); FC's fancy policy then applies.
         "taskRetry": {"fancyRetryPolicy": False, "maxRetryCount": 0} if job.gang_allocation else
@@ -152,14 +160,6 @@ def _image(job: Job, role: TaskRole) -> str:
     prerequisite = job.prerequisite("dockerimage", role.docker_image)
     uri = prerequisite.uri if prerequisite is not None else None
     return uri if isinstance(uri, str) else role.docker_image
-
-
-def _notes(job: Job) -> list[str]:
-    images: dict[str, list[str]] = {}
-    for role in job.task_roles:
-        images.setdefault(_image(job, role), []).append(role.name)
-    return [f"image {image} (task role {', '.join(names)}) is recorded, not pulled: tasks run as host processes"
-            for image, names in images.items()]
 
 
 #: The `Target` protocol's entry point (paictl.targets.get_target("local").compile).

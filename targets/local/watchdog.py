@@ -13,6 +13,9 @@ by start time, still runs). SIGTERM (a session being torn down) does the same.
 Every task runs in its own process group (`start_new_session`); what leaves it (`setsid`, `set -m`) is still found
 by its marker variables or its ancestry.
 
+With the docker runtime (`... RUN_ID RUNNER_PID ENGINE SECRETS_DIR`) it then removes every container labelled with
+the run (through ../docker_runtime.py, loaded by path) and the run's secret files.
+
 Deliberately small and stdlib-only (procs.py too): it runs as `python -I -S <this file> RUN_ID RUNNER_PID`, which
 starts in a few milliseconds.
 """
@@ -48,8 +51,37 @@ def _still_same(snapshot: dict[int, str]) -> set[int]:
             and table[pid][1] not in ("Z", "X")}
 
 
+def _load_docker_runtime():
+    """../docker_runtime.py, loaded by path (this script runs without site-packages; it is stdlib-only)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docker_runtime.py")
+    spec = importlib.util.spec_from_file_location("paictl_docker_runtime", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = module  # type: ignore[union-attr]  # dataclasses look their module up there
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _clean_docker(run_id: str, engine: str, secrets: str) -> None:
+    """Remove the run's containers (killing them first) and its secret files: the docker runtime's leftovers."""
+    if engine:
+        try:
+            docker = _load_docker_runtime()
+            environ = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
+            environ["DOCKER_HOST"] = engine
+            docker.Engine(docker.engine_address(environ), timeout=60.0).remove_labelled({"paictl.run": run_id})
+        except Exception:  # noqa: BLE001 - an engine that is gone took its containers with it; go on
+            pass
+    if secrets:
+        import shutil
+
+        shutil.rmtree(os.path.dirname(secrets), ignore_errors=True)
+
+
 def main(argv: list[str]) -> None:
     run_id, runner = argv[0], int(argv[1])
+    engine, secrets = (argv[2], argv[3]) if len(argv) >= 4 else ("", "")
     me = os.getpid()
     since = int(procs.process_table().get(me, (0, "", "0"))[2])
     groups: set[int] = set()
@@ -65,6 +97,7 @@ def main(argv: list[str]) -> None:
         snapshot.update(trees)
         _kill_groups(groups)
         procs.kill_until_gone(lambda: procs.marked(run_id) | _still_same(snapshot))
+        _clean_docker(run_id, engine, secrets)
 
     def on_term(signum: int, frame: object) -> None:
         kill_everything()
@@ -110,12 +143,13 @@ class Link:
     #: Watchdogs told "done" that had not exited yet when their run was released.
     _released: list = []
 
-    def __init__(self, run_id: str, runner_pid: int) -> None:
+    def __init__(self, run_id: str, runner_pid: int, docker: "tuple[str, ...] | list[str]" = ()) -> None:
+        """`docker`: the docker runtime's engine address and secrets folder (containers.DockerTasks)."""
         import subprocess
 
         # Run as a script without site (-I -S): it is stdlib-only and starts in a few milliseconds.
         self._process = subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__), run_id,
-                                          str(runner_pid)],
+                                          str(runner_pid), *docker],
                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, start_new_session=True)
         self.pid = self._process.pid

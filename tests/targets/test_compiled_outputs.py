@@ -5,6 +5,10 @@ every example, for every target, with both built-in profiles, as YAML and as JSO
 commit. The readable goldens (`__snapshots__`) show what the output is; this table proves that the faster emitter,
 renderer, profile loading and compile pipeline changed none of it, including the target/example pairs that are
 refused (their exit code and empty output are recorded too).
+
+The `local` rows were recorded again for issue 29, whose plan changed on purpose: each task role gained `resources`
+(the docker runtime's limits) and `notes` lost the image remark (the runtime is chosen at submit); the goldens in
+tests/targets/local/__snapshots__ show the change.
 """
 
 from __future__ import annotations

@@ -58,14 +58,15 @@ _SUBMIT = _Form(
             "--secrets-from": "secrets_from", "--context": "context", "--namespace": "namespace", "-n": "namespace",
             "--kubeconfig": "kubeconfig", "--virtual-cluster": "virtual_cluster", "--output": "output_format",
             "-o": "output_format", "--format": "output_format", "--pending-timeout": "pending_timeout",
-            "--exit-spec": "exit_spec", "--run-dir": "run_dir", "--stdin-name": "stdin_name"},
+            "--exit-spec": "exit_spec", "--run-dir": "run_dir", "--stdin-name": "stdin_name",
+            "--runtime": "runtime", "--pull": "pull"},
     repeated={"--parameter": "parameter", "-p": "parameter", "--parameters": "parameter_files",
               "--cluster": "cluster"},
-    choices={},  # --output is checked by the command itself (a usage error, exit 2), on both paths
+    choices={},  # --output, --runtime and --pull are checked by the command itself (exit 2), on both paths
     defaults={"target": None, "profile": "default", "user": None, "secrets_from": None, "context": None,
               "namespace": None, "kubeconfig": None, "virtual_cluster": None, "output_format": "text",
               "pending_timeout": None, "exit_spec": None, "run_dir": None, "stdin_name": "<stdin>", "strict": False,
-              "dry_run": False, "replace": False, "follow": False},
+              "dry_run": False, "replace": False, "follow": False, "runtime": None, "pull": None},
     positional="job_path", one_positional=True)
 
 

@@ -22,3 +22,9 @@ STRICT_OPTION = typer.Option(False, "--strict", help="Warnings fail (exit 1), th
                                                       "JobSet cannot express (W901-W904).")
 STDIN_NAME_OPTION = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                  help="File name to report for a job read from '-'.")
+RUNTIME_OPTION = typer.Option(None, "--runtime", metavar="docker|host",
+                              help="Local runs: each task in a container of its image (docker) or as a host process "
+                                   "(host). Default: docker when an engine answers (DOCKER_HOST, else "
+                                   "/var/run/docker.sock), else host.")
+PULL_OPTION = typer.Option(None, "--pull", metavar="never|missing|always",
+                           help="Local runs in docker: pull an image never, when missing (default) or always.")

@@ -15,8 +15,8 @@ import typer
 from paictl.errors import NotFoundError, PaictlError, UsageError
 
 from .completion import complete_cluster, complete_job, complete_target
-from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
+from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, PULL_OPTION,
+                       RUNTIME_OPTION, SECRETS_FROM_OPTION, STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
 from .submit_run import (backend_options, check_format, check_target, echo_record, follow_to_verdict,
                          open_target, run_submit, show_excerpt)
 
@@ -110,18 +110,21 @@ def submit_command(
     run_dir: Optional[Path] = _RUN_DIR,
     stdin_name: str = STDIN_NAME_OPTION,
     strict: bool = STRICT_OPTION,
+    runtime: Optional[str] = RUNTIME_OPTION,
+    pull: Optional[str] = PULL_OPTION,
 ) -> None:
     """Compile a job and run it: on this machine (local) or on Kubernetes (server-side apply).
 
     Exit status without --follow: 0 submitted. With --follow: 0 succeeded, 1 failed, 4 stopped, 130 interrupted
-    (Ctrl-C). Always: 1 invalid job, 2 usage error, 3 cluster error.
+    (Ctrl-C). Always: 1 invalid job (or, locally in docker, resources the engine cannot give: E611), 2 usage
+    error, 3 cluster error (locally: no engine for --runtime docker, an image absent that cannot be pulled).
     """
     code = run_submit(job_path=job_path, target=target, profile=profile, user=user, parameter=parameter,
                       parameter_files=parameter_files, secrets_from=secrets_from, context=context,
                       namespace=namespace, kubeconfig=kubeconfig, cluster=cluster, virtual_cluster=virtual_cluster,
                       dry_run=dry_run, replace=replace, follow=follow, output_format=output_format,
                       pending_timeout=pending_timeout, exit_spec=exit_spec, run_dir=run_dir, stdin_name=stdin_name,
-                      strict=strict, echo=typer.echo)
+                      strict=strict, echo=typer.echo, runtime=runtime, pull=pull)
     if code:
         raise typer.Exit(code)
 

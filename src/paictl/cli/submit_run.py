@@ -119,6 +119,32 @@ def follow_to_verdict(backend: "Backend", name: str, views: Iterable["JobView"],
     return verdict_status(backend, name, last, output_format, echo)
 
 
+class Reporter:
+    """What a backend shows while `submit` works (the runtime chosen, an image's pull progress): lines to standard
+    error; a transient line (progress) is drawn in place on a terminal, and not at all elsewhere."""
+
+    def __init__(self, echo: "Echo"):
+        import sys
+
+        self.echo = echo
+        self.stream = sys.stderr
+        self.live = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.shown = False
+
+    def __call__(self, line: str, transient: bool = False) -> None:
+        if self.shown:  # clear the progress line first
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+        if transient:
+            if self.live and line:
+                self.stream.write(line[:200])
+                self.stream.flush()
+                self.shown = True
+        elif line:
+            self.echo(line, err=True)
+
+
 def _interrupted(signum: int, frame: object) -> None:
     raise SystemExit(INTERRUPTED)
 
@@ -156,7 +182,8 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
                namespace: Optional[str], kubeconfig: Optional[str], cluster: Optional[List[str]],
                virtual_cluster: Optional[str], dry_run: bool, replace: bool, follow: bool, output_format: str,
                pending_timeout: Optional[float], exit_spec: Optional[Path], run_dir: Optional[Path],
-               stdin_name: str, strict: bool, echo: "Echo") -> int:
+               stdin_name: str, strict: bool, echo: "Echo", runtime: Optional[str] = None,
+               pull: Optional[str] = None) -> int:
     """Compile the job, submit it, and (with `follow`) draw it to its verdict; return the exit status."""
     from .compile_run import compile_for_command
     from .errors import print_error
@@ -168,11 +195,15 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
             target = default_submit_target(context, kubeconfig)
             echo(f"paictl: target {target} (choose with --target {'|'.join(target_names())})", err=True)
         check_target(target)
+        if target != "local" and (runtime is not None or pull is not None):
+            raise UsageError(f"--runtime and --pull choose how a local run runs its tasks; --target {target} runs "
+                             "them elsewhere")
         backend = open_target(target, backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig,
                                                       run_dir=run_dir, exit_spec=exit_spec,
                                                       pending_timeout=pending_timeout, cluster=cluster,
                                                       extra={"virtual_cluster": virtual_cluster,
-                                                             "replace": replace}))
+                                                             "replace": replace, "runtime": runtime,
+                                                             "pull": pull, "report": Reporter(echo)}))
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,

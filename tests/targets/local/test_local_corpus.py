@@ -30,6 +30,7 @@ from paictl.targets.local.target import compile_local
 from paictl.targets.local.runner import LocalRunner
 from paictl.targets.local.store import prepare_run
 from paictl.targets.states import JobState
+from docker_engine import no_docker_engine  # noqa: F401 - autouse: these runs take the host runtime
 
 BASH_WORDS = set("""alias bg break builtin cd command continue declare echo eval exec exit export false getopts hash
 kill let local printf pwd read readonly return set shift shopt source test trap true type typeset ulimit umask unset

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from test_local_run import job_file, last_json, paictl, run_processes, start, state, wait_for
+from docker_engine import no_docker_engine  # noqa: F401 - autouse: these runs take the host runtime
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
 
@@ -239,7 +240,8 @@ def test_a_deleted_run_folder_stops_the_run_with_one_line(tmp_path):
     cli = start("submit", str(job), "--target", "local", "--follow", cwd=tmp_path)
     run = escaped(tmp_path, "vanishing")
     follower = start("status", "vanishing", "--follow", cwd=tmp_path)
-    time.sleep(0.5)
+    # the follower is following once it has printed the run (its start-up takes seconds on a loaded machine)
+    assert follower.stdout is not None and "vanishing" in follower.stdout.readline()
     shutil.rmtree(tmp_path / "state" / "paictl" / "runs" / "vanishing")
     out, err = cli.communicate(timeout=30)
     assert cli.returncode == 3, (out, err)

@@ -37,9 +37,10 @@ def test_compile_prints_the_plan(run_cli, snapshot):
 
 def test_plan_records_images_ports_env_and_completion():
     spec = plan_of(EXAMPLES / "local-ping-pong.yaml")["spec"]
-    assert spec["notes"] == ["image python:3.11-slim (task role server, client) is recorded, not pulled: tasks run "
-                             "as host processes"]
+    assert spec["notes"] == [] and "runtime" not in spec  # chosen at submit, not by a pure compile
     server, client = spec["taskRoles"]
+    assert server["image"] == client["image"] == "python:3.11-slim"
+    assert server["resources"] == {"cpu": 1, "memoryMB": 256, "gpu": 0, "shmMB": 512}
     assert server["ports"] == {"msg": 1, "ssh": 1, "http": 1} and client["ports"] == {"ssh": 1, "http": 1}
     assert server["completion"] == {"minFailedTaskCount": 1, "minSucceededTaskCount": -1}
     assert spec["env"]["PAI_JOB_NAME"] == "paictl~local-ping-pong"

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ROOT
 from paictl.targets.local.runtime import RUN_MARKER
+from docker_engine import no_docker_engine  # noqa: F401 - autouse: these runs take the host runtime
 
 EXAMPLES = ROOT / "examples"
 TIMEOUT = 60
@@ -126,7 +127,9 @@ def test_two_roles_find_each_other_over_loopback(tmp_path):
     assert view["triggered_by"] == {"role": "client", "index": 0}
     assert "client got: pong for ping from client-0" in log(tmp_path, "local-ping-pong", "client-0")
     assert "server got: ping from client-0" in log(tmp_path, "local-ping-pong", "server-0")
-    assert "python:3.11-slim (task role server, client) is recorded, not pulled" in result.stderr
+    assert "paictl: runtime host (no docker engine answers at " in result.stderr
+    assert "image python:3.11-slim (task role server, client) is not used: tasks run as host processes" \
+        in result.stderr
 
 
 def test_syntax_error_is_231_and_never_retried(tmp_path):

@@ -6,6 +6,7 @@ import os
 import sys
 
 from paictl.targets.local.runtime import SpawnedTask, Spawner
+from docker_engine import no_docker_engine  # noqa: F401 - autouse: these runs take the host runtime
 
 PROBE = ("import os, sys; print(os.environ['PAI_X'], os.getsid(0) == os.getpid(), sys.stdin.read() == '', "
          "sorted(int(f) for f in os.listdir('/proc/self/fd'))); print('to stderr', file=sys.stderr)")
