@@ -23,6 +23,7 @@ from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, dec
 from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
 
 from .item import Item, item_from_document
+from .rules import name_findings, size_findings
 from .shape import looks_like_item
 
 SCHEMA = "marketplace-item"
@@ -37,12 +38,26 @@ _ITEM_REQUIRED_HINTS = {
 }
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ItemCheck:
-    """The diagnostics of one item file (as `paictl validate` reports them) and the packed item when it has no error."""
+    """The diagnostics of one item file (as `paictl validate` reports them) and the packed item when it has no error.
 
-    result: ValidationResult
-    item: Item | None
+    The packed item is built when asked for: a job given as a mapping is then written out as YAML text (a ruamel
+    dump, read back to be sure), which validating alone never needs.
+    """
+
+    __slots__ = ("result", "_pack", "_item")
+
+    def __init__(self, *, result: ValidationResult, item: Item | None = None,
+                 pack: Callable[[], Item] | None = None):
+        self.result = result
+        self._pack = pack
+        self._item = item
+
+    @property
+    def item(self) -> Item | None:
+        if self._item is None and self._pack is not None:
+            self._item, self._pack = self._pack(), None
+        return self._item
 
 
 def validate_if_item(data: dict[str, Any], text: str, path: str) -> ValidationResult | None:
@@ -84,19 +99,26 @@ def check_item_text(text: str, path: str) -> ItemCheck:
     from paictl.protocol.schema_check import check_schema
 
     findings = [_said_of_the_item(f) for f in check_schema(data, SCHEMA)] + _visibility_findings(data)
+    findings += name_findings(data)
     diagnostics = [locate(f, document) for f in findings]
     base = Path(path).parent
     description, found = _description(data.get("description"), base, document)
     diagnostics += found
     protocol, found = _protocol(data.get("protocol"), base, document)
     diagnostics += found
+    if protocol is not None:
+        diagnostics += [locate(f, document) for f in size_findings(data, description, protocol)]
     diagnostics.sort(key=lambda d: (d.file != path, d.file, d.line or 0, d.column or 0, d.code))
     result = ValidationResult(path=path, diagnostics=tuple(diagnostics), data=data)
     if not result.ok or protocol is None:
-        return ItemCheck(result=result, item=None)
-    # The document with its description and job inlined is what `pack` writes and what the server stores.
-    return ItemCheck(result=result, item=item_from_document({**data, "description": description or "",
-                                                             "protocol": protocol}))
+        return ItemCheck(result=result)
+
+    def pack() -> Item:
+        # The document with its description and job inlined is what `pack` writes and what the server stores.
+        text = protocol if isinstance(protocol, str) else protocol()
+        return item_from_document({**data, "description": description or "", "protocol": text})
+
+    return ItemCheck(result=result, pack=pack)
 
 
 _JOB_WORDS = re.compile(r"\bthe job\b")
@@ -190,8 +212,8 @@ def _description(value: Any, base: Path, document: Document) -> tuple[str | None
         return None, [locate(finding("E880", "/description/file", f"{relative!r} is not UTF-8 text"), document)]
 
 
-def _protocol(value: Any, base: Path, document: Document) -> tuple[str | None, list[Diagnostic]]:
-    """The job as YAML text, and its diagnostics. None when the job cannot be read at all."""
+def _protocol(value: Any, base: Path, document: Document) -> tuple[str | Callable[[], str] | None, list[Diagnostic]]:
+    """The job as YAML text (or how to write it, for a mapping), and its diagnostics. None when it cannot be read."""
     relative = _reference(value)
     if relative is not None:
         raw, found = _read_beside(base, relative, "/protocol/file", document)
@@ -210,15 +232,20 @@ def _protocol(value: Any, base: Path, document: Document) -> tuple[str | None, l
     return None, []  # the schema phase has said what is wrong with it
 
 
-def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[str, list[Diagnostic]]:
-    from .yamltext import dump_yaml
-
+def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[Callable[[], str], list[Diagnostic]]:
+    """The job's diagnostics, and how to write it as YAML text (only packing and publishing need that)."""
     prefix = "/protocol"
     positions = {pointer[len(prefix):]: position for pointer, position in (document.positions or {}).items()
                  if pointer == prefix or pointer.startswith(prefix + "/")}
     job = Document(path=document.path, text=document.text, data=value, positions=positions)
     diagnostics = [d._replace(pointer=prefix + d.pointer) for d in check_document(job)]
-    return dump_yaml(value), diagnostics
+
+    def text() -> str:
+        from .yamltext import dump_yaml
+
+        return dump_yaml(value)
+
+    return text, diagnostics
 
 
 def _shift_into_item(protocol: str, document: Document) -> Callable[[Diagnostic], Diagnostic]:
