@@ -34,10 +34,14 @@ def test_publish_list_search_pull_round_trip(tmp_path, run_cli):
     assert names(run_cli, "list", "--from", index, "--tag", "pytorch", "--tag", "fine-tuning") == [
         "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", index, "--tag", "pytorch", "--tag", "images") == []
-    assert names(run_cli, "list", "--from", index, "--category", "vision") == ["street-signs-dataset"]
+    assert names(run_cli, "list", "--from", index, "--category", "vision") == []
+    categorised = write_item(tmp_path / "categorised", "categorised", extra="categories: [vision, tools]\n")
+    assert run_cli("marketplace", "publish", str(categorised), "--to", index)[0] == 0
+    assert names(run_cli, "list", "--from", index, "--category", "vision") == ["categorised"]
+    assert names(run_cli, "list", "--from", index, "--category", "vision", "--category", "nlp") == []
     assert names(run_cli, "search", "VIRTUAL CLUSTER", "--from", index) == ["queue-smoke-test"]
     assert names(run_cli, "search", "ALICE", "--from", index, "--type", "template") == [
-        "queue-smoke-test", "text-classifier-finetune"]
+        "categorised", "queue-smoke-test", "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", index, "--author", "Alice") == []  # exact, as the server
 
     job = tmp_path / "pulled.yaml"

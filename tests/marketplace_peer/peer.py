@@ -265,9 +265,10 @@ class MarketplacePeer:
 
     # -- for tests ------------------------------------------------------------------------------------------
 
-    def user(self, prefix: str = "user", *, admin: bool = False, groups: list[str] | None = None) -> tuple[str, str]:
-        """A new user of the IDP, unique in this session: (name, token)."""
-        name = f"{prefix}{next(self._names)}"
+    def user(self, prefix: str = "user", *, admin: bool = False, groups: list[str] | None = None,
+             exact: bool = False) -> tuple[str, str]:
+        """A user of the IDP, unique in this session unless `exact` (then named `prefix`): (name, token)."""
+        name = prefix if exact else f"{prefix}{next(self._names)}"
         return name, self.idp.add_user(name, admin=admin, groups=groups)
 
     def items_of(self, author: str) -> list[dict]:
@@ -282,6 +283,14 @@ class MarketplacePeer:
             f"FROM \"MarketplaceItems\" i WHERE i.author = '{author.replace(chr(39), chr(39) * 2)}' "
             "ORDER BY i.\"createdAt\") t")
         return [json.loads(line) for line in rows.splitlines() if line.strip()]
+
+    def forget(self, author: str) -> None:
+        """Delete every item of `author` (the README's examples are alice's: tests that publish them start clean)."""
+        quoted = author.replace("'", "''")
+        ids = f"SELECT id FROM \"MarketplaceItems\" WHERE author = '{quoted}'"
+        self.pg.psql(f'DELETE FROM "ItemTagRelation" WHERE "MarketplaceItemId" IN ({ids}); '
+                     f'DELETE FROM "ItemCategoryRelation" WHERE "MarketplaceItemId" IN ({ids}); '
+                     f"DELETE FROM \"MarketplaceItems\" WHERE author = '{quoted}'")
 
     def count(self, table: str, where: str = "true") -> int:
         return int(self.pg.psql(f'SELECT count(*) FROM "{table}" WHERE {where}').strip())
