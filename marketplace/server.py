@@ -171,11 +171,12 @@ class MarketplaceServer:
                 known.setdefault(entry["name"], entry["id"])
         return known
 
-    def links(self, item_id: str, kind: str) -> dict[str, str]:
-        """The tags (kind "tag") or categories linked to an item, name -> id."""
+    def links(self, item_id: str, kind: str) -> list[tuple[str, str]]:
+        """The tags (kind "tag") or categories linked to an item, (name, id), sorted: names may repeat, as the
+        server allows several tags of one name (concurrent publishers may each have created it)."""
         answer = self.call("GET", f"/items/{item_id}/{kind}")
-        return {e["name"]: e["id"] for e in answer if isinstance(e, dict) and isinstance(e.get("name"), str)
-                and isinstance(e.get("id"), str)} if isinstance(answer, list) else {}
+        return sorted((e["name"], e["id"]) for e in answer if isinstance(e, dict) and isinstance(e.get("name"), str)
+                      and isinstance(e.get("id"), str)) if isinstance(answer, list) else []
 
     def find(self, name: str, author: str | None = None) -> list[dict[str, Any]]:
         params = {"name": name, **({"author": author} if author else {})}

@@ -14,7 +14,7 @@ each tag and category, link them, unlink the rest), and several of them are refu
    exists under its name and author, so **the next run completes it**: it finds the item and replaces it whole.
    Tags this run created stay (any user may create one, only admins delete them); the next run reuses them.
 3. **Linking is idempotent**: a tag or category already linked is success (the server answers 404 to a re-link);
-   the links are read back and must equal the item's.
+   the links are then made those of the content the item holds, and read back with it until both agree.
 4. **Concurrent publishers converge**: after writing, the publisher lists the items of that name and author; the
    oldest is the item, every other one is deleted, and if the item is not the one this run wrote, this run's
    content is written into it. After any number of simultaneous publishes, one item remains, holding the content
@@ -99,7 +99,9 @@ class Publication:
                     raise ClusterError(f"marketplace {server}: POST /items did not answer an id")
                 created_item, action = item_id, "created"
             self._link(item_id, tag_ids, category_ids)
-            return self._converge(item_id, action, tag_ids, category_ids)
+            action, item_id = self._converge(item_id, action)
+            self._settle(item_id, tags, categories)
+            return action, item_id
         except ClusterError as error:
             if item_id is not None and self._vanished(item_id):
                 raise _ItemVanished() from None
@@ -117,7 +119,7 @@ class Publication:
         if admin is False and target is not None:
             if user is not None and user != target.get("author"):
                 raise refuse(f"it is {target.get('author')}'s; only they or a marketplace admin can update it")
-            if OFFICIAL_EXAMPLE in server.links(target["id"], "category"):
+            if any(name == OFFICIAL_EXAMPLE for name, _ in server.links(target["id"], "category")):
                 raise refuse(f"it is in the category {OFFICIAL_EXAMPLE!r}, which only a marketplace admin can change")
         if admin is False:
             wanted = self.document["categories"]
@@ -147,28 +149,29 @@ class Publication:
         return ids
 
     def _link(self, item_id: str, tag_ids: dict[str, str], category_ids: dict[str, str]) -> None:
+        """Link each wanted tag and category once; unlink the others, and second links of one name."""
         for kind, wanted in (("tag", tag_ids), ("category", category_ids)):
             linked = self.server.links(item_id, kind)
+            kept = {name for name, linked_id in linked if wanted.get(name) == linked_id}
+            for name, linked_id in linked:
+                if name in wanted and name not in kept:
+                    kept.add(name)  # another row of the same name: as good as the one we know
+                elif wanted.get(name) != linked_id or linked.count((name, linked_id)) > 1:
+                    self._unlink(item_id, kind, linked_id)
             for name, wanted_id in wanted.items():
-                if name in linked:
-                    continue
-                try:
-                    self.server.call("POST", f"/items/{item_id}/{kind}/{wanted_id}")
-                except NotFoundAnswer:
-                    pass  # already linked (a concurrent publisher): the read-back below decides
-            for name, linked_id in sorted(linked.items()):
-                if name not in wanted:
+                if name not in kept:
                     try:
-                        self.server.call("DELETE", f"/items/{item_id}/{kind}/{linked_id}")
+                        self.server.call("POST", f"/items/{item_id}/{kind}/{wanted_id}")
                     except NotFoundAnswer:
-                        pass
-            now = set(self.server.links(item_id, kind))
-            if now != set(wanted):
-                raise ClusterError(f"marketplace {self.server}: {self.what}: its {kind} links are "
-                                   f"{sorted(now)} after linking {sorted(wanted)}")
+                        pass  # already linked (a concurrent publisher): the read-back decides
 
-    def _converge(self, item_id: str, action: str, tag_ids: dict[str, str],
-                  category_ids: dict[str, str]) -> tuple[str, str]:
+    def _unlink(self, item_id: str, kind: str, linked_id: str) -> None:
+        try:
+            self.server.call("DELETE", f"/items/{item_id}/{kind}/{linked_id}")
+        except NotFoundAnswer:
+            pass
+
+    def _converge(self, item_id: str, action: str) -> tuple[str, str]:
         """One item of this name and author: the oldest; the others deleted; this run's content in it."""
         for _ in range(_CONVERGE_ROUNDS):
             found = self.server.find(self.name, self.author)
@@ -184,9 +187,37 @@ class Publication:
                             raise
             if item["id"] != item_id:
                 self.server.call("PUT", f"/items/{item['id']}", body=self.document)
-                self._link(item["id"], tag_ids, category_ids)
                 item_id, action = item["id"], "updated"
         return action, item_id
+
+    def _settle(self, item_id: str, tags: dict[str, str], categories: dict[str, str]) -> None:
+        """Make the item's links those of the content it holds now, and read both back until they agree.
+
+        The content may be a later publisher's (a PUT replaces it whole): whoever finishes last leaves links that
+        match the final content, whatever order the publishers' link calls arrived in."""
+        for _ in range(_CONVERGE_ROUNDS):
+            stored = self._stored(item_id)
+            wanted_tags = [t for t in stored.get("tags") or () if isinstance(t, str)]
+            wanted_categories = [c for c in stored.get("categories") or () if isinstance(c, str)]
+            tag_ids = self._ensure(tags, wanted_tags, "/tags", [])
+            if any(c not in categories for c in wanted_categories):
+                categories.update(self.server.named("/categories"))
+            category_ids = {c: categories[c] for c in wanted_categories if c in categories}
+            self._link(item_id, tag_ids, category_ids)
+            linked_tags = [name for name, _ in self.server.links(item_id, "tag")]
+            linked_categories = [name for name, _ in self.server.links(item_id, "category")]
+            again = self._stored(item_id)
+            if ((again.get("tags") or [], again.get("categories") or []) == (wanted_tags, wanted_categories)
+                    and linked_tags == sorted(set(wanted_tags)) and linked_categories == sorted(set(wanted_categories))):
+                return
+        raise ClusterError(f"marketplace {self.server}: {self.what}: its tags and categories kept changing while "
+                           "linking them (other publishers of the same item); publishing it again completes it")
+
+    def _stored(self, item_id: str) -> dict[str, Any]:
+        answer = self.server.call("GET", f"/items/{item_id}")
+        if not isinstance(answer, dict):
+            raise ClusterError(f"marketplace {self.server}: GET /items/{item_id} did not answer an item")
+        return answer
 
     # -- after a failed write --------------------------------------------------------------------------------
 

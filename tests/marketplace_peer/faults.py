@@ -29,6 +29,7 @@ class Fault:
     body: str
     delay: float
     times: int  # how many matching requests fail; -1 for all
+    content_type: str = "text/html; charset=utf-8"
 
 
 class FaultProxy:
@@ -41,9 +42,10 @@ class FaultProxy:
         self._http: ThreadingHTTPServer | None = None
 
     def fail(self, method: str, path: str, *, status: int | None = 500, body: str = "Unexpected internal error",
-             delay: float = 0.0, times: int = 1) -> None:
-        """The next `times` requests `method` whose path matches `path` (re.search) get `status` and `body`."""
-        self.faults.append(Fault(method, re.compile(path), status, body, delay, times))
+             delay: float = 0.0, times: int = 1, content_type: str = "text/html; charset=utf-8") -> None:
+        """The next `times` requests `method` whose path matches `path` (re.search) get `status` and `body`
+        (the server's own plain-text error form by default)."""
+        self.faults.append(Fault(method, re.compile(path), status, body, delay, times, content_type))
 
     def slow(self, delay: float) -> None:
         """Every request waits `delay` seconds, then reaches the server."""
@@ -104,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         if fault is not None and fault.status:
-            status, headers, content = fault.status, {"Content-Type": "text/html; charset=utf-8"}, fault.body.encode()
+            status, headers, content = fault.status, {"Content-Type": fault.content_type}, fault.body.encode()
         else:
             forwarded = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length",
                                                                                    "connection")}
