@@ -24,6 +24,8 @@ each tag and category, link them, unlink the rest), and several of them are refu
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any
 
 from paictl.errors import ClusterError
@@ -35,6 +37,8 @@ from .server import MarketplaceServer, NotFoundAnswer, ServerError, oldest
 OFFICIAL_EXAMPLE = "official example"
 _ATTEMPTS = 3
 _CONVERGE_ROUNDS = 4
+#: Reading back until content and links agree; other publishers' writes end, so this ends (about 5 s at most).
+_SETTLE_ROUNDS = 20
 #: What an update sends for a field the item does not have: the column's empty value, so that it is removed.
 _EMPTY = {"groupList": [], "useBlob": False, "categories": [], "tags": []}
 
@@ -86,6 +90,7 @@ class Publication:
         created_item: str | None = None
         created_categories: list[str] = []
         item_id = target["id"] if target else None
+        written = target is not None
         try:
             category_ids = self._ensure(categories, self.document["categories"], "/categories", created_categories)
             tag_ids = self._ensure(tags, self.document["tags"], "/tags", [])
@@ -99,13 +104,15 @@ class Publication:
                     raise ClusterError(f"marketplace {server}: POST /items did not answer an id")
                 created_item, action = item_id, "created"
             self._link(item_id, tag_ids, category_ids)
+            # From here on the item may be the one every concurrent publisher writes into: never undone.
+            created_item, created_categories, written = None, [], True
             action, item_id = self._converge(item_id, action)
             self._settle(item_id, tags, categories)
             return action, item_id
         except ClusterError as error:
             if item_id is not None and self._vanished(item_id):
                 raise _ItemVanished() from None
-            raise self._undone(error, created_item, created_categories, updated=target is not None) from None
+            raise self._undone(error, created_item, created_categories, updated=written) from None
 
     def _check(self, target: dict[str, Any] | None, categories: dict[str, str], admin: bool | None) -> None:
         server, user = self.server, self.server.username()
@@ -195,7 +202,9 @@ class Publication:
 
         The content may be a later publisher's (a PUT replaces it whole): whoever finishes last leaves links that
         match the final content, whatever order the publishers' link calls arrived in."""
-        for _ in range(_CONVERGE_ROUNDS):
+        for round_ in range(_SETTLE_ROUNDS):
+            if round_:
+                time.sleep(random.uniform(0, 0.05 * round_))  # publishers still writing: let them finish
             stored = self._stored(item_id)
             wanted_tags = [t for t in stored.get("tags") or () if isinstance(t, str)]
             wanted_categories = [c for c in stored.get("categories") or () if isinstance(c, str)]
