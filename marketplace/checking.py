@@ -9,12 +9,11 @@ Three places a problem can sit, each reported with the protocol core's codes and
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from paictl.errors import InputError, InvalidJobError
 from paictl.protocol.codes import finding
@@ -22,9 +21,11 @@ from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
 from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, decode_source, load_located
 from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
 
-from .item import Item, item_from_document
 from .rules import name_findings, size_findings
 from .shape import looks_like_item
+
+if TYPE_CHECKING:  # the packed item is made only when asked for: validating never imports it (nor dataclasses)
+    from .item import Item
 
 SCHEMA = "marketplace-item"
 
@@ -107,13 +108,15 @@ def check_item_text(text: str, path: str) -> ItemCheck:
     protocol, found = _protocol(data.get("protocol"), base, document)
     diagnostics += found
     if protocol is not None:
-        diagnostics += [locate(f, document) for f in size_findings(data, description, protocol)]
+        diagnostics += [locate(f, document) for f in size_findings(data, text, description, protocol)]
     diagnostics.sort(key=lambda d: (d.file != path, d.file, d.line or 0, d.column or 0, d.code))
     result = ValidationResult(path=path, diagnostics=tuple(diagnostics), data=data)
     if not result.ok or protocol is None:
         return ItemCheck(result=result)
 
     def pack() -> Item:
+        from .item import item_from_document
+
         # The document with its description and job inlined is what `pack` writes and what the server stores.
         text = protocol if isinstance(protocol, str) else protocol()
         return item_from_document({**data, "description": description or "", "protocol": text})

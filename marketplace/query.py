@@ -31,8 +31,9 @@ class ItemQuery:
             return False
         if not self.matches_keyword(document):
             return False
-        tags, categories = set(tag_names(document)), set(category_names(document))
-        return all(tag in tags for tag in self.tags) and all(c in categories for c in self.categories)
+        if self.tags and not set(self.tags) <= set(tag_names(document)):
+            return False
+        return not self.categories or set(self.categories) <= set(category_names(document))
 
     def matches_keyword(self, document: dict[str, Any]) -> bool:
         if not self.keyword:

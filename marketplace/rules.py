@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable
 
@@ -28,6 +27,8 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 def encode_body(body: Any) -> bytes:
     """The exact bytes publishing sends (compact UTF-8 JSON), so that their size is known before sending."""
+    import json
+
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -64,17 +65,16 @@ def _control(pointer: str, where: str, value: str) -> Finding:
                    "printable text: remove it")
 
 
-def size_findings(data: dict[str, Any], description: str | None,
+def size_findings(data: dict[str, Any], text: str, description: str | None,
                   protocol: str | Callable[[], str]) -> list[Finding]:
-    """W883 when the packed item, as publishing sends it, exceeds the server's body limit."""
+    """W883 when the packed item, as publishing sends it, exceeds the server's body limit. `text` is the item
+    file's: with the files it names, it bounds the packed size well enough to skip packing when far below."""
+    estimate = len(text) + len(description or "") + (len(protocol) if isinstance(protocol, str) else 0)
+    if estimate < BODY_LIMIT_BYTES // 2:
+        return []  # well below: the exact size is not worth packing for
     from .item import item_from_document
     from .server_publish import full_document
 
-    estimate = len(description or "") + (len(protocol) if isinstance(protocol, str) else 0)
-    if not isinstance(protocol, str):
-        estimate += len(json.dumps(data.get("protocol"), default=str))
-    if estimate < BODY_LIMIT_BYTES // 2:
-        return []  # well below: the exact size is not worth packing for
     text = protocol if isinstance(protocol, str) else protocol()
     document = item_from_document({**data, "description": description or "", "protocol": text}).to_document()
     size = len(encode_body(full_document(document)))

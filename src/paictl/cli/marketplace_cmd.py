@@ -59,34 +59,12 @@ AUTHOR_OPTION = typer.Option(None, "--author", help="Only items by this author (
 
 
 def _checks(paths: List[str]):
-    """(path, ItemCheck) of every item; InputError (exit 2) for what cannot be read.
+    from .marketplace_run import item_checks
 
-    A folder is searched as `paictl validate DIR` searches (recursively, *.yaml and *.yml, hidden folders skipped);
-    of the files found there, those that are not items by their shape are skipped (the jobs items name, say)."""
-    from pathlib import Path
-
-    from paictl.errors import InputError
-    from paictl.marketplace.checking import check_item_file
-    from paictl.marketplace.shape import looks_like_item
-
-    from .validate_cmd import collect_paths
-
-    checks = []
     try:
-        for given in paths:
-            searched = given != "-" and Path(given).is_dir()
-            found = 0
-            for path in collect_paths([given]):
-                check = check_item_file(path)
-                if searched and check.result.data is not None and not looks_like_item(check.result.data):
-                    continue
-                checks.append((path, check))
-                found += 1
-            if searched and not found:
-                raise InputError(f"{given}: no marketplace items in this directory (YAML files with a `protocol`)")
+        return item_checks(paths)
     except PaictlError as error:
         fail(error)
-    return checks
 
 
 def _load_items(paths: List[str], strict: bool = False):
@@ -133,28 +111,10 @@ def validate_command(
 
     A folder is searched recursively for YAML files that are items (those with a `protocol` and an author or
     name; the job files items name are skipped, as any other YAML file)."""
-    from paictl.protocol.diagnostics import Diagnostic, Severity
+    from .marketplace_run import run_marketplace_validate
 
-    from .report import json_report, summary_line, text_report
-
-    output = format_alias or output
-    results = []
-    for path, check in _checks(paths):
-        result = check.result
-        if result.data is not None and "protocol" not in result.data:
-            not_item = Diagnostic(code="E201", severity=Severity.ERROR, file=path, line=1, column=1,
-                                  message="not a marketplace item: it has no `protocol` (use `paictl validate` for a job)")
-            result = type(result)(path=path, diagnostics=(not_item,), data=result.data)
-        results.append(result)
-    if output is Format.text:
-        report = text_report(results)
-        if report:
-            typer.echo(report)
-        typer.echo(summary_line(results, strict))
-    else:
-        text = json_report(results, strict)
-        typer.echo(text if output is Format.json else _yaml_text(_json_load(text)), nl=output is Format.json)
-    raise typer.Exit(1 if any(not r.ok or (strict and r.warnings) for r in results) else 0)
+    raise typer.Exit(run_marketplace_validate(paths, output=(format_alias or output).value, strict=strict,
+                                              echo=typer.echo))
 
 
 @marketplace_app.command("pack")
@@ -276,14 +236,16 @@ def _list(target: str, token: Optional[str], output: ListFormat, timeout: float,
         typer.echo(_json_text(found, indent=2, ensure_ascii=False))
     elif output is ListFormat.yaml:
         typer.echo(_yaml_text(found), nl=False)
-    else:
+    elif found:
+        lines = []  # written at once: a listing may have 100,000 lines
         for record in found:
             if output is ListFormat.name:
-                typer.echo(one_line(str(record["name"])))
+                lines.append(one_line(str(record["name"])))
                 continue
             tags_text = ",".join(record["tags"]) or "-"
             fields = (record["name"], record["author"], record["type"], tags_text, record["summary"] or "")
-            typer.echo("\t".join(one_line(str(field)).replace("\t", "\\t") for field in fields))
+            lines.append("\t".join(one_line(str(field)).replace("\t", "\\t") for field in fields))
+        typer.echo("\n".join(lines))
 
 
 @marketplace_app.command("pull")
@@ -336,12 +298,6 @@ def _json_text(data, **options) -> str:
     import json
 
     return json.dumps(data, **options)
-
-
-def _json_load(text: str):
-    import json
-
-    return json.loads(text)
 
 
 def _yaml_text(data) -> str:
