@@ -13,7 +13,8 @@ each tag and category, link them, unlink the rest), and several of them are refu
    created, which only an admin could). When the undo itself fails, or the failed run was an update, the item
    exists under its name and author, so **the next run completes it**: it finds the item and replaces it whole.
    Tags this run created stay (any user may create one, only admins delete them); the next run reuses them.
-3. **Linking is idempotent**: a tag or category already linked is success (the server answers 404 to a re-link);
+3. **Linking is idempotent**: a tag or category already linked is success (the server answers 404 to a re-link,
+   or 400 "The item has already exists" when two publishers' inserts of one link race);
    the links are then made those of the content the item holds, and read back with it until both agree.
 4. **Concurrent publishers converge**: after writing, the publisher lists the items of that name and author; the
    oldest is the item, every other one is deleted, and if the item is not the one this run wrote, this run's
@@ -169,8 +170,11 @@ class Publication:
                 if name not in kept:
                     try:
                         self.server.call("POST", f"/items/{item_id}/{kind}/{wanted_id}")
-                    except NotFoundAnswer:
-                        pass  # already linked (a concurrent publisher): the read-back decides
+                    except ServerError as error:
+                        # Already linked: 404 once the link exists, 400 "The item has already exists" when a
+                        # concurrent publisher's insert of the same link won the race. The read-back decides.
+                        if error.status != 404 and not (error.status == 400 and "already exists" in error.text):
+                            raise
 
     def _unlink(self, item_id: str, kind: str, linked_id: str) -> None:
         try:

@@ -56,7 +56,7 @@ def test_the_readme_examples_publish_as_an_ordinary_user_and_round_trip(peer, al
     assert names(run_cli, "list", "--from", url, *token, "--keyword", "ALICE", "--type", "template") == [
         "queue-smoke-test", "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", url, *token, "--author", "Alice") == []  # exact
-    seeded = names(run_cli, "list", "--from", url, *token, "--category", "official example")
+    seeded = names(run_cli, "list", "--from", url, *token, "--category", "official example", "--author", "OpenPAI")
     assert len(seeded) == peer.seeds and names(run_cli, "list", "--from", url, *token, "--category",
                                                "official example", "--tag", "seed", "--type", "old") == sorted(
         name for name in seeded if name in {r["name"] for r in peer.items_of("OpenPAI") if r["type"] == "old"})

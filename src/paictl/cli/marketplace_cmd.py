@@ -272,8 +272,10 @@ def pull_command(
         fail(error)
     item = item_from_document(document)
     if output is DocumentFormat.json:
-        text = packed_json(item) if whole_item else _json_text({"id": document.get("id"), **item.to_document()},
-                                                                indent=2, ensure_ascii=False) + "\n"
+        from .report import json_escaped
+
+        text = json_escaped(packed_json(item)) if whole_item else _json_text(
+            {"id": document.get("id"), **item.to_document()}, indent=2, ensure_ascii=False) + "\n"
     elif whole_item:
         text = packed_yaml(item)
     else:
@@ -294,10 +296,13 @@ def _write_or_print(text: str, output_file: Optional[str]) -> None:
 
 
 def _json_text(data, **options) -> str:
-    """json.dumps, imported when JSON is printed: every command module is imported for `paictl --help`."""
+    """json.dumps, imported when JSON is printed (every command module is imported for `paictl --help`), with the
+    characters a terminal acts on that JSON may carry raw (C1 controls, bidi overrides) written as escapes."""
     import json
 
-    return json.dumps(data, **options)
+    from .report import json_escaped
+
+    return json_escaped(json.dumps(data, **options))
 
 
 def _yaml_text(data) -> str:
