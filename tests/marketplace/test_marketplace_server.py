@@ -237,3 +237,31 @@ def test_the_harness_runs_the_upstream_quirks_paictl_works_around(peer):
     assert httpx.put(f"{peer.url}/items/{created['id']}", headers=headers,
                      json={"protocol": "not: [a job"}).text == "updated"  # PUT validates nothing
     assert len(httpx.get(f"{peer.url}/items", params={"keyword": "_"}, headers=headers).json()) >= peer.seeds
+
+
+def test_every_error_answer_of_the_server_is_one_line(peer):
+    """The answers paictl's own checks keep it from causing, caused directly, as the client reports them."""
+    from paictl.marketplace.server import MarketplaceServer, ServerError
+
+    user, token = peer.user("errors")
+    job = (EXAMPLE_ITEMS / "text-classifier" / "job.yaml").read_text()
+    server = MarketplaceServer(peer.url, token)
+    cases = [
+        ("POST", "/items", {"name": "q", "author": user, "protocol": "not: [a job"}, 400, "The protocol is not valid"),
+        ("POST", "/items", {"name": "q", "author": user, "protocol": ""}, 400, "Empty protocol is not allowed"),
+        ("POST", "/items", {"name": "q", "protocol": job}, 400, "Author info is missing in require body"),
+        ("POST", "/items", {"name": "q", "author": "someone", "protocol": job}, 403,
+         "You are not allowed to create item with author someone"),
+        ("POST", "/items", {"name": "q", "author": user, "protocol": job, "source": "elsewhere"}, 500,
+         "Database error"),
+        ("POST", "/categories", {"name": "c"}, 403, "The create category is forbidden"),
+        ("GET", "/items/no-such-id", None, 404, "Result not found"),
+        ("PUT", "/items/no-such-id", {}, 500, "Unexpected internal error"),
+        ("GET", "/no/such/route", None, 404, "Cannot GET /no/such/route"),
+    ]
+    for method, route, body, status, text in cases:
+        with pytest.raises(ServerError) as answered:
+            server.call(method, route, body=body)
+        message = str(answered.value)
+        assert (answered.value.status, answered.value.text) == (status, text), (route, message)
+        assert "\n" not in message and message.startswith(f"marketplace {peer.url}: {method} {route} answered {status}")
