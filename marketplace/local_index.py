@@ -112,8 +112,10 @@ class LocalIndex:
 
     def query(self, query: ItemQuery) -> list[dict[str, Any]]:
         """Summaries of the matching items, sorted by name, author, id."""
-        return in_listing_order([{k: v for k, v in e.items() if k != "file"}
-                                 for e in self._existing_entries() if query.matches(e)])
+        found = [dict(e) for e in self._existing_entries() if query.matches(e)]
+        for entry in found:
+            del entry["file"]
+        return in_listing_order(found)
 
     def fetch(self, name: str, author: str | None = None) -> dict[str, Any]:
         """The full document of the item called `name` (by `author`, required when several authors use the name)."""

@@ -64,6 +64,8 @@ def category_names(document: dict[str, Any]) -> list[str]:
 
 def _names(stored: Any, linked: Any) -> list[str]:
     names = [n for n in stored or () if isinstance(n, str)]
+    if not linked:
+        return names  # a local index entry, or a server item without links: no set or sort per item
     extra = {entry.get("name") for entry in linked or () if isinstance(entry, dict)} - set(names)
     return names + sorted(n for n in extra if isinstance(n, str))
 

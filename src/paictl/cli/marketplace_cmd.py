@@ -229,9 +229,14 @@ def _list(target: str, token: Optional[str], output: ListFormat, timeout: float,
     query = ItemQuery(type=item_type, tags=tuple(tags or ()), categories=tuple(categories or ()), author=author,
                       keyword=keyword)
     try:
-        found = [summary_of(d) for d in _store(target, token, timeout).query(query)]
+        found = _store(target, token, timeout).query(query)
     except PaictlError as error:
         fail(error)
+    if output is ListFormat.name:
+        if found:
+            typer.echo("\n".join(one_line(str(record.get("name"))) for record in found))
+        return
+    found = [summary_of(d) for d in found]
     if output is ListFormat.json:
         typer.echo(_json_text(found, indent=2, ensure_ascii=False))
     elif output is ListFormat.yaml:
@@ -239,9 +244,6 @@ def _list(target: str, token: Optional[str], output: ListFormat, timeout: float,
     elif found:
         lines = []  # written at once: a listing may have 100,000 lines
         for record in found:
-            if output is ListFormat.name:
-                lines.append(one_line(str(record["name"])))
-                continue
             tags_text = ",".join(record["tags"]) or "-"
             fields = (record["name"], record["author"], record["type"], tags_text, record["summary"] or "")
             lines.append("\t".join(one_line(str(field)).replace("\t", "\\t") for field in fields))
