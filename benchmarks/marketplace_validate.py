@@ -34,7 +34,7 @@ def make_inputs(jobs: list[Path], folder: Path) -> dict[str, Path]:
         made.mkdir()
     for number, job in enumerate(jobs):
         text = job.read_text(encoding="utf-8")
-        name = f"{number:02d}-" + job.stem.split("__")[-1].lower().replace("_", "-")
+        name = job.stem.split("__")[-1].lower().replace("_", "-") + f"-{number:02d}"  # `00-x` reads as a number
         (plain / job.name).write_text(text, encoding="utf-8")
         body = "".join(f"  {line}\n" if line.strip() else "\n" for line in text.splitlines()
                        if line.strip() != "---")

@@ -15,16 +15,10 @@ from paictl.errors import InputError, PaictlError
 _PROTOCOL_KEY = re.compile(rb"""protocol["']?[ \t]*:""")
 
 
-def may_be_item(path: str) -> bool:
+def may_be_item(raw: bytes) -> bool:
     """Whether a file found in a folder may be an item: it has a `protocol` key somewhere (a job's own key is
-    `protocolVersion`). Saves parsing every job a folder of items holds beside them; unreadable files are checked
-    (and reported) as items would be."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4 * 1024 * 1024)
-    except OSError:
-        return True
-    return _PROTOCOL_KEY.search(head) is not None
+    `protocolVersion`). Saves parsing every job a folder of items holds beside them."""
+    return _PROTOCOL_KEY.search(raw) is not None
 
 
 def item_checks(paths: Sequence[str]) -> list:
@@ -32,8 +26,9 @@ def item_checks(paths: Sequence[str]) -> list:
 
     A folder is searched as `paictl validate DIR` searches (recursively, *.yaml and *.yml, hidden folders skipped);
     of the files found there, those that are not items by their shape are skipped (the jobs items name, say)."""
-    from paictl.marketplace.checking import check_item_file
+    from paictl.marketplace.checking import check_item_bytes, check_item_file
     from paictl.marketplace.shape import looks_like_item
+    from paictl.protocol import read_source
 
     from .validate_cmd import collect_paths
 
@@ -42,10 +37,14 @@ def item_checks(paths: Sequence[str]) -> list:
         searched = given != "-" and Path(given).is_dir()
         found = 0
         for path in collect_paths([given]):
-            if searched and not may_be_item(path):
+            if not searched:
+                checks.append((path, check_item_file(path)))
                 continue
-            check = check_item_file(path)
-            if searched and check.result.data is not None and not looks_like_item(check.result.data):
+            raw = read_source(path)  # read once, for the look and the check (an unreadable file is reported)
+            if not may_be_item(raw):
+                continue
+            check = check_item_bytes(raw, path)
+            if check.result.data is not None and not looks_like_item(check.result.data):
                 continue
             checks.append((path, check))
             found += 1
