@@ -9,12 +9,11 @@ Three places a problem can sit, each reported with the protocol core's codes and
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from paictl.errors import InputError, InvalidJobError
 from paictl.protocol.codes import finding
@@ -22,8 +21,11 @@ from paictl.protocol.diagnostics import Anchor, Diagnostic, Finding
 from paictl.protocol.loading import MAX_FILE_BYTES, Document, DocumentError, decode_source, load_located
 from paictl.protocol.validate import ValidationResult, check_document, locate, validate_bytes, validate_text
 
-from .item import Item, item_from_document
+from .rules import name_findings, size_findings
 from .shape import looks_like_item
+
+if TYPE_CHECKING:  # the packed item is made only when asked for: validating never imports it (nor dataclasses)
+    from .item import Item
 
 SCHEMA = "marketplace-item"
 
@@ -37,12 +39,26 @@ _ITEM_REQUIRED_HINTS = {
 }
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
 class ItemCheck:
-    """The diagnostics of one item file (as `paictl validate` reports them) and the packed item when it has no error."""
+    """The diagnostics of one item file (as `paictl validate` reports them) and the packed item when it has no error.
 
-    result: ValidationResult
-    item: Item | None
+    The packed item is built when asked for: a job given as a mapping is then written out as YAML text (a ruamel
+    dump, read back to be sure), which validating alone never needs.
+    """
+
+    __slots__ = ("result", "_pack", "_item")
+
+    def __init__(self, *, result: ValidationResult, item: Item | None = None,
+                 pack: Callable[[], Item] | None = None):
+        self.result = result
+        self._pack = pack
+        self._item = item
+
+    @property
+    def item(self) -> Item | None:
+        if self._item is None and self._pack is not None:
+            self._item, self._pack = self._pack(), None
+        return self._item
 
 
 def validate_if_item(data: dict[str, Any], text: str, path: str) -> ValidationResult | None:
@@ -76,6 +92,9 @@ def load_item(path: str | os.PathLike[str]) -> Item:
 
 def check_item_text(text: str, path: str) -> ItemCheck:
     """Files an item names are looked up beside `path` (the current folder for standard input)."""
+    clean = _clean_fast(text, path)
+    if clean is not None:
+        return clean
     try:
         document = load_located(text, path)
     except DocumentError as exc:
@@ -84,19 +103,67 @@ def check_item_text(text: str, path: str) -> ItemCheck:
     from paictl.protocol.schema_check import check_schema
 
     findings = [_said_of_the_item(f) for f in check_schema(data, SCHEMA)] + _visibility_findings(data)
+    findings += name_findings(data)
     diagnostics = [locate(f, document) for f in findings]
     base = Path(path).parent
     description, found = _description(data.get("description"), base, document)
     diagnostics += found
     protocol, found = _protocol(data.get("protocol"), base, document)
     diagnostics += found
+    if protocol is not None:
+        diagnostics += [locate(f, document) for f in size_findings(data, text, description, protocol)]
     diagnostics.sort(key=lambda d: (d.file != path, d.file, d.line or 0, d.column or 0, d.code))
     result = ValidationResult(path=path, diagnostics=tuple(diagnostics), data=data)
     if not result.ok or protocol is None:
-        return ItemCheck(result=result, item=None)
-    # The document with its description and job inlined is what `pack` writes and what the server stores.
-    return ItemCheck(result=result, item=item_from_document({**data, "description": description or "",
-                                                             "protocol": protocol}))
+        return ItemCheck(result=result)
+
+    return ItemCheck(result=result, pack=_packer(data, description, protocol))
+
+
+def _packer(data: dict[str, Any], description: str | None, protocol: str | Callable[[], str]) -> Callable[[], Item]:
+    def pack() -> Item:
+        from .item import item_from_document
+
+        # The document with its description and job inlined is what `pack` writes and what the server stores.
+        text = protocol if isinstance(protocol, str) else protocol()
+        return item_from_document({**data, "description": description or "", "protocol": text})
+
+    return pack
+
+
+def _clean_fast(text: str, path: str) -> ItemCheck | None:
+    """The check of an item with nothing to report, without the located loader; None when anything is to report
+    (or the fast loader cannot read the text): the located path then finds and places every diagnostic.
+
+    As `validate_text` does for jobs: most items are clean, and placing nothing costs a third of checking."""
+    from paictl.protocol.loading import load_fast
+    from paictl.schemas import fast_validator
+
+    data = load_fast(text)
+    if (data is None or not looks_like_item(data) or not fast_validator(SCHEMA).is_valid(data)
+            or _visibility_findings(data) or name_findings(data)):
+        return None
+    unplaced = Document(path=path, text=text, data=data, positions={})
+    base = Path(path).parent
+    description, found = _description(data.get("description"), base, unplaced)
+    if found:
+        return None
+    value = data.get("protocol")
+    if isinstance(value, dict) and _reference(value) is None:
+        if not fast_validator("job").is_valid(value):
+            return None
+        job = Document(path=path, text=text, data=value, positions={})
+        if check_document(job, schema_valid_data=value):
+            return None
+        protocol: str | Callable[[], str] | None = _yaml_text_of(value)
+    else:
+        protocol, found = _protocol(value, base, unplaced)
+        if found or protocol is None:
+            return None
+    if size_findings(data, text, description, protocol):
+        return None
+    return ItemCheck(result=ValidationResult(path=path, diagnostics=(), data=data),
+                     pack=_packer(data, description, protocol))
 
 
 _JOB_WORDS = re.compile(r"\bthe job\b")
@@ -142,6 +209,24 @@ def _reference(value: Any) -> str | None:
     return None
 
 
+def _plainly_inside(base: Path, relative: str) -> str | None:
+    """`base/relative` when no step of `relative` is `..` or a symlink (then it cannot leave `base`), else None.
+
+    One lstat per step, where resolving both paths costs one per component of each (the benchmark's items sit
+    five folders deep)."""
+    parts = relative.split("/")
+    if ".." in parts:
+        return None
+    current = os.fspath(base)
+    for part in parts:
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return None
+    return current
+
+
 def _read_beside(base: Path, relative: str, pointer: str, document: Document) -> tuple[bytes | None, list[Diagnostic]]:
     """The bytes of `relative`, resolved inside `base` (symlinks followed), or a located E881/E880."""
     def refused(code: str, message: str, hint: str | None = None) -> tuple[None, list[Diagnostic]]:
@@ -149,9 +234,14 @@ def _read_beside(base: Path, relative: str, pointer: str, document: Document) ->
 
     if os.path.isabs(relative) or relative.startswith("~"):
         return refused("E881", f"{relative!r} is not a relative path", "name a file inside the item's folder")
-    folder = os.path.realpath(base)
-    target = os.path.realpath(os.path.join(folder, relative))
-    if os.path.commonpath([folder, target]) != folder:
+    target = _plainly_inside(base, relative)
+    if target is None:  # a `..` or a symlink on the way: resolve both and compare
+        folder = os.path.realpath(base)
+        target = os.path.realpath(os.path.join(folder, relative))
+        escapes = os.path.commonpath([folder, target]) != folder
+    else:
+        escapes = False
+    if escapes:
         return refused("E881", f"{relative!r} leads out of the item's folder (to {target})",
                        "keep every file the item names inside its folder (symlinks included)")
     try:
@@ -190,8 +280,8 @@ def _description(value: Any, base: Path, document: Document) -> tuple[str | None
         return None, [locate(finding("E880", "/description/file", f"{relative!r} is not UTF-8 text"), document)]
 
 
-def _protocol(value: Any, base: Path, document: Document) -> tuple[str | None, list[Diagnostic]]:
-    """The job as YAML text, and its diagnostics. None when the job cannot be read at all."""
+def _protocol(value: Any, base: Path, document: Document) -> tuple[str | Callable[[], str] | None, list[Diagnostic]]:
+    """The job as YAML text (or how to write it, for a mapping), and its diagnostics. None when it cannot be read."""
     relative = _reference(value)
     if relative is not None:
         raw, found = _read_beside(base, relative, "/protocol/file", document)
@@ -210,15 +300,23 @@ def _protocol(value: Any, base: Path, document: Document) -> tuple[str | None, l
     return None, []  # the schema phase has said what is wrong with it
 
 
-def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[str, list[Diagnostic]]:
-    from .yamltext import dump_yaml
-
+def _inline_mapping(value: dict[str, Any], document: Document) -> tuple[Callable[[], str], list[Diagnostic]]:
+    """The job's diagnostics, and how to write it as YAML text (only packing and publishing need that)."""
     prefix = "/protocol"
     positions = {pointer[len(prefix):]: position for pointer, position in (document.positions or {}).items()
                  if pointer == prefix or pointer.startswith(prefix + "/")}
     job = Document(path=document.path, text=document.text, data=value, positions=positions)
     diagnostics = [d._replace(pointer=prefix + d.pointer) for d in check_document(job)]
-    return dump_yaml(value), diagnostics
+    return _yaml_text_of(value), diagnostics
+
+
+def _yaml_text_of(value: dict[str, Any]) -> Callable[[], str]:
+    def text() -> str:
+        from .yamltext import dump_yaml
+
+        return dump_yaml(value)
+
+    return text
 
 
 def _shift_into_item(protocol: str, document: Document) -> Callable[[Diagnostic], Diagnostic]:

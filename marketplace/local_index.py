@@ -17,12 +17,14 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 from paictl.errors import InputError, NotFoundError, UsageError
+from paictl.protocol.diagnostics import one_line
 
 from .query import ItemQuery, in_listing_order, summary_of
 
@@ -83,16 +85,25 @@ class LocalIndex:
     # -- reading --------------------------------------------------------------------------------------------
 
     def _entries(self) -> list[dict[str, Any]]:
+        """The index's entries, checked: `index.json` is input like any other (another tool, a bad merge, an attacker
+        may have written it). Any entry that is not what paictl writes makes the whole index refused, located."""
         path = self.folder / INDEX_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        raw = read_inside(self.folder, INDEX_FILE, MAX_INDEX_BYTES, missing_ok=True)
+        if raw is None:
             return []
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: not a paictl marketplace index ({exc})") from None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else one_line(str(exc))
+            raise InputError(f"{path}: not a paictl marketplace index ({reason})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("items"), list):
             raise InputError(f"{path}: not a paictl marketplace index (format {FORMAT} expected)")
-        return [e for e in data["items"] if isinstance(e, dict)]
+        for number, entry in enumerate(data["items"]):
+            problem = _entry_problem(entry)
+            if problem:
+                raise InputError(f"{path}: items[{number}]: {problem}; the index is refused (publish again to a "
+                                 "new folder, or repair it)")
+        return data["items"]
 
     def _existing_entries(self) -> list[dict[str, Any]]:
         if not self.folder.is_dir():
@@ -101,8 +112,10 @@ class LocalIndex:
 
     def query(self, query: ItemQuery) -> list[dict[str, Any]]:
         """Summaries of the matching items, sorted by name, author, id."""
-        return in_listing_order([{k: v for k, v in e.items() if k != "file"}
-                                 for e in self._existing_entries() if query.matches(e)])
+        found = [dict(e) for e in self._existing_entries() if query.matches(e)]
+        for entry in found:
+            del entry["file"]
+        return in_listing_order(found)
 
     def fetch(self, name: str, author: str | None = None) -> dict[str, Any]:
         """The full document of the item called `name` (by `author`, required when several authors use the name)."""
@@ -114,11 +127,103 @@ class LocalIndex:
         if len(entries) > 1:
             authors = ", ".join(sorted(str(e.get("author")) for e in entries))
             raise UsageError(f"{self.folder}: several items are named {name!r} (authors: {authors}); give --author")
-        path = self.folder / entries[0]["file"]
+        entry = entries[0]
+        path = self.folder / entry["file"]
+        raw = read_inside(self.folder, entry["file"], MAX_ITEM_BYTES)
         try:
-            return {"id": entries[0]["id"], **json.loads(path.read_text(encoding="utf-8"))}
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: cannot read the item: {exc}") from None
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise InputError(f"{path}: not an item document (invalid JSON)") from None
+        if not isinstance(document, dict) or not isinstance(document.get("protocol"), str) or (
+                document.get("name"), document.get("author")) != (entry["name"], entry["author"]):
+            raise InputError(f"{path}: not the item the index names (its name, author or protocol differ)")
+        return {**document, "id": entry["id"]}
+
+
+#: Bounds on what is read: an index of 100,000 items is about 40 MB; an item holds at most a 2 MiB job and text.
+MAX_INDEX_BYTES = 128 * 1024 * 1024
+MAX_ITEM_BYTES = 8 * 1024 * 1024
+_ENTRY_FILE = re.compile(r"items/[A-Za-z0-9._-]{1,200}\.json")
+_TEXT_KEYS = ("id", "name", "author")
+_OPTIONAL_TEXT_KEYS = ("type", "source", "summary")
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """Why an index entry is not one paictl writes, or None. The common case (a well-formed entry) is decided by
+    one expression: an index may hold 100,000 entries."""
+    if type(entry) is dict:
+        get = entry.get
+        text, name, author, file = get("id"), get("name"), get("author"), get("file")
+        tags, categories = get("tags"), get("categories")
+        if (type(text) is str and type(name) is str and type(author) is str and type(file) is str
+                and text and name and author and "\x00" not in text + name + author
+                and _ENTRY_FILE.fullmatch(file) and ".." not in file
+                and all(type(get(key)) in (str, type(None)) for key in _OPTIONAL_TEXT_KEYS)
+                and (tags is None or (type(tags) is list and all(type(t) is str for t in tags)))
+                and (categories is None or (type(categories) is list and all(type(c) is str for c in categories)))):
+            return None
+    return _why_not_an_entry(entry)
+
+
+def _why_not_an_entry(entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return "not an object"
+    for key in _TEXT_KEYS:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            return f"`{key}` is missing or not a text"
+        if "\x00" in value:
+            return f"`{key}` contains a NUL"
+    for key in _OPTIONAL_TEXT_KEYS:
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            return f"`{key}` is not a text"
+    for key in ("tags", "categories"):
+        value = entry.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"`{key}` is not a list of texts"
+    file = entry.get("file")
+    if not isinstance(file, str) or not _ENTRY_FILE.fullmatch(file) or ".." in file:
+        return f"`file` must be items/<name>.json inside the index folder, not {one_line(repr(file))[:120]}"
+    return None
+
+
+def read_inside(folder: Path, relative: str, limit: int, *, missing_ok: bool = False) -> bytes | None:
+    """The bytes of a regular file inside `folder` (symlinks resolved and kept inside), at most `limit` of them.
+
+    A device, FIFO or socket is refused before reading (`/dev/zero` never ends, a FIFO may never be written)."""
+    base = os.path.realpath(folder)
+    target = os.path.realpath(os.path.join(base, relative))
+    shown = folder / relative
+    if os.path.commonpath([base, target]) != base:
+        raise InputError(f"{shown}: leads out of the index folder (to {one_line(target)})")
+    try:
+        descriptor = os.open(target, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise InputError(f"{shown}: no such file (the index names it)") from None
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(f"{shown}: not a regular file")
+        if status.st_size > limit:
+            raise InputError(f"{shown}: {status.st_size} bytes, over the limit of {limit}")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(descriptor, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise InputError(f"{shown}: over the limit of {limit} bytes")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(descriptor)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

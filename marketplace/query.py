@@ -1,9 +1,10 @@
 """List and search filters, meaning what the marketplace server's `GET /items` query means.
 
 `type`, `name` and `author` are exact and case-sensitive (`type=all` is no filter); `keyword` is a
-case-insensitive substring of the name, the author or the summary; a tag or a category must be one of the item's.
-The local index applies these in Python; the server client sends them, working around the server's multi-tag bug
-(see `server.py`).
+case-insensitive plain substring of the name, the author or the summary (every character means itself: the server
+reads its `keyword` as a SQL LIKE pattern, so `%`, `_` and `\\` are escaped before it is sent); a tag or a category
+must be one of the item's. The local index applies these in Python; the server client sends them, working around
+the server's multi-tag bug (see `server.py`).
 """
 
 from __future__ import annotations
@@ -28,17 +29,28 @@ class ItemQuery:
             return False
         if self.type and self.type != "all" and document.get("type") != self.type:
             return False
-        if self.keyword:
-            needle = self.keyword.lower()
-            if not any(needle in str(document.get(key) or "").lower() for key in ("name", "author", "summary")):
-                return False
-        tags, categories = set(tag_names(document)), set(category_names(document))
-        return all(tag in tags for tag in self.tags) and all(c in categories for c in self.categories)
+        if not self.matches_keyword(document):
+            return False
+        if self.tags and not set(self.tags) <= set(tag_names(document)):
+            return False
+        return not self.categories or set(self.categories) <= set(category_names(document))
 
-    def plain_params(self) -> dict[str, str]:
-        """The query parameters other than tag and category, as the server reads them."""
-        values = {"name": self.name, "author": self.author, "type": self.type, "keyword": self.keyword}
+    def matches_keyword(self, document: dict[str, Any]) -> bool:
+        if not self.keyword:
+            return True
+        needle = self.keyword.lower()
+        return any(needle in str(document.get(key) or "").lower() for key in ("name", "author", "summary"))
+
+    def server_params(self) -> dict[str, str]:
+        """The query parameters other than tag and category, as the server reads them (keyword escaped)."""
+        values = {"name": self.name, "author": self.author, "type": self.type,
+                  "keyword": like_escaped(self.keyword) if self.keyword else None}
         return {key: value for key, value in values.items() if value}
+
+
+def like_escaped(keyword: str) -> str:
+    """A plain substring as the server's LIKE pattern: PostgreSQL's default escape character is the backslash."""
+    return keyword.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def tag_names(document: dict[str, Any]) -> list[str]:
@@ -52,6 +64,8 @@ def category_names(document: dict[str, Any]) -> list[str]:
 
 def _names(stored: Any, linked: Any) -> list[str]:
     names = [n for n in stored or () if isinstance(n, str)]
+    if not linked:
+        return names  # a local index entry, or a server item without links: no set or sort per item
     extra = {entry.get("name") for entry in linked or () if isinstance(entry, dict)} - set(names)
     return names + sorted(n for n in extra if isinstance(n, str))
 

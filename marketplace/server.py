@@ -1,31 +1,45 @@
 """The client of an OpenPAI marketplace server (microsoft/openpaimarketplace `rest_server`), over httpx.
 
-It lives with the server as it behaves (`marketplace-server.md`), not as its API description says:
-- the server validates the protocol on create only: `publish` is given items paictl has just validated, and
-  `targets.publish` validates again right before every create *and* every update;
-- names are not unique: publishing finds the item by name and author and updates it (`PUT`) instead of creating a
-  duplicate;
-- tags and categories in the item body do not make it findable: each is found (`GET /tags`) or created, then linked
-  (`POST /items/:id/tag/:tagId`), and links the item no longer has are removed;
-- `?tag=a,b` always answers `[]`: a query with several tags or categories asks once per tag and intersects;
-- errors are plain text: each becomes one line with the route and the status, exit code 3 (404: also 3).
-httpx rather than urllib: timeouts for every phase of a request, one connection reused for the dozen calls a
-publish makes, and exception classes that separate "unreachable" from "timed out" for the one-line errors.
-The bearer token goes into the Authorization header only; it is never part of a message, and a server that echoes
+What the real server does and this client works around (`../shared/reference/marketplace-server.md`, checked
+against the unchanged server by `tests/marketplace/test_marketplace_server.py`):
+- `?tag=a,b` answers nothing: several tags or categories are asked one at a time and intersected;
+- `keyword` is a SQL LIKE pattern: `%`, `_` and `\\` are escaped, so a keyword is a plain substring (`query.py`);
+- errors are plain text, or express' HTML page for an unknown route: each becomes one line;
+- publishing (checks before the first write, undo, concurrent publishers) is `server_publish.py`.
+
+The token is sent in the Authorization header only; it is never part of a message, and a server that echoes
 it back gets it replaced by `***`.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import json
+import re
 from typing import Any
 
 from paictl.errors import ClusterError, NotFoundError
 from paictl.protocol.diagnostics import one_line
 
 from .query import ItemQuery, in_listing_order
+from .rules import BODY_LIMIT_BYTES, encode_body
 
 #: Long enough for a slow cluster proxy, short enough that CI does not hang on a dead one.
 TIMEOUT_SECONDS = 30.0
+
+
+class ServerError(ClusterError):
+    """An error answer of the server, with its status (the publisher decides on it: 404 on a re-link is success)."""
+
+    def __init__(self, message: str, status: int, text: str):
+        super().__init__(message)
+        self.status = status
+        self.text = text
+
+
+class NotFoundAnswer(ServerError, NotFoundError):
+    pass
 
 
 class MarketplaceServer:
@@ -45,14 +59,17 @@ class MarketplaceServer:
 
     # -- HTTP ------------------------------------------------------------------------------------------------
 
-    def _call(self, method: str, route: str, *, params: dict[str, str] | None = None,
-              body: dict[str, Any] | None = None) -> Any:
+    def call(self, method: str, route: str, *, params: dict[str, str] | None = None, body: Any = None) -> Any:
         import httpx
 
+        content = None if body is None else encode_body(body)
+        headers = None if body is None else {"Content-Type": "application/json"}
         try:
-            response = self._client.request(method, route.lstrip("/"), params=params, json=body)
+            response = self._client.request(method, route.lstrip("/"), params=params, content=content,
+                                            headers=headers)
         except httpx.TimeoutException:
-            raise ClusterError(f"marketplace {self.base_url}: {method} {route} timed out") from None
+            raise ClusterError(f"marketplace {self.base_url}: {method} {route} timed out (no answer within "
+                               f"{self._client.timeout.read:g} s; --request-timeout sets the limit)") from None
         except httpx.HTTPError as exc:
             reason = self._redacted(str(exc)) or type(exc).__name__
             raise ClusterError(f"marketplace {self.base_url}: cannot reach the server: {reason}") from None
@@ -61,7 +78,7 @@ class MarketplaceServer:
         if response.status_code >= 300:  # not followed: a redirected POST or PUT would lose its body
             where = self._redacted(response.headers.get("location", "elsewhere"))
             raise ClusterError(f"marketplace {self.base_url}: {method} {route} answered {response.status_code}, "
-                               f"a redirect to {where}; give that URL as the target")
+                               f"a redirect to {one_line(where)}; give that URL as the target")
         if "json" not in response.headers.get("content-type", ""):
             return response.text
         try:
@@ -69,46 +86,101 @@ class MarketplaceServer:
         except ValueError:
             raise ClusterError(f"marketplace {self.base_url}: {method} {route} answered invalid JSON") from None
 
-    def _error(self, method: str, route: str, response) -> ClusterError:
-        text = self._redacted(one_line(response.text.strip()))[:300] or response.reason_phrase
+    def _error(self, method: str, route: str, response) -> ServerError:
+        text = self._redacted(answer_text(response.text))[:300] or response.reason_phrase
         message = f"marketplace {self.base_url}: {method} {route} answered {response.status_code}: {text}"
         if response.status_code == 401:
             message += (" (check the token; reading needs the JWT token OpenPAI issues, which the server decodes "
                         "to find the user)")
-        if response.status_code == 404:
-            return NotFoundError(message)
-        return ClusterError(message)
+        elif response.status_code == 413:
+            message += f" (the server takes request bodies up to {BODY_LIMIT_BYTES} bytes)"
+        elif response.status_code == 404 and "<" in response.text[:200]:
+            message += " (no such route: is the URL the marketplace's API root, e.g. https://CLUSTER/marketplace/api?)"
+        kind = NotFoundAnswer if response.status_code == 404 else ServerError
+        return kind(message, response.status_code, text)
 
     def _redacted(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
 
-    # -- items ---------------------------------------------------------------------------------------------
+    # -- who is calling --------------------------------------------------------------------------------------
+
+    def username(self) -> str | None:
+        """The user the token names: the server decodes the JWT itself for reads (without checking it)."""
+        parts = self._token.split(".")
+        if len(parts) != 3:
+            return None
+        try:
+            claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        except ValueError:
+            return None
+        name = claims.get("username") if isinstance(claims, dict) else None
+        return name if isinstance(name, str) and name else None
+
+    def is_admin(self) -> bool | None:
+        """Whether the token's user is a marketplace admin, asked without writing anything.
+
+        `PUT /categories/<an id that cannot exist>` answers 403 "forbidden" to a non-admin before looking the
+        category up, and 404 to an admin (nothing to update); both go through the IDP's token check, as every
+        write does. None when the server answers anything else.
+        """
+        import uuid
+
+        try:
+            self.call("PUT", f"/categories/paictl-probe-{uuid.uuid4()}", body={})
+        except ServerError as error:
+            if error.status == 403:
+                return False
+            if error.status == 404:
+                return True
+            if error.status == 401:
+                raise
+            return None
+        return None
+
+    # -- reading ---------------------------------------------------------------------------------------------
 
     def query(self, query: ItemQuery) -> list[dict[str, Any]]:
         """Items matching every filter, sorted. One request per tag and category beyond the first of each."""
-        plain = query.plain_params()
+        plain = query.server_params()
         tags, categories = list(query.tags), list(query.categories)
         first: dict[str, str] = dict(plain)
         if tags:
             first["tag"] = tags.pop(0)
         if categories:
             first["category"] = categories.pop(0)
-        found = {d["id"]: d for d in self._items(first)}
+        found = {d["id"]: d for d in self.items(first)}
         for name, values in (("tag", tags), ("category", categories)):
             for value in values:
-                ids = {d["id"] for d in self._items({**plain, name: value})}
+                ids = {d["id"] for d in self.items({**plain, name: value})}
                 found = {key: d for key, d in found.items() if key in ids}
-        return in_listing_order(list(found.values()))
+        # The server's keyword is case-folded by PostgreSQL; the final word is the same rule as the local index's.
+        return in_listing_order([d for d in found.values() if query.matches_keyword(d)])
 
-    def _items(self, params: dict[str, str]) -> list[dict[str, Any]]:
-        answer = self._call("GET", "/items", params=params)
+    def items(self, params: dict[str, str]) -> list[dict[str, Any]]:
+        answer = self.call("GET", "/items", params=params)
         if not isinstance(answer, list):
             raise ClusterError(f"marketplace {self.base_url}: GET /items did not answer a list")
         return [d for d in answer if isinstance(d, dict) and isinstance(d.get("id"), str)]
 
+    def named(self, collection: str) -> dict[str, str]:
+        """`GET /tags` or `/categories` as name -> id (the first of duplicate names: the server allows them)."""
+        answer = self.call("GET", collection)
+        known: dict[str, str] = {}
+        for entry in answer if isinstance(answer, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("id"), str):
+                known.setdefault(entry["name"], entry["id"])
+        return known
+
+    def links(self, item_id: str, kind: str) -> list[tuple[str, str]]:
+        """The tags (kind "tag") or categories linked to an item, (name, id), sorted: names may repeat, as the
+        server allows several tags of one name (concurrent publishers may each have created it)."""
+        answer = self.call("GET", f"/items/{item_id}/{kind}")
+        return sorted((e["name"], e["id"]) for e in answer if isinstance(e, dict) and isinstance(e.get("name"), str)
+                      and isinstance(e.get("id"), str)) if isinstance(answer, list) else []
+
     def find(self, name: str, author: str | None = None) -> list[dict[str, Any]]:
         params = {"name": name, **({"author": author} if author else {})}
-        return [d for d in self._items(params) if d.get("name") == name and (author is None or d.get("author") == author)]
+        return [d for d in self.items(params) if d.get("name") == name and (author is None or d.get("author") == author)]
 
     def fetch(self, name: str, author: str | None = None) -> dict[str, Any]:
         from paictl.errors import UsageError
@@ -121,55 +193,33 @@ class MarketplaceServer:
         if len(authors) > 1:
             raise UsageError(f"marketplace {self.base_url}: several items are named {name!r} (authors: "
                              f"{', '.join(authors)}); give --author")
-        return _oldest(found)
+        return oldest(found)
+
+    # -- writing ---------------------------------------------------------------------------------------------
 
     def publish(self, document: dict[str, Any]) -> tuple[str, str]:
-        """Create the item, or update the one with the same name and author: ("created" | "updated", id).
+        """Create the item, or replace the one with its name and author: ("created" | "updated", id).
 
-        The caller has validated `document` (targets.publish does, right before this).
-        """
-        existing = self.find(document["name"], document["author"])
-        if existing:
-            item_id = _oldest(existing)["id"]
-            self._call("PUT", f"/items/{item_id}", body=document)
-            action = "updated"
-        else:
-            answer = self._call("POST", "/items", body=document)
-            item_id = answer.get("id") if isinstance(answer, dict) else None
-            if not isinstance(item_id, str):
-                raise ClusterError(f"marketplace {self.base_url}: POST /items did not answer an id")
-            action = "created"
-        self._link(item_id, "tag", "/tags", document.get("tags") or [])
-        self._link(item_id, "category", "/categories", document.get("categories") or [])
-        return action, item_id
+        The caller has validated `document` (targets.publish does, right before this)."""
+        from .server_publish import Publication
 
-    def _link(self, item_id: str, kind: str, collection: str, wanted: list[str]) -> None:
-        """Make the item findable by `?tag=`/`?category=`: find or create each one, link it, unlink the rest."""
-        linked = self._call("GET", f"/items/{item_id}/{kind}")
-        linked_ids = {entry.get("name"): entry.get("id") for entry in linked if isinstance(entry, dict)} \
-            if isinstance(linked, list) else {}
-        known: dict[str, str] | None = None
-        for name in wanted:
-            if name in linked_ids:
-                continue
-            if known is None:
-                every = self._call("GET", collection)
-                known = {}
-                for entry in every if isinstance(every, list) else []:
-                    if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                        known.setdefault(entry["name"], entry.get("id"))
-            if name not in known:
-                created = self._call("POST", collection, body={"name": name})
-                known[name] = created.get("id") if isinstance(created, dict) else None
-            if not isinstance(known[name], str):
-                raise ClusterError(f"marketplace {self.base_url}: POST {collection} did not answer an id")
-            self._call("POST", f"/items/{item_id}/{kind}/{known[name]}")
-        for name, link_id in sorted(linked_ids.items(), key=lambda pair: str(pair[0])):
-            if name not in wanted and isinstance(link_id, str):
-                self._call("DELETE", f"/items/{item_id}/{kind}/{link_id}")
+        return Publication(self, document).run()
 
 
-def _oldest(documents: list[dict[str, Any]]) -> dict[str, Any]:
-    """Of several items with one name and author (the server allows it), the first created is the one to update."""
+def oldest(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of several items with one name and author (the server allows it), the first created is the item."""
     return min(documents, key=lambda d: (str(d.get("createdAt") or ""), str(d.get("id"))))
 
+
+_TAG = re.compile(r"<[^>]*>")
+_PRE = re.compile(r"<pre>(.*?)</pre>", re.S | re.I)
+
+
+def answer_text(text: str) -> str:
+    """An error answer as one line: express' HTML error page becomes its message ("Cannot GET /x")."""
+    text = text.strip()
+    if text.startswith("<"):
+        pre = _PRE.search(text)
+        text = html.unescape(_TAG.sub(" ", pre.group(1) if pre else text))
+        text = " ".join(text.split())
+    return one_line(text)

@@ -30,7 +30,7 @@ def is_server(target: str) -> bool:
     return target.startswith(("http://", "https://"))
 
 
-def open_target(target: str, token: str | None = None) -> ItemStore:
+def open_target(target: str, token: str | None = None, *, timeout: float = 30.0) -> ItemStore:
     """A LocalIndex for a folder path, a MarketplaceServer for an http(s) URL (which needs a token)."""
     if not target:
         raise UsageError("no target: give a local index folder or a marketplace server URL")
@@ -45,7 +45,7 @@ def open_target(target: str, token: str | None = None) -> ItemStore:
                              "header cannot carry it (was a second line pasted in?)")
         from .server import MarketplaceServer
 
-        return MarketplaceServer(target, token)
+        return MarketplaceServer(target, token, timeout=timeout)
     if "://" in target:
         raise UsageError(f"{target}: a target is a folder or an http(s):// URL")
     from .local_index import LocalIndex
@@ -65,9 +65,11 @@ def check_packed(document: dict[str, Any]) -> None:
     from paictl.protocol import validate_text
     from paictl.schemas import fast_validator
 
+    from .rules import name_findings
+
     protocol = document.get("protocol")
     if (fast_validator("marketplace-item").is_valid(document) and isinstance(protocol, str)
-            and validate_text(protocol, "<protocol>").ok):
+            and not name_findings(document) and validate_text(protocol, "<protocol>").ok):
         return  # the common case: both fast paths say valid, in about a millisecond
     from .checking import check_item_text
     from .yamltext import dump_yaml

@@ -43,7 +43,7 @@ def _styled(value: Any) -> Any:
     return value
 
 
-def dump_yaml(data: dict[str, Any]) -> str:
+def dump_yaml(data: dict[str, Any] | list[Any]) -> str:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt")
@@ -64,3 +64,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+#: Records (publish's, list's) are written the same way.
+dump_any = dump_yaml

@@ -300,6 +300,19 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "and paictl cannot find it by name to update it.",
              "isPublic: false\nisPrivate: false\ngroupList: [team-a]",
              "make it public if it should be found; otherwise expect a new item on each publish"),
+    "E883": ("A marketplace item's tag or category has a comma. The server splits `?tag=` and `?category=` on "
+             "commas, so the item can never be found by it; paictl's local index searches the same way.",
+             "tags: [\"nlp,english\"]",
+             "use two tags, or another separator"),
+    "E884": ("A marketplace item holds a NUL (the server's PostgreSQL cannot store it: 500), or a control character "
+             "in a name, author, tag, category, group or summary (they are one line of text in listings).",
+             "name: \"demo\\u001b]0;title\\u0007\"",
+             "remove the character"),
+    "W883": ("A marketplace item is larger, as the JSON body publishing sends, than the 100 kB an OpenPAI "
+             "marketplace server accepts (express' default): it answers 413. A local index takes it; publishing to "
+             "a server refuses it before writing anything.",
+             "description: {file: README.md}   # a 150 kB README",
+             "shorten the description or the job; link to long documents instead of inlining them"),
     "E901": ("JobSet: a task role or job name cannot become a DNS label within JobSet's 63-character pod-name "
              "budget (empty after conversion, too long, or two roles convert to the same label).",
              "taskRoles:\n  Train_A: ...\n  train-a: ...",

@@ -56,3 +56,30 @@ def emulator(tmp_path):
     with Emulator(speed=200, bookmark_interval=0.5) as emu:
         emu.write_kubeconfig(tmp_path / "kubeconfig")
         yield emu
+
+
+@pytest.fixture(scope="session")
+def peer():
+    """The unchanged OpenPAI marketplace server (tests/marketplace_peer), one per session, started on first use.
+
+    Without `../shared` (or node, npm, PostgreSQL) the tests that use it skip; under CI a missing tool fails them,
+    since CI provisions it (`.ci/provision-marketplace.sh`)."""
+    import os
+
+    from marketplace_peer import MarketplacePeer, PeerUnavailable, missing
+    from marketplace_peer.peer import UPSTREAM
+
+    reason = missing()
+    if reason is not None and (not os.environ.get("CI") or not UPSTREAM.is_dir()):
+        pytest.skip(reason)
+    if reason is not None:
+        pytest.fail(f"CI provisions the marketplace server's tools, yet {reason}")
+    running = MarketplacePeer()
+    try:
+        running.__enter__()
+    except PeerUnavailable as error:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(error))
+    yield running
+    running.__exit__(None, None, None)

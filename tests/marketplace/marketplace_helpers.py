@@ -30,12 +30,13 @@ VALID_JOB = textwrap.dedent("""\
 
 
 def write_item(folder: Path, name: str = "tiny-template", *, author: str = "alice", extra: str = "",
-               protocol: str | None = None, file_name: str = "item.yaml") -> Path:
+               protocol: str | None = None, file_name: str = "item.yaml",
+               summary: str = "A tiny job for tests") -> Path:
     """An item file whose job is `protocol` (YAML text, written as a literal block), by default VALID_JOB."""
     folder.mkdir(parents=True, exist_ok=True)
     body = textwrap.indent(protocol if protocol is not None else VALID_JOB, "  ")
     path = folder / file_name
-    path.write_text(f"name: {name}\nauthor: {author}\ntype: template\nsummary: A tiny job for tests\n{extra}"
+    path.write_text(f"name: {name}\nauthor: {author}\ntype: template\nsummary: {summary}\n{extra}"
                     f"protocol: |\n{body}", encoding="utf-8")
     return path
 

@@ -16,7 +16,7 @@ EXAMPLES = [EXAMPLE_ITEMS / "text-classifier" / "item.yaml", EXAMPLE_ITEMS / "qu
 
 
 def names(run_cli, *args: str) -> list[str]:
-    code, out, err = run_cli("marketplace", *args, "--format", "json")
+    code, out, err = run_cli("marketplace", *args, "-o", "json")
     assert code == 0, err
     return [record["name"] for record in json.loads(out)]
 
@@ -34,21 +34,25 @@ def test_publish_list_search_pull_round_trip(tmp_path, run_cli):
     assert names(run_cli, "list", "--from", index, "--tag", "pytorch", "--tag", "fine-tuning") == [
         "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", index, "--tag", "pytorch", "--tag", "images") == []
-    assert names(run_cli, "list", "--from", index, "--category", "vision") == ["street-signs-dataset"]
+    assert names(run_cli, "list", "--from", index, "--category", "vision") == []
+    categorised = write_item(tmp_path / "categorised", "categorised", extra="categories: [vision, tools]\n")
+    assert run_cli("marketplace", "publish", str(categorised), "--to", index)[0] == 0
+    assert names(run_cli, "list", "--from", index, "--category", "vision") == ["categorised"]
+    assert names(run_cli, "list", "--from", index, "--category", "vision", "--category", "nlp") == []
     assert names(run_cli, "search", "VIRTUAL CLUSTER", "--from", index) == ["queue-smoke-test"]
     assert names(run_cli, "search", "ALICE", "--from", index, "--type", "template") == [
-        "queue-smoke-test", "text-classifier-finetune"]
+        "categorised", "queue-smoke-test", "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", index, "--author", "Alice") == []  # exact, as the server
 
     job = tmp_path / "pulled.yaml"
-    code, out, _ = run_cli("marketplace", "pull", "text-classifier-finetune", "--from", index, "-o", str(job))
+    code, out, _ = run_cli("marketplace", "pull", "text-classifier-finetune", "--from", index, "--output-file", str(job))
     assert code == 0 and job.read_text() == (EXAMPLES[0].parent / "job.yaml").read_text()
     assert paictl("validate", "--strict", str(job)).returncode == 0
     compiled = paictl("compile", str(job))
     assert compiled.returncode == 0 and "kind: Framework" in compiled.stdout
 
     whole = tmp_path / "pulled-item.yaml"
-    code, _, _ = run_cli("marketplace", "pull", "street-signs-dataset", "--from", index, "--item", "-o", str(whole))
+    code, _, _ = run_cli("marketplace", "pull", "street-signs-dataset", "--from", index, "--item", "--output-file", str(whole))
     check = check_item_file(whole)
     assert code == 0 and check.result.diagnostics == () and check.item == check_item_file(EXAMPLES[2]).item
 
@@ -56,11 +60,11 @@ def test_publish_list_search_pull_round_trip(tmp_path, run_cli):
 def test_publishing_again_updates_in_place(tmp_path, run_cli):
     index = tmp_path / "index"
     item = write_item(tmp_path / "item", "evolving", extra="tags: [one]\n")
-    code, out, _ = run_cli("marketplace", "publish", str(item), "--to", str(index), "--format", "json")
-    (first,) = json.loads(out)
+    code, out, _ = run_cli("marketplace", "publish", str(item), "--to", str(index), "-o", "json")
+    first = json.loads(out)
     item.write_text(item.read_text().replace("tags: [one]", "tags: [two]"))
     code, out, _ = run_cli("marketplace", "publish", str(item), "--to", str(index), "--format", "json")
-    (second,) = json.loads(out)
+    second = json.loads(out)  # --format: the alias of -o
     assert (first["action"], second["action"]) == ("created", "updated") and first["id"] == second["id"]
     entries = json.loads((index / "index.json").read_text())["items"]
     assert [(e["name"], e["tags"]) for e in entries] == [("evolving", ["two"])]
@@ -75,7 +79,7 @@ def test_a_name_used_by_two_authors_needs_author_to_pull(tmp_path, run_cli):
         assert run_cli("marketplace", "publish", str(item), "--to", index)[0] == 0
     code, _, err = run_cli("marketplace", "pull", "shared-name", "--from", index)
     assert code == 2 and "authors: alice, bob" in err and "--author" in err
-    code, out, _ = run_cli("marketplace", "pull", "shared-name", "--from", index, "--author", "bob", "--format", "json")
+    code, out, _ = run_cli("marketplace", "pull", "shared-name", "--from", index, "--author", "bob", "-o", "json")
     assert code == 0 and json.loads(out)["author"] == "bob"
     code, _, err = run_cli("marketplace", "pull", "nobody", "--from", index)
     assert code == 3 and err.count("\n") == 1 and "no item named 'nobody'" in err

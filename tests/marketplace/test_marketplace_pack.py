@@ -15,7 +15,7 @@ ITEM_WITH_FILES = EXAMPLE_ITEMS / "text-classifier" / "item.yaml"
 
 
 def test_pack_inlines_description_and_job_text(run_cli):
-    code, out, err = run_cli("marketplace", "pack", "--format", "json", str(ITEM_WITH_FILES))
+    code, out, err = run_cli("marketplace", "pack", "-o", "json", str(ITEM_WITH_FILES))
     assert code == 0 and err == ""
     packed = json.loads(out)
     folder = ITEM_WITH_FILES.parent
@@ -50,7 +50,7 @@ def test_an_inline_job_mapping_becomes_yaml_text_with_the_same_data(run_cli):
 
 def test_pack_writes_a_file_with_o(tmp_path, run_cli):
     target = tmp_path / "out.yaml"
-    code, out, _ = run_cli("marketplace", "pack", str(ITEM_WITH_FILES), "-o", str(target))
+    code, out, _ = run_cli("marketplace", "pack", str(ITEM_WITH_FILES), "--output-file", str(target))
     assert code == 0 and out == ""
     assert target.read_text() == paictl("marketplace", "pack", str(ITEM_WITH_FILES)).stdout
     assert [p.name for p in tmp_path.iterdir()] == ["out.yaml"]
@@ -58,7 +58,7 @@ def test_pack_writes_a_file_with_o(tmp_path, run_cli):
 
 def test_an_invalid_item_is_not_packed(tmp_path, run_cli):
     item = write_item(tmp_path, protocol="protocolVersion: 2\nname: x\ntype: job\n")
-    code, out, err = run_cli("marketplace", "pack", str(item), "-o", str(tmp_path / "out.yaml"))
+    code, out, err = run_cli("marketplace", "pack", str(item), "--output-file", str(tmp_path / "out.yaml"))
     assert code == 1 and out == "" and "E201" in err and not (tmp_path / "out.yaml").exists()
 
 

@@ -1,5 +1,5 @@
-"""The `paictl` console script: `validate`, `compile` and `submit` start without typer, everything else goes to the
-typer app.
+"""The `paictl` console script: `validate`, `compile`, `submit` and `marketplace validate` start without typer,
+everything else goes to the typer app.
 
 `paictl validate` is the pre-commit and editor case, run once per commit or save, and `paictl compile job.yaml |
 kubectl apply -f -` a pipe or CI step per job: for both, start-up is most of the cost, and typer with every command
@@ -147,7 +147,22 @@ def parse_submit(args: Sequence[str]) -> dict | None:
     return options
 
 
-_PARSERS = {"validate": parse_validate, "compile": parse_compile, "submit": parse_submit}
+_MARKETPLACE_VALIDATE = _Form(
+    flags={"--strict": "strict"},
+    valued={"--output": "output", "-o": "output", "--format": "output"},
+    repeated={}, choices={"output": ("text", "json", "yaml")},
+    defaults={"output": "text", "strict": False}, positional="paths", one_positional=False)
+
+
+def parse_marketplace_validate(args: Sequence[str]) -> dict | None:
+    """The options of `paictl marketplace validate ARGS`, or None when typer must decide."""
+    if not args or args[0] != "validate":
+        return None
+    return _parse(_MARKETPLACE_VALIDATE, args[1:])
+
+
+_PARSERS = {"validate": parse_validate, "compile": parse_compile, "submit": parse_submit,
+            "marketplace": parse_marketplace_validate}
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -250,7 +265,12 @@ def _run(command: str, options: dict) -> int:
     signal.signal(signal.SIGINT, _interrupted)  # 130 for both, as app.main documents
     signal.signal(signal.SIGTERM, _interrupted)
     try:
-        if command == "validate":
+        if command == "marketplace":
+            from .marketplace_run import run_marketplace_validate
+
+            status = run_marketplace_validate(options["paths"], output=options["output"], strict=options["strict"],
+                                              echo=plain_echo)
+        elif command == "validate":
             from .validate_cmd import run_validate
 
             status = run_validate(options["paths"], json_output=options["format"] == "json",

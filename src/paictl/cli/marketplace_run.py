@@ -1,0 +1,89 @@
+"""`paictl marketplace validate` without typer, and how the marketplace commands find items in folders.
+
+`marketplace validate` runs in pre-commit hooks and CI as `validate` does, so it starts the same way (entry.py):
+its body is here, typer-free, and the typer command in marketplace_cmd.py calls the same function.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Sequence
+
+from paictl.errors import InputError, PaictlError
+
+_PROTOCOL_KEY = re.compile(rb"""protocol["']?[ \t]*:""")
+
+
+def may_be_item(raw: bytes) -> bool:
+    """Whether a file found in a folder may be an item: it has a `protocol` key somewhere (a job's own key is
+    `protocolVersion`). Saves parsing every job a folder of items holds beside them."""
+    return _PROTOCOL_KEY.search(raw) is not None
+
+
+def item_checks(paths: Sequence[str]) -> list:
+    """(path, ItemCheck) of every item given; PaictlError (InputError, exit 2) for what cannot be read.
+
+    A folder is searched as `paictl validate DIR` searches (recursively, *.yaml and *.yml, hidden folders skipped);
+    of the files found there, those that are not items by their shape are skipped (the jobs items name, say)."""
+    from paictl.marketplace.checking import check_item_bytes, check_item_file
+    from paictl.marketplace.shape import looks_like_item
+    from paictl.protocol import read_source
+
+    from .validate_cmd import collect_paths
+
+    checks = []
+    for given in paths:
+        searched = given != "-" and Path(given).is_dir()
+        found = 0
+        for path in collect_paths([given]):
+            if not searched:
+                checks.append((path, check_item_file(path)))
+                continue
+            raw = read_source(path)  # read once, for the look and the check (an unreadable file is reported)
+            if not may_be_item(raw):
+                continue
+            check = check_item_bytes(raw, path)
+            if check.result.data is not None and not looks_like_item(check.result.data):
+                continue
+            checks.append((path, check))
+            found += 1
+        if searched and not found:
+            raise InputError(f"{given}: no marketplace items in this directory (YAML files with a `protocol`)")
+    return checks
+
+
+def run_marketplace_validate(paths: Sequence[str], *, output: str, strict: bool,
+                             echo: Callable[..., None]) -> int:
+    """Validate the items, print the report through `echo` (text, json or yaml), return the exit status."""
+    from paictl.protocol.diagnostics import Diagnostic, Severity
+
+    from .errors import print_error
+    from .report import json_report, summary_line, text_report
+
+    try:
+        checks = item_checks(paths)
+    except PaictlError as error:
+        return print_error(error, echo)
+    results = []
+    for path, check in checks:
+        result = check.result
+        if result.data is not None and "protocol" not in result.data:
+            not_item = Diagnostic(code="E201", severity=Severity.ERROR, file=path, line=1, column=1,
+                                  message="not a marketplace item: it has no `protocol` (use `paictl validate` for a job)")
+            result = type(result)(path=path, diagnostics=(not_item,), data=result.data)
+        results.append(result)
+    if output == "text":
+        report = text_report(results)
+        if report:
+            echo(report)
+        echo(summary_line(results, strict))
+    elif output == "json":
+        echo(json_report(results, strict))
+    else:
+        import json
+
+        from paictl.marketplace.yamltext import dump_any
+
+        echo(dump_any(json.loads(json_report(results, strict))).rstrip("\n"))
+    return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0

@@ -1,0 +1,16 @@
+"""The real OpenPAI marketplace server for paictl's tests (test code only, never shipped): see peer.py.
+
+    with MarketplacePeer() as peer:                   # ../shared/peers/openpaimarketplace, PostgreSQL 15, an IDP
+        alice, token = peer.user("alice")             # an ordinary OpenPAI user and a token of theirs
+        ...                                           # paictl marketplace publish ... --to peer.url
+        peer.items_of(alice)                          # what the database holds
+
+`faults.FaultProxy` sits in front of it where a test needs a failing or slow server.
+"""
+
+from .faults import FaultProxy
+from .idp import IdentityProvider
+from .peer import OFFICIAL_EXAMPLE, MarketplacePeer, PeerUnavailable, missing, provision
+
+__all__ = ["FaultProxy", "IdentityProvider", "MarketplacePeer", "OFFICIAL_EXAMPLE", "PeerUnavailable", "missing",
+           "provision"]
