@@ -129,10 +129,10 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
         typer.echo(json.dumps(plan, indent=2))
         return
     typer.echo(f"{plan['metadata']['name']} on {plan['cluster']['name']}: {plan['allocation']['mode']} on "
-               f"{plan['allocation']['metric']}")
+               f"{plan['allocation']['metric']} (job, component and container ids are drawn at submit)")
     for note in plan["notes"]:
         typer.echo(f"  note: {note}")
     for item in plan["containers"]:
         resources = item["resources"]
-        typer.echo(f"  {item['component']}-{item['index']}  {item['node']} ({item['hostname']})  cpu "
-                   f"{resources['cpu']} memory {resources['memory']} gpu {resources['gpu']}  {item['name']}")
+        typer.echo(f"  {item['task']}  {item['node']} ({item['hostname']})  cpu "
+                   f"{resources['cpu']} memory {resources['memory']} gpu {resources['gpu']}")
