@@ -1,0 +1,382 @@
+"""A real docker engine for tests: `dockerd` on a private socket, and images made with `docker import`.
+
+Tests that run containers take the `docker_engine` fixture (import it into the test module or a conftest.py:
+`from docker_engine import docker_engine  # noqa: F401`). It starts Debian's dockerd (../shared/reference/peers.md
+D) once per test session, whoever asks first, with everything of its own in one temporary folder: the API socket,
+`--data-root`, `--exec-root` (containerd's sockets and state), `--pidfile` and its log. No bridge, no iptables
+rules and no userland proxy, so several engines (several test sessions, other helpers' tests) run side by side on
+one machine without touching each other or the host's network; containers use the host network, as OpenPAI's pods
+and MARO's containers do. Point a client at it with `DOCKER_HOST=engine.host` (`engine.env()`).
+
+No registry is reachable, so images are made here: `engine.base_image()` imports a root filesystem assembled from
+this machine's own programs (bash, dash as /bin/sh, coreutils, grep, sed, python3 with its standard library) and
+the libraries `ldd` says they load, in Debian's merged-/usr layout. The tarball is cached under
+~/.cache/paictl-tests/, keyed by the programs' paths, sizes and modification times, so a session builds it once
+per machine. `engine.image(tag, files)` adds files to it (`docker create` + `docker cp` + `docker commit`), e.g. a
+file that only the image has.
+
+At the end of the session every container is removed, dockerd gets SIGTERM (SIGKILL after 30 s), any process still
+running from its folder (containerd, shims) is killed, its mounts are unmounted and the folder removed: nothing is
+left (`engine.leftovers()` says what would be).
+
+Without dockerd or the docker client, or when not root (dockerd needs root), the fixture skips; under CI (the CI
+variable set) it fails instead, since CI provisions docker (.ci/provision-docker.sh).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Mapping, Optional
+
+import pytest
+
+#: Bump to rebuild every cached root filesystem (the assembly below changed).
+_ROOTFS_VERSION = 1
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paictl-tests"
+#: The programs of the base image (those found on this machine; bash, sh, cat and sleep are required).
+PROGRAMS = ("bash", "sh", "env", "cat", "echo", "printf", "sleep", "true", "false", "ls", "mkdir", "rm", "cp",
+            "mv", "touch", "id", "head", "tail", "wc", "tr", "seq", "date", "pwd", "test", "timeout", "kill",
+            "grep", "sed", "stat", "sort", "uname", "nproc", "hostname", "dd", "python3")
+_REQUIRED = ("bash", "sh", "cat", "sleep")
+#: Parts of Python's standard library no test needs (a smaller image imports and starts faster).
+_PYTHON_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "__pycache__",
+                "config-3.11-x86_64-linux-gnu", "site-packages", "dist-packages"}
+_STOP_SECONDS = 30.0
+BASE_IMAGE = "paictl-test/base:1"
+
+
+def _fail_or_skip(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"CI provisions a docker engine (.ci/provision-docker.sh), but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+class DockerEngine:
+    """A running dockerd of this test session (see the module docstring)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.socket = root / "docker.sock"
+        self.host = f"unix://{self.socket}"
+        self.process: Optional[subprocess.Popen] = None
+        self._images: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # -- life cycle ---------------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        dockerd = shutil.which("dockerd") or shutil.which("dockerd", path="/usr/sbin:/usr/bin")
+        assert dockerd is not None
+        log = open(self.root / "dockerd.log", "wb")
+        self.process = subprocess.Popen(
+            [dockerd, "--host", self.host, "--data-root", str(self.root / "data"),
+             "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
+             "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
+             "--userland-proxy=false", "--log-level=warn"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            if self.socket.exists() and self.docker("version", check=False, timeout=10).returncode == 0:
+                return
+            time.sleep(0.1)
+        tail = (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
+        self.stop()
+        raise RuntimeError(f"dockerd did not answer on {self.socket} within {timeout:.0f} s:\n{tail}")
+
+    def stop(self) -> None:
+        """Remove every container, stop dockerd and whatever it started, unmount and delete its folder."""
+        if self.process is not None and self.process.poll() is None:
+            ids = self.docker("ps", "-aq", check=False, timeout=60).stdout.split()
+            if ids:
+                self.docker("rm", "-f", *ids, check=False, timeout=120)
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for pid in self._own_processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for mount in sorted(self._own_mounts(), key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _own_processes(self) -> list[int]:
+        """Processes whose command line names this engine's folder (dockerd, containerd, shims)."""
+        found = []
+        marker = str(self.root).encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                        if marker in cmdline.read():
+                            found.append(int(entry))
+                except OSError:
+                    pass
+        return found
+
+    def _own_mounts(self) -> list[str]:
+        prefix = str(self.root) + "/"
+        with open("/proc/self/mountinfo") as mounts:
+            points = [line.split()[4] for line in mounts]
+        return [point for point in points if point.startswith(prefix)]
+
+    def leftovers(self) -> dict[str, list]:
+        """What this engine still holds: containers (any state), and its own processes (should be dockerd and
+        containerd only while it runs)."""
+        ids = self.docker("ps", "-aq", check=False).stdout.split()
+        return {"containers": ids, "processes": self._own_processes()}
+
+    # -- the client ---------------------------------------------------------------------------------------------
+
+    def env(self, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+        """An environment whose docker client (and paictl) talk to this engine."""
+        env = dict(os.environ if base is None else base)
+        env["DOCKER_HOST"] = self.host
+        env.pop("DOCKER_CONTEXT", None)
+        return env
+
+    def docker(self, *args: str, input: Optional[bytes] = None, check: bool = True,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+        """The docker CLI against this engine; its output as text (stdout, stderr)."""
+        done = subprocess.run(["docker", *args], input=input, capture_output=True, timeout=timeout,
+                              env=self.env())
+        result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(errors="replace"),
+                                             done.stderr.decode(errors="replace"))
+        if check and done.returncode != 0:
+            raise AssertionError(f"docker {' '.join(args[:3])} failed ({done.returncode}): {result.stderr}")
+        return result
+
+    def containers(self, *filters: str) -> list[dict]:
+        """`docker ps -a` (optionally `--filter`ed), one dict per container (ID, Names, State, Labels...)."""
+        args = ["ps", "-a", "--no-trunc", "--format", "{{json .}}"]
+        for item in filters:
+            args += ["--filter", item]
+        return [json.loads(line) for line in self.docker(*args).stdout.splitlines() if line.strip()]
+
+    # -- images -------------------------------------------------------------------------------------------------
+
+    def base_image(self) -> str:
+        """The base image (bash, coreutils, python3), imported once per session."""
+        with self._lock:
+            if BASE_IMAGE not in self._images:
+                tarball = base_rootfs()
+                with open(tarball, "rb") as data:
+                    self.docker("import", "--change", "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+                                "--change", "WORKDIR /", "-", BASE_IMAGE, input=data.read(), timeout=300)
+                self._images[BASE_IMAGE] = BASE_IMAGE
+            return BASE_IMAGE
+
+    def image(self, tag: str, files: Optional[Mapping[str, bytes | str]] = None, *,
+              workdir: Optional[str] = None) -> str:
+        """The base image plus `files` (absolute path -> content; mode 0755 for a path under a bin folder, else
+        0644), committed as `tag`; `workdir` sets its WORKDIR (created)."""
+        base = self.base_image()
+        with self._lock:
+            if tag in self._images:
+                return tag
+            container = self.docker("create", base, "true").stdout.strip()
+            try:
+                if files or workdir:
+                    self.docker("cp", "-", f"{container}:/", input=_tar_of(files or {}, workdir))
+                changes = ["--change", f"WORKDIR {workdir}"] if workdir else []
+                self.docker("commit", *changes, container, tag)
+            finally:
+                self.docker("rm", "-f", container, check=False)
+            self._images[tag] = tag
+            return tag
+
+
+def _tar_of(files: Mapping[str, bytes | str], workdir: Optional[str]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        folders = {str(Path(path).parent) for path in files} | ({workdir} if workdir else set())
+        for folder in sorted(folders):
+            parts = Path(folder).parts[1:]
+            for depth in range(1, len(parts) + 1):
+                info = tarfile.TarInfo("/".join(parts[:depth]))
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+        for path, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o755 if "/bin/" in path else 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+# -- the root filesystem ----------------------------------------------------------------------------------------
+
+def _programs() -> dict[str, str]:
+    found = {}
+    for name in PROGRAMS:
+        path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+        if path is not None:
+            found[name] = os.path.realpath(path)
+    missing = [name for name in _REQUIRED if name not in found]
+    if missing:
+        raise RuntimeError(f"cannot assemble a base image: {', '.join(missing)} not found on this machine")
+    return found
+
+
+def _python_library(python: str) -> Optional[Path]:
+    done = subprocess.run([python, "-I", "-S", "-c", "import os, sys; print(os.path.dirname(os.__file__))"],
+                          capture_output=True, text=True)
+    path = Path(done.stdout.strip()) if done.returncode == 0 else None
+    return path if path is not None and path.is_dir() else None
+
+
+def _libraries(files: list[str]) -> set[str]:
+    """Every shared library `ldd` lists for `files` (the dynamic loader included), as absolute paths."""
+    found: set[str] = set()
+    for chunk in range(0, len(files), 50):
+        done = subprocess.run(["ldd", *files[chunk:chunk + 50]], capture_output=True, text=True)
+        for line in done.stdout.splitlines():
+            for word in line.split():
+                if word.startswith("/") and not word.endswith(":"):
+                    found.add(word)
+    return found
+
+
+def _in_image(path: str) -> str:
+    """Where a host file goes in the merged-/usr image: /lib/x.so and /usr/lib/x.so are one file."""
+    for short in ("/bin/", "/sbin/", "/lib/", "/lib64/"):
+        if path.startswith(short):
+            return "usr" + path
+    return path.lstrip("/")
+
+
+def base_rootfs() -> Path:
+    """The base image's root filesystem as a tarball, built once per machine (see the module docstring)."""
+    programs = _programs()
+    python = programs.get("python3")
+    library = _python_library(python) if python else None
+    key = hashlib.sha256(json.dumps([
+        _ROOTFS_VERSION, sorted(programs.items()),
+        [(p, os.stat(p).st_size, int(os.stat(p).st_mtime)) for p in sorted(programs.values())],
+        str(library), int(library.stat().st_mtime) if library else 0,
+    ]).encode()).hexdigest()[:16]
+    tarball = _CACHE / f"rootfs-{key}.tar"
+    if tarball.is_file():
+        return tarball
+    _CACHE.mkdir(parents=True, exist_ok=True)
+    python_files: list[Path] = []
+    if library is not None:
+        for folder, subfolders, names in os.walk(library):
+            subfolders[:] = [d for d in subfolders if d not in _PYTHON_SKIP]
+            python_files += [Path(folder) / name for name in names]
+    binaries = list(programs.values()) + [str(p) for p in python_files if p.suffix == ".so"]
+    libraries = _libraries(binaries)
+    handle, temporary = tempfile.mkstemp(dir=_CACHE, prefix=".rootfs-")
+    os.close(handle)
+    try:
+        with tarfile.open(temporary, "w") as tar:
+            def folder(name: str, mode: int = 0o755) -> None:
+                info = tarfile.TarInfo(name)
+                info.type, info.mode = tarfile.DIRTYPE, mode
+                tar.addfile(info)
+
+            def link(name: str, target: str) -> None:
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = tarfile.SYMTYPE, target
+                tar.addfile(info)
+
+            for name in ("usr", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64", "usr/local", "usr/local/bin",
+                         "etc", "root", "home", "opt", "var", "dev", "proc", "sys", "run"):
+                folder(name)
+            folder("tmp", 0o1777)
+            for name in ("bin", "sbin", "lib", "lib64"):
+                link(name, f"usr/{name}")
+            added: set[str] = set()
+            made = {"usr", "usr/bin", "usr/sbin", "usr/lib", "usr/lib64"}
+
+            def add(host: str, name: str) -> None:
+                if name in added:
+                    return
+                parts = Path(name).parts
+                for depth in range(1, len(parts)):
+                    parent = "/".join(parts[:depth])
+                    if parent not in made:
+                        folder(parent)
+                        made.add(parent)
+                info = tar.gettarinfo(os.path.realpath(host), arcname=name)
+                info.uid = info.gid = 0
+                info.uname = info.gname = "root"
+                with open(os.path.realpath(host), "rb") as data:
+                    tar.addfile(info, data)
+                added.add(name)
+
+            for name, path in programs.items():
+                add(path, f"usr/bin/{name}")
+            for path in sorted(libraries):
+                add(path, _in_image(path))
+                add(path, _in_image(os.path.realpath(path)))
+            for path in python_files:
+                add(str(path), _in_image(str(path)))
+            for name, text in (("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n"),
+                               ("etc/group", "root:x:0:\n"), ("etc/os-release", "ID=paictl-test\n")):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(text), 0o644
+                tar.addfile(info, io.BytesIO(text.encode()))
+        os.replace(temporary, tarball)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return tarball
+
+
+# -- the fixture ------------------------------------------------------------------------------------------------
+
+_shared: dict[str, object] = {"engine": None, "users": 0}
+
+
+def _missing() -> Optional[str]:
+    if shutil.which("dockerd") is None and shutil.which("dockerd", path="/usr/sbin:/usr/bin") is None:
+        return "dockerd is not installed (Debian: apt-get install docker.io)"
+    if shutil.which("docker") is None:
+        return "the docker client is not installed (Debian: apt-get install docker.io)"
+    if os.geteuid() != 0:
+        return "dockerd needs root, and the tests do not run as root"
+    return None
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[DockerEngine]:
+    """The session's docker engine (started on first use; shared by every module that imports this fixture)."""
+    reason = _missing()
+    if reason is not None:
+        _fail_or_skip(reason)
+    if _shared["engine"] is None:
+        # A short path: the socket's path must fit in sun_path (108 bytes), containerd's sockets are below it too.
+        engine = DockerEngine(Path(tempfile.mkdtemp(prefix="pdk-", dir="/tmp")))
+        try:
+            engine.start()
+        except RuntimeError as error:
+            _fail_or_skip(str(error))
+        _shared["engine"] = engine
+    _shared["users"] = int(_shared["users"]) + 1  # type: ignore[call-overload]
+    try:
+        yield _shared["engine"]  # type: ignore[misc]
+    finally:
+        _shared["users"] = int(_shared["users"]) - 1  # type: ignore[call-overload]
+        if _shared["users"] == 0:
+            engine = _shared["engine"]
+            _shared["engine"] = None
+            engine.stop()  # type: ignore[union-attr]
