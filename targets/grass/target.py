@@ -208,11 +208,12 @@ def master_agent(cluster_files: list[str], *, interval: Optional[float] = None) 
     return MasterAgent(load_cluster(cluster_files), interval=interval)
 
 
-def node_agent(cluster_files: list[str], name: str, *, work_dir: Any, interval: Optional[float] = None) -> Any:
+def node_agent(cluster_files: list[str], name: str, *, work_dir: Any, interval: Optional[float] = None,
+               engine: str = "auto") -> Any:
     """`paictl grass node`: the agent of node `name`; its API is served once `start()` is called."""
     from .node import NodeAgent
 
-    return NodeAgent(load_cluster(cluster_files), name, work_dir=work_dir, interval=interval)
+    return NodeAgent(load_cluster(cluster_files), name, work_dir=work_dir, interval=interval, engine=engine)
 
 
 #: The `Target` protocol's entry point (paictl.targets.get_target("grass").compile).

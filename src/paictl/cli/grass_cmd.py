@@ -18,6 +18,12 @@ INTERVAL_OPTION = typer.Option(None, "--interval", metavar="SECONDS",
                                     "else MARO's 5).")
 
 
+class Engine(str, enum.Enum):
+    auto = "auto"
+    docker = "docker"
+    process = "process"
+
+
 class PlanFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -74,6 +80,9 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
 def node_command(cluster: List[str] = CLUSTER_OPTION,
                  name: str = typer.Option(..., "--name", metavar="NODE", help="This node's name in the cluster file."),
                  interval: Optional[float] = INTERVAL_OPTION,
+                 engine: Engine = typer.Option(Engine.auto, "--containers",
+                                               help="docker (the engine DOCKER_HOST names), process (host "
+                                                    "processes), or auto: docker when `docker info` answers."),
                  work_dir: Path = typer.Option(Path(".paictl/grass"), "--work-dir", metavar="DIR",
                                                help="Where host-process containers keep their logs."),
                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
@@ -88,7 +97,8 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
 
     _logging(verbose)
     try:
-        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval)
+        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval,
+                                               engine=engine.value)
         agent.start()
     except InvalidJobError as error:
         report_invalid(error)

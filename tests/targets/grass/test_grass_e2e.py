@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from grass_cluster_harness import GrassCluster, needs_redis, wait_for
+from grass_cluster_harness import GrassCluster, leftover_containers, needs_redis, wait_for
 from paictl.targets.backend import BackendOptions
 from paictl.targets.compiled import compile_job
 from paictl.targets.grass.backend import GrassBackend
@@ -252,3 +252,63 @@ def test_the_commands_submit_follow_status_logs_and_stop(grass, run_cli, tmp_pat
     assert code == 3 and "no job 'nope' on grass cluster test" in err
     code, out, err = run_cli("submit", str(job), "--target", "grass")
     assert code == 2 and "--target grass needs --cluster FILE" in err
+
+
+def _node(grass, name: str) -> dict:
+    return json.loads(grass.client().hget("name_to_node_details", name))
+
+
+def test_a_node_agent_restarted_mid_job_adopts_its_containers(grass):
+    submission = submit(grass, "adopted", role("main", "sleep 6; echo finished", cpu=2))
+    view = running(grass, "adopted", 1)
+    victim = view.tasks[0].node
+    grass.kill_agent(victim)  # SIGKILL: its container goes on, as a docker container outlives its node agent
+    grass.start_agent(victim, "node", "--name", victim, "--work-dir", str(grass.root / victim))
+    # back before lost_after: it reports the container as running, and its CPUs as taken
+    wait_for(lambda: grass.agents[victim].poll() is None and _node(grass, victim)["resources"]["target_free_cpu"] == 0
+             and any(c["state"]["Running"] for c in _node(grass, victim)["containers"].values()),
+             what="the restarted node reporting its container", explain=grass.logs)
+    done = final(grass, "adopted", submission.uid)
+    assert (done.state, done.tasks[0].exit_code) == (JobState.SUCCEEDED, 0)
+    assert [line.text for line in grass.backend.logs("adopted").lines] == ["finished"]
+
+
+def test_a_node_lost_and_back_stops_what_it_no_longer_owns(grass):
+    submit(grass, "gone", role("main", "sleep 300", cpu=2))
+    victim = running(grass, "gone", 1).tasks[0].node
+    grass.kill_agent(victim)
+    view = final(grass, "gone")
+    assert view.state is JobState.FAILED and view.tasks[0].state == "lost"
+    grass.start_agent(victim, "node", "--name", victim, "--work-dir", str(grass.root / victim))
+    # the master stops the container of the failed job; the node reports all its CPUs free again
+    wait_for(lambda: _node(grass, victim)["state"]["status"] == "Running"
+             and _node(grass, victim)["resources"]["target_free_cpu"] == 2, what="the orphan stopped",
+             explain=grass.logs)
+    assert leftover_containers(grass.root) == []
+    assert grass.backend.describe("gone").state is JobState.FAILED  # the verdict stays
+
+
+def test_redis_down_longer_than_lost_after_fails_nothing(grass):
+    from grass_cluster_harness import LOST_AFTER
+
+    submission = submit(grass, "patient", role("a", f"sleep {LOST_AFTER + 8:.0f}; echo a-done", cpu=2,
+                                               all_complete=True),
+                        role("b", f"sleep {LOST_AFTER + 8:.0f}; echo b-done", cpu=2, all_complete=True))
+    running(grass, "patient", 2)
+    grass.stop_redis()
+    time.sleep(LOST_AFTER + 3)
+    grass.start_redis()
+    view = final(grass, "patient", submission.uid)
+    assert view.state is JobState.SUCCEEDED, view
+    for name in ("n1", "n2"):
+        assert _node(grass, name)["state"]["status"] == "Running"
+
+
+def test_the_master_restarted_mid_job_takes_it_to_its_verdict(grass):
+    submission = submit(grass, "steady", role("main", "sleep 4; exit 3"))
+    running(grass, "steady", 1)
+    grass.kill_agent("master")
+    time.sleep(1)
+    grass.start_agent("master", "master")
+    view = final(grass, "steady", submission.uid)
+    assert (view.state, view.completion_code) == (JobState.FAILED, 3)
