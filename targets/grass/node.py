@@ -34,7 +34,7 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from .cluster import Cluster, Node
-from .containers import DockerRuntime, ProcessRuntime, RuntimeFailure
+from .containers import DockerRuntime, ProcessRuntime, RuntimeFailure, checked_config
 from .redis_records import NODES, memory_mb, node_lock
 
 log = logging.getLogger("paictl.grass.node")
@@ -273,7 +273,11 @@ class _Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             self.close_connection = True
             raise _Refused(413, f"the body is over {MAX_BODY} bytes")
-        data = self.rfile.read(length)
+        try:
+            data = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise _Refused(408, f"the body did not arrive within {IDLE_SECONDS:g} s") from None
         if len(data) < length:
             self.close_connection = True
             raise _Refused(400, "the body is shorter than its Content-Length")

@@ -36,21 +36,27 @@ def _logging(verbose: bool) -> None:
 
 
 def _run(agent, *, started: bool = False) -> None:
-    """Serve until SIGTERM or Ctrl-C, then close the agent (a node marks itself Stopped)."""
+    """Serve until SIGTERM (exit 0) or Ctrl-C (130), then close the agent (a node marks itself Stopped). SIGTERM only
+    sets a flag, so a signal arriving while the agent closes cannot cut the closing short."""
     import signal
+    import threading
 
-    def _stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    interrupted = False
     try:
         if not started:
             agent.start()
-        agent.wait()
+        while not stopping.wait(0.5):
+            pass
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         agent.close()
+    if interrupted:
+        raise typer.Exit(130)
 
 
 @grass_app.command("master")

@@ -122,13 +122,16 @@ def test_verdicts_are_the_containers_real_exit_codes_under_maros_master(maro):
     for name, code in CODES.items():
         command = "kill -9 $$" if code == 137 else f"sleep 1; exit {code}"
         submit(maro, name, role("main", command))
+    nodes = set()
     for name, code in CODES.items():
         view = final(maro, name)
+        nodes.add(view.tasks[0].node)
         assert (view.state, view.completion_code) == (
             (JobState.SUCCEEDED, 0) if code == 0 else (JobState.FAILED, code)), (name, view)
         assert view.tasks[0].exit_code == code and view.tasks[0].node in ("m1", "p1")
         if code:
             assert view.triggered_by == ("main", 0) and f"exited {code}; FailedTaskCount 1" in view.message
+    assert nodes == {"m1", "p1"}  # balanced on cpu over two idle nodes: MARO's docker node and paictl's
     # MARO's tracker took every one of them (what MARO was shown: 0, or 65 for a failure) and is still alive:
     # it alone writes `finish` and `failed` into the records.
     maro.wait(lambda: all(record(maro, n)["status"] == ("finish" if c == 0 else "failed") for n, c in CODES.items()),
