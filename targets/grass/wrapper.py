@@ -24,6 +24,7 @@ own master, and a stock MARO master's Redis has none.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from typing import Mapping, Optional
 
@@ -174,13 +175,17 @@ _paictl_run() {
 """
 
 
+@functools.lru_cache(maxsize=1)
 def library() -> str:
-    return (_LIBRARY.replace("@TAG@", ENV_TAG).replace("@DISCOVERY@", str(DISCOVERY_SECONDS))
+    """The runtime as the commands carry it (comment lines dropped: it is repeated in every task role's command)."""
+    text = (_LIBRARY.replace("@TAG@", ENV_TAG).replace("@DISCOVERY@", str(DISCOVERY_SECONDS))
             .replace("@GRACE@", str(STOP_GRACE_SECONDS)).strip("\n"))
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    assert "'" not in text  # so the command can quote it once (`command`)
+    return text
 
 
-def script(exports: Mapping[str, str], entrypoint: str, *, redis: Optional[str], fail_status: int) -> str:
-    """The whole script: where Redis is, the task's own variables, the runtime, then the commands."""
+def _head(exports: Mapping[str, str], redis: Optional[str], fail_status: int) -> str:
     lines = [f"PAICTL_REDIS=${{PAICTL_REDIS-{shlex.quote(redis) if redis else ''}}}",
              f"PAICTL_FAIL_STATUS={fail_status}"]
     for name, value in exports.items():
@@ -188,11 +193,21 @@ def script(exports: Mapping[str, str], entrypoint: str, *, redis: Optional[str],
         # Only $COMPONENT_INDEX (MARO's variable) is meant to expand.
         plain = value == "$COMPONENT_INDEX" or not any(c in value for c in '$`"\\!\'')
         lines.append(f"export {name}=" + (f'"{value}"' if plain else shlex.quote(value)))
-    lines.append(library())
-    lines.append(f"_paictl_run {shlex.quote(entrypoint)}")
     return "\n".join(lines)
 
 
+def script(exports: Mapping[str, str], entrypoint: str, *, redis: Optional[str], fail_status: int) -> str:
+    """The whole script: where Redis is, the task's own variables, the runtime, then the commands."""
+    return "\n".join((_head(exports, redis, fail_status), library(), f"_paictl_run {shlex.quote(entrypoint)}"))
+
+
+def _quoted(text: str) -> str:
+    """The inside of shlex.quote's single quotes."""
+    return text.replace("'", "'\"'\"'")
+
+
 def command(exports: Mapping[str, str], entrypoint: str, *, redis: Optional[str], fail_status: int) -> str:
-    """The component's `command`: one shell word list (MARO formats it into `docker run ... IMAGE COMMAND`)."""
-    return f"bash -c {shlex.quote(script(exports, entrypoint, redis=redis, fail_status=fail_status))}"
+    """The component's `command`: one shell word list (MARO formats it into `docker run ... IMAGE COMMAND`);
+    the same text as `bash -c {shlex.quote(script(...))}`, the runtime quoted once rather than once per role."""
+    return (f"bash -c '{_quoted(_head(exports, redis, fail_status))}\n{library()}\n"
+            f"{_quoted(f'_paictl_run {shlex.quote(entrypoint)}')}'")
