@@ -67,7 +67,8 @@ def main() -> int:
         peak = max(r[1] for r in runs)
         output = runs[0][2]
         full, halved = record_bytes(big), record_bytes(half)
-    print(f"compile --target grass, {args.roles} roles ({big.stat().st_size if big.exists() else 0} B input): "
+        size = big.stat().st_size
+    print(f"compile --target grass, {args.roles} roles ({size / 1e3:.0f} KB input): "
           f"{seconds:.2f} s (goal <= {GOAL_S} s; {seconds / floor:.1f}x `paictl --version` {floor:.2f} s), "
           f"peak RSS {peak:.0f} MB (goal <= {GOAL_MB:.0f} MB), output {output / 1e6:.1f} MB")
     print(f"Redis job record: {full / 1e6:.2f} MB for {args.roles} roles, {halved / 1e6:.2f} MB for "

@@ -32,7 +32,7 @@ from paictl.targets.states import JobState, JobView, TaskView
 
 from . import node_api
 from .cluster import Cluster, load_cluster
-from .redis_records import Records, standardise
+from .redis_records import Records, container_problem, standardise
 from .verdict import Decision, decide, facts
 
 #: How often watch() reads the records; the master itself only changes them every check interval.
@@ -126,7 +126,8 @@ class GrassBackend:
             nodes = self.records.nodes()
         if containers is None:
             containers = self.records.containers()
-        known = [*containers.items(), *((n, d) for n, d in (job.get("containers") or {}).items() if isinstance(d, dict))]
+        known = [*containers.items(), *((n, d) for n, d in (job.get("containers") or {}).items()
+                                        if container_problem(d) is None)]
         decision = decide(job, facts(job, nodes, known, self.records.exits(job["id"])),
                           stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status", "")),
                           master_message=str(job.get("message") or ""), restartable=restartable)

@@ -42,7 +42,7 @@ from . import node_api
 from .cluster import Cluster
 from .placement import Free, PlacementError, commit, place
 from .redis_records import (CONTAINERS, FINAL_STATUSES, KILL_ALL_EXIT_CODE, KILLED, NODES, NON_RESTART_EXIT_CODE,
-                            PENDING, Records, container_name, demands, node_lock)
+                            PENDING, Records, container_name, container_problem, demands, node_lock)
 from .verdict import decide, facts
 
 log = logging.getLogger("paictl.grass.master")
@@ -232,7 +232,7 @@ class MasterAgent:
         # A container no node reports any more stays in the record as it was last seen (the facts call it removed),
         # so a node agent restarted without its containers cannot turn a task back into a pending one.
         previous = {name: details for name, details in (job.get("containers") or {}).items()
-                    if isinstance(details, dict)}
+                    if container_problem(details) is None}
         job["containers"] = {name: details for name, details in sorted({**previous, **containers}.items())
                              if details.get("job_id") == job["id"]}
         if job.get("status") in FINAL_STATUSES:

@@ -135,13 +135,20 @@ def job_problem(job: Any) -> Optional[str]:
 
 
 def container_problem(details: Any) -> Optional[str]:
+    """A container record paictl can use: MARO's labels (as strings) and docker's `State`."""
     if not isinstance(details, dict):
         return "not a JSON object"
-    if not isinstance(details.get("state", {}), dict):
+    if not isinstance(details.get("state"), dict):
         return "'state' is not an object"
-    for key in ("job_id", "component_type", "node_name"):
-        if key in details and not isinstance(details[key], str):
+    for key in ("job_id", "component_id", "component_type"):
+        if not isinstance(details.get(key), str):
             return f"'{key}' is not a string"
+    if not str(details.get("component_index")).isdigit():
+        return "'component_index' is not a number"
+    if "node_name" in details and not isinstance(details["node_name"], str):
+        return "'node_name' is not a string"
+    if not str(details.get("restart_index", 0)).isdigit():
+        return "'restart_index' is not a number"
     return None
 
 
@@ -156,10 +163,6 @@ def node_problem(node: Any) -> Optional[str]:
     for key in ("state", "resources", "containers"):
         if key in node and not isinstance(node[key], dict):
             return f"'{key}' is not an object"
-    for name, details in (node.get("containers") or {}).items():
-        problem = container_problem(details)
-        if problem:
-            return f"container {name}: {problem}"
     return None
 
 
@@ -285,11 +288,25 @@ class Records:
 
     # nodes and containers
     def nodes(self) -> dict[str, dict[str, Any]]:
-        return self._hash(NODES, node_problem)
+        return {name: self._usable_containers(name, node) for name, node in self._hash(NODES, node_problem).items()}
 
     def node(self, name: str) -> Optional[dict[str, Any]]:
         text = self._call("hget", NODES, name)
-        return self._decode(NODES, name, text, node_problem) if text else None
+        node = self._decode(NODES, name, text, node_problem) if text else None
+        return self._usable_containers(name, node) if node is not None else None
+
+    def _usable_containers(self, name: str, node: dict[str, Any]) -> dict[str, Any]:
+        """The node with only the container records paictl can use (a bad one is noted, the node kept)."""
+        containers = node.get("containers") or {}
+        for container, details in list(containers.items()):
+            problem = container_problem(details)
+            where = f"{NODES}[{name[:80]!r}].containers[{container[:80]!r}]"
+            if problem:
+                self.problems[where] = problem
+                del containers[container]
+            else:
+                self.problems.pop(where, None)
+        return node
 
     def containers(self) -> dict[str, dict[str, Any]]:
         return self._hash(CONTAINERS, container_problem)

@@ -312,3 +312,27 @@ def test_the_master_restarted_mid_job_takes_it_to_its_verdict(grass):
     grass.start_agent("master", "master")
     view = final(grass, "steady", submission.uid)
     assert (view.state, view.completion_code) == (JobState.FAILED, 3)
+
+
+def test_malformed_records_are_skipped_and_named(grass, run_cli):
+    client = grass.client()
+    client.hset("name_to_job_details", "not-json", "{oops")
+    client.hset("name_to_job_details", "bad-shape", json.dumps({"name": "bad-shape", "id": "job00000000",
+                                                                "components": {"main": {"num": "many"}}}))
+    client.rpush("pending_job_tickets", "not-json", "bad-shape")
+    client.hset("name_to_node_details", "ghost", json.dumps({"hostname": 7}))
+    node = _node(grass, "n1")
+    client.hset("name_to_container_details", "weird", json.dumps({"state": "running"}))
+    submission = submit(grass, "healthy", role("main", "echo fine"))
+    view = final(grass, "healthy", submission.uid)
+    assert view.state is JobState.SUCCEEDED  # the master's passes went on
+    assert node["state"]["status"] == "Running"
+    cluster = ["--target", "grass", "--cluster", str(grass.cluster_file)]
+    code, out, err = run_cli("status", *cluster)
+    assert code == 0 and "healthy" in out and "Traceback" not in out + err
+    code, out, err = run_cli("status", "bad-shape", *cluster)
+    assert code == 3 and "name_to_job_details['bad-shape']" in err and "'components.main.id'" in err
+    assert len(err.strip().splitlines()) == 1
+    master_log = (grass.root / "master.log").read_text()
+    assert "skipped the malformed record name_to_job_details['not-json']: not JSON" in master_log
+    assert "name_to_node_details['ghost']: 'hostname' is not a non-empty string" in master_log
