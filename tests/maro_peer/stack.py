@@ -1,5 +1,7 @@
-"""MARO's own Grass services, unchanged, on loopback: its master agent and a node (node API server and node agent),
-with a real redis-server and a real docker engine (../shared/reference/peers.md C and D).
+"""MARO's own Grass services, unchanged, on loopback: its master API server and master agent, and a node (node API
+server and node agent), with a real redis-server and a real docker engine (../shared/reference/peers.md C and D);
+jobs can go in through MARO's own client (`submit_with_maro`: its job standardisation and its encrypted
+`POST /v1/jobs`, as `maro grass job start` does).
 
 Run from ../shared/peers/maro (never copied, never written: PYTHONDONTWRITEBYTECODE), by PYTHONPATH, with their
 Python dependencies in a virtual environment of their own (`maro_python`, cached under ~/.cache/paictl-tests and
@@ -10,7 +12,9 @@ set up here instead (each an environment difference, listed in the README's Gras
 - a `sudo` that runs its arguments (the tests run as root; MARO calls `sudo docker ...`);
 - a TCP sink on the fluentd port (MARO starts every container with docker's fluentd log driver, which needs a peer
   to connect to at container start; what it sends is dropped);
-- the agents' `docker` talks to the test's engine (DOCKER_HOST).
+- the agents' `docker` talks to the test's engine (DOCKER_HOST);
+- a MARO user made by MARO's own `scripts.master.create_user`, and `~/.maro/lib/grass` (where MARO's CLI keeps its
+  deployment templates) a link to the peer's `lib` folder.
 MARO's agents wake every 5 s (hard-coded); tests allow for several intervals.
 """
 
@@ -31,7 +35,8 @@ from typing import Optional
 PEER = Path(__file__).resolve().parents[3] / "shared" / "peers" / "maro"
 LIB = PEER / "maro" / "cli" / "grass" / "lib"
 #: The services' imports (peers.md C), unpinned as MARO's own init_master.py installs them.
-REQUIREMENTS = ("redis", "flask", "gunicorn", "requests", "pyyaml", "psutil")
+REQUIREMENTS = ("redis", "flask", "gunicorn", "requests", "pyyaml", "psutil", "pyjwt", "cryptography", "deepdiff",
+                "numpy")
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paictl-tests"
 
 
@@ -155,7 +160,8 @@ class MaroStack:
     def _home(self, role: str, node: Optional[str] = None) -> Path:
         home = self.root / f"home-{role}"
         local = home / ".maro-local" / "cluster"
-        _yaml(local / "cluster_details.yml", {"name": self.cluster, "id": self.cluster_id, "mode": "grass/on-premises"})
+        _yaml(local / "cluster_details.yml", {"name": self.cluster, "id": self.cluster_id, "mode": "grass/on-premises",
+                                              "master": self.master_details()})
         _yaml(local / "master_details.yml", self.master_details())
         if node is not None:
             _yaml(local / "node_details.yml", {"name": node, "id": node})
@@ -183,6 +189,51 @@ class MaroStack:
         self.client().set("cluster_details", json.dumps({"name": self.cluster, "id": self.cluster_id}))
         home = self._home("master")
         self._spawn("maro-master", [str(self.python), "-m", "services.master_agent.agent"], self._env(home))
+
+    def start_api(self) -> None:
+        """MARO's master API server (gunicorn, as its systemd unit runs it) and a MARO user for its client."""
+        home = self._home("master")
+        env = self._env(home)
+        self._spawn("maro-api", [str(self.python), "-m", "gunicorn", "--bind", f"127.0.0.1:{self.api_port}",
+                                 "--workers", "1", "--timeout", "120", "services.master_api_server.root:app"], env)
+        done = subprocess.run([str(self.python), "-m", "scripts.master.create_user", "paictl-test", "admin"],
+                              cwd=LIB, env=env, capture_output=True, text=True, timeout=120, check=True)
+        self.user = self.root / "maro-user.json"
+        self.user.write_text(done.stdout)
+        self.wait(lambda: self._answers(self.api_port), "MARO's master API server")
+
+    @staticmethod
+    def _answers(port: int) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    def submit_with_maro(self, job_file: dict) -> str:
+        """`maro grass job start` without its CLI (whose module cannot be imported at this commit, peers.md C): the
+        executor's standardisation, then MARO's encrypted client; the new job's id."""
+        home = self.root / "home-client"
+        (home / ".maro" / "lib").mkdir(parents=True, exist_ok=True)
+        link = home / ".maro" / "lib" / "grass"
+        if not link.exists():
+            link.symlink_to(LIB)
+        path = self.root / f"job-{job_file['name']}.json"
+        path.write_text(json.dumps(job_file))
+        script = (
+            "import json, sys\n"
+            "from maro.cli.grass.executors.grass_executor import GrassExecutor\n"
+            "from maro.cli.grass.utils.master_api_client import MasterApiClientV1\n"
+            "user = json.load(open(sys.argv[1])); job = json.load(open(sys.argv[2]))\n"
+            "details = GrassExecutor._standardize_job_details(start_job_deployment=job)\n"
+            "MasterApiClientV1(master_hostname='127.0.0.1', master_api_server_port=int(sys.argv[3]),"
+            " user_id=user['id'], master_to_dev_encryption_private_key=user['master_to_dev_encryption_private_key'],"
+            " dev_to_master_encryption_public_key=user['dev_to_master_encryption_public_key'],"
+            " dev_to_master_signing_private_key=user['dev_to_master_signing_private_key']).create_job(details)\n"
+            "print(details['id'])\n")
+        env = {**self._env(home), "PYTHONPATH": str(PEER)}
+        done = subprocess.run([str(self.python), "-c", script, str(self.user), str(path), str(self.api_port)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise AssertionError(f"MARO's client failed: {done.stderr[-2000:]}\n{self.logs()}")
+        return done.stdout.strip().splitlines()[-1]
 
     def stop(self, name: str) -> None:
         process = self.processes.pop(name)

@@ -63,6 +63,7 @@ def maro(docker_engine, tmp_path_factory):  # noqa: F811 - the fixture imported 
         other.base_image()
         stack.start_redis()
         stack.start_master()
+        stack.start_api()
         stack.add_node("m1", docker_engine.host, cpu=8, memory=16384)
         p1 = free_port()
         stack.cluster = stack.cluster
@@ -193,6 +194,21 @@ def test_logs_of_a_maro_node_say_where_they_are(maro, run_cli):
         assert code == 3 and "<html" not in (out + err).lower()
         assert "runs MARO's node API, which serves no logs" in err and "/logs/job" in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_job_file_submitted_with_maros_own_client(maro):
+    """`compile --cluster` output, through MARO's executor and encrypted master API, verdict by paictl."""
+    from paictl.targets.grass.cluster import load_cluster
+    from paictl.targets.grass.target import compile_grass
+
+    text = JOB.format(name="via-maro", image=IMAGE, roles=role("main", 'test "$PAI_TASK_ROLE_LIST" = main; exit 3'))
+    compiled = compile_job(text.encode(), target="grass", name="via-maro.yaml")
+    (job_file,) = compile_grass(compiled.job, compiled.profile, redis=load_cluster(str(maro.cluster_path))
+                                .redis_address)
+    job_id = maro.submit_with_maro(job_file)
+    view = final(maro, "via-maro")
+    assert record(maro, "via-maro")["id"] == job_id and record(maro, "via-maro")["tags"] == job_file["tags"]
+    assert (view.state, view.completion_code) == (JobState.FAILED, 3), view
 
 
 def test_paictls_master_drives_maros_node_and_a_docker_node(maro):
