@@ -13,8 +13,8 @@ set up here instead (each an environment difference, listed in the README's Gras
 - a TCP sink on the fluentd port (MARO starts every container with docker's fluentd log driver, which needs a peer
   to connect to at container start; what it sends is dropped);
 - the agents' `docker` talks to the test's engine (DOCKER_HOST);
-- a MARO user made by MARO's own `scripts.master.create_user`, and `~/.maro/lib/grass` (where MARO's CLI keeps its
-  deployment templates) a link to the peer's `lib` folder.
+- a MARO user made by MARO's own `scripts.master.create_user`; the client's HOME is a scratch folder, where
+  `import maro` deploys its own copy of its templates (`~/.maro/lib`), as on a user's machine.
 MARO's agents wake every 5 s (hard-coded); tests allow for several intervals.
 """
 
@@ -211,10 +211,7 @@ class MaroStack:
         """`maro grass job start` without its CLI (whose module cannot be imported at this commit, peers.md C): the
         executor's standardisation, then MARO's encrypted client; the new job's id."""
         home = self.root / "home-client"
-        (home / ".maro" / "lib").mkdir(parents=True, exist_ok=True)
-        link = home / ".maro" / "lib" / "grass"
-        if not link.exists():
-            link.symlink_to(LIB)
+        home.mkdir(exist_ok=True)
         path = self.root / f"job-{job_file['name']}.json"
         path.write_text(json.dumps(job_file))
         script = (
