@@ -40,11 +40,12 @@ REQUIREMENTS = ("redis", "flask", "gunicorn", "requests", "pyyaml", "psutil", "p
 _CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paictl-tests"
 
 
-def missing() -> Optional[str]:
+def missing() -> Optional[tuple[str, bool]]:
+    """Why MARO's services cannot run here, and whether that is a tool CI installs (then CI fails, not skips)."""
     if not LIB.is_dir():
-        return f"MARO is not beside the project ({PEER})"
+        return f"MARO is not beside the project ({PEER})", False
     if shutil.which("redis-server") is None:
-        return "redis-server is not installed"
+        return "redis-server is not installed (apt-get install redis-server)", True
     return None
 
 
