@@ -129,7 +129,7 @@ def _raw(agent, payload: bytes, *, wait: float = 15.0) -> bytes:
     ({"environments": ["A=1"]}, 400),
     ({"environments": {"A": {"nested": 1}}}, 400),
     ({"container_name": "x" * 10_000}, 400),
-    ({"labels": {"job_id": "../../../../tmp/outside"}}, 400),
+    ({"labels": {"job_id": "../../../escaped-by-job-id-27"}}, 400),
     ({"cpu": "lots"}, 400),
 ])
 def test_every_malformed_create_config_gets_an_http_answer(node, change, status, tmp_path):
@@ -143,7 +143,7 @@ def test_every_malformed_create_config_gets_an_http_answer(node, change, status,
     code, body = call(node, "POST", "/v1/containers", config)
     assert code == status and "create config" in json.loads(body)["error"]
     assert record(node)["containers"] == {}
-    assert not list(tmp_path.parent.glob("**/outside*"))
+    assert not list(tmp_path.parent.parent.glob("**/escaped-by-job-id-27*"))
 
 
 def test_deep_big_and_slow_requests_are_answered_and_bounded(node):
