@@ -145,6 +145,9 @@ class RecordingRuntime:
     def names(self) -> list[str]:
         return list(self.configs)
 
+    def inspect_all(self) -> list[dict]:
+        return [self.inspect(name) for name in self.configs]
+
     def stop(self, name: str) -> None: ...
     def remove(self, name: str) -> None: ...
     def logs(self, name: str) -> bytes: return b""

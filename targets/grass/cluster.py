@@ -71,7 +71,11 @@ class Cluster:
 
     @property
     def lost_after_seconds(self) -> float:
-        return self.lost_after if self.lost_after is not None else 3 * self.check_interval
+        """Three heartbeats of the slowest node agent there may be: MARO's publish every 5 s whatever this file
+        says, so a shorter check interval never makes a MARO node look lost between two of its heartbeats."""
+        if self.lost_after is not None:
+            return self.lost_after
+        return 3 * max(self.check_interval, DEFAULT_CHECK_INTERVAL)
 
     def node(self, name: str) -> Node:
         for node in self.nodes:

@@ -87,13 +87,9 @@ class NodeAgent:
     # the record
     def containers(self) -> dict[str, dict[str, Any]]:
         found = {}
-        for name in self.runtime.names():
-            try:
-                details = self.runtime.inspect(name)
-            except RuntimeFailure:
-                continue
+        for details in self.runtime.inspect_all():
             labels = dict(details["Config"]["Labels"])
-            found[labels.get("container_name", name)] = {**labels, "state": details["State"]}
+            found[labels.get("container_name", details["Name"])] = {**labels, "state": details["State"]}
         return found
 
     def record_fields(self, containers: dict[str, dict[str, Any]], status: str, now: float) -> dict[str, Any]:
@@ -294,6 +290,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self._authorised():
                 handle(unquote(self.path.split("?", 1)[0]))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client left: nobody to answer
         except _Refused as exc:
             self._reply(exc.status, {"error": str(exc)})
         except RuntimeFailure as exc:

@@ -55,8 +55,12 @@ def _host(hostname: str) -> str:
     return f"[{hostname}]" if ":" in hostname else hostname
 
 
+#: Seconds a create may take: `docker run` may pull the image first (MARO's own client waits without a limit).
+CREATE_SECONDS = 300.0
+
+
 def create(node: Mapping[str, Any], config: dict[str, Any], *, token: Optional[str] = None) -> dict[str, Any]:
-    return json.loads(call(node, "POST", "/v1/containers", token=token, body=config))
+    return json.loads(call(node, "POST", "/v1/containers", token=token, body=config, timeout=CREATE_SECONDS))
 
 
 def stop(node: Mapping[str, Any], name: str, *, token: Optional[str] = None) -> None:

@@ -69,10 +69,14 @@ def maro(docker_engine, tmp_path_factory):  # noqa: F811 - the fixture imported 
         p1 = free_port()
         cluster_file = stack.cluster_file({"m1": stack.node_ports["m1"], "p1": p1}, root / "cluster.yaml")
         env = {**other.env(), "PYTHONUNBUFFERED": "1"}
-        agents["p1"] = subprocess.Popen(
-            [sys.executable, "-m", "paictl", "grass", "node", "--cluster", str(cluster_file), "--name", "p1",
-             "--containers", "docker", "--work-dir", str(root / "p1")],
-            env=env, stdout=open(root / "paictl-p1.log", "ab"), stderr=subprocess.STDOUT)
+        def start_p1() -> subprocess.Popen:
+            return subprocess.Popen(
+                [sys.executable, "-m", "paictl", "grass", "node", "--cluster", str(cluster_file), "--name", "p1",
+                 "--containers", "docker", "--work-dir", str(root / "p1")],
+                env=env, stdout=open(root / "paictl-p1.log", "ab"), stderr=subprocess.STDOUT)
+
+        agents["p1"] = start_p1()
+        stack.start_p1 = start_p1
         stack.wait(lambda: _running(stack, "p1"), "paictl node p1 Running")
         stack.paictl_agents = agents
         stack.cluster_path = cluster_file
@@ -228,3 +232,20 @@ def test_paictls_master_drives_maros_node_and_a_docker_node(maro):
     maro.wait(lambda: all(t.state != "running" for t in maro.backend.describe("fails-3").tasks), "survivor stopped")
     assert maro.backend.describe("fails-3").state is JobState.FAILED
     assert record(maro, "under-paictl")["status"] == "finish"
+
+
+def test_a_docker_node_agent_killed_and_restarted_loses_nothing(maro):
+    """paictl's master (from the test above) and paictl's docker node p1: the node's agent dies with SIGKILL while
+    its container runs; docker keeps the container, the restarted agent reports it, and the job succeeds."""
+    assert "master" in maro.paictl_agents, "runs after paictl's master took over"
+    submit(maro, "docker-survivor", role("main", "sleep 12; echo done", instances=2, all_complete=True))
+    view = maro.wait(lambda: (lambda v: v if sum(t.state == "running" for t in v.tasks) == 2 else None)(
+        maro.backend.describe("docker-survivor")), "both containers running")
+    assert {t.node for t in view.tasks} == {"m1", "p1"}
+    agent = maro.paictl_agents["p1"]
+    agent.kill()
+    agent.wait(timeout=30)
+    maro.paictl_agents["p1"] = maro.start_p1()
+    done = final(maro, "docker-survivor")
+    assert done.state is JobState.SUCCEEDED and [t.exit_code for t in done.tasks] == [0, 0], done
+    assert _running(maro, "p1")
