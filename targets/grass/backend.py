@@ -2,20 +2,26 @@
 
 - **submit** writes what MARO's master API writes for `maro grass job start` (`POST /v1/jobs`): the standardised
   job (`id`, component ids, `status: pending`, `containers: {}`) in `name_to_job_details`, and its name pushed on
-  `pending_job_tickets`, in one transaction. Ids come from the job name and the submission time, so a name
-  submitted again (after its last run ended) gets new container names. A job of that name still pending or
-  running is refused.
-- **describe / watch** read the job record and `name_to_container_details` (kept by the master): MARO's statuses
-  pending / running / finish / failed / killed become pending / running / succeeded / failed / stopped, and each
-  task is the newest container of its component index (its node, exit code, restarts). A container that ended
-  non-zero is diagnosed with OpenPAI's exit rules on the end of its log.
-- **stop** pushes a killed ticket (MARO's `POST /v1/jobs/<name>:stop`); the job's record stays, unlike MARO's
-  `maro grass job stop`, which deletes it first (maro.md D.1). The master stops the containers.
-- **logs** asks each container's node for its output (the node API's `/logs`, which paictl's node agent serves).
+  `pending_job_tickets`, in one transaction. The commands are compiled with the cluster's Redis address, so they find
+  their peers and record their exit status under any master (wrapper.py). Ids come from the job name and the
+  submission time, so a name submitted again (after its last run ended) gets new container names. A job of that
+  name still pending or running is refused.
+- **describe / watch** decide the job's state from facts (verdict.py): containers as their nodes report them, exit
+  statuses as the wrapper recorded them, OpenPAI's completion rules, and paictl's stop marker; never from MARO's
+  `status` alone. A verdict, once reached, is kept in `paictl:verdicts` (a master that later rewrites the job's
+  status from stale records cannot change it). A task that failed is diagnosed with OpenPAI's exit rules on the end
+  of its log when its node serves logs.
+- **stop** does what MARO's `POST /v1/jobs/<name>:stop` does (drop the pending ticket, queue a killed ticket) and
+  records the stop's time; the job's record stays (MARO's `maro grass job stop` deletes it first, maro.md D.1). A
+  job is stoppable while any of its containers runs, whatever its verdict.
+- **logs** asks each container's node for its output (`/v1/containers/<name>/logs`, which paictl's node agent
+  serves). MARO's node API has no such route (its containers log to the master's fluentd): then one line says where
+  MARO keeps the log, and the command fails.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Iterator, Optional
 
@@ -26,13 +32,16 @@ from paictl.targets.states import JobState, JobView, TaskView
 
 from . import node_api
 from .cluster import Cluster, load_cluster
-from .redis_records import FINAL_STATUSES, Records, standardise
+from .redis_records import Records, container_problem, standardise
+from .verdict import Decision, decide, facts
 
-STATES = {"pending": JobState.PENDING, "running": JobState.RUNNING, "finish": JobState.SUCCEEDED,
-          "failed": JobState.FAILED, "killed": JobState.STOPPED}
 #: How often watch() reads the records; the master itself only changes them every check interval.
 POLL_SECONDS = 0.5
 _TAIL_BYTES = 64 * 1024
+
+
+class MaroNodeLogs(NotFoundError):
+    """The container's node runs MARO's node API, which serves no logs."""
 
 
 class GrassBackend:
@@ -63,9 +72,16 @@ class GrassBackend:
             raise UsageError("the compiled job has no Grass job file (compile it with --target grass)")
         name = job_file["name"]
         existing = self.records.job(name)
-        if existing is not None and existing.get("status") not in FINAL_STATUSES:
-            raise ClusterError(f"job {name} is already {existing.get('status')} on {self.where}; stop it first "
-                               f"(paictl stop {name} --target grass)")
+        if existing is not None:
+            decision = self.decision(existing)
+            if not decision.state.is_final or decision.running:
+                raise ClusterError(f"job {name} is already {decision.state.value} on {self.where}; stop it first "
+                                   f"(paictl stop {name} --target grass --cluster ...)")
+        if getattr(compiled, "job", None) is not None:  # the commands learn where the master's Redis is
+            from .target import compile_grass
+
+            job_file = compile_grass(compiled.job, compiled.profile, parameters=compiled.parameters or None,
+                                     redis=self.cluster.redis_address)[0]
         job = standardise(job_file, seed=f"{name}\0{time.time_ns()}")
         if not dry_run:
             self.records.submit(job)
@@ -100,50 +116,57 @@ class GrassBackend:
     def describe(self, name: str) -> JobView:
         return self.view(self._job(name))
 
-    def view(self, job: dict[str, Any], containers: Optional[dict[str, dict[str, Any]]] = None) -> JobView:
-        from .master import latest_containers
-
+    def decision(self, job: dict[str, Any], *, nodes: Optional[dict[str, dict[str, Any]]] = None,
+                 containers: Optional[dict[str, dict[str, Any]]] = None) -> Decision:
+        """The job's state from facts (verdict.py), a verdict once kept taking precedence."""
+        # The restart counts before the containers: a count read after a restart was made would fail the task the
+        # restart replaces.
+        restartable = self.records.rejoin(job)
+        if nodes is None:
+            nodes = self.records.nodes()
         if containers is None:
             containers = self.records.containers()
-        latest = latest_containers(job, containers)
-        by_task = {(d.get("component_type"), str(d.get("component_index"))): (n, d) for n, d in latest.items()}
-        tasks = []
-        trigger = None
-        code = None
-        for component, details in job["components"].items():
-            for index in range(int(details["num"])):
-                found = by_task.get((component, str(index)))
-                if found is None:
-                    tasks.append(TaskView(role=component, index=index, state="pending"))
-                    continue
-                container, labels = found
-                state = labels.get("state") or {}
-                exit_code = None if state.get("Running") or state.get("ExitCode") is None else int(state["ExitCode"])
-                diagnosis = self._diagnosis(container, labels, exit_code) if exit_code else None
-                if exit_code and trigger is None:
-                    trigger, code = (component, index), exit_code
-                tasks.append(TaskView(role=component, index=index, state=str(state.get("Status", "unknown")),
-                                      attempt=int(labels.get("restart_index", 0) or 0),
-                                      node=labels.get("node_name"), exit_code=exit_code, diagnosis=diagnosis))
-        status = str(job.get("status", "pending"))
-        state = STATES.get(status, JobState.UNKNOWN)
-        if state is JobState.STOPPED and any(t.state == "running" for t in tasks):
-            state = JobState.STOPPING
-        message = str(job.get("message") or "")
-        if state is JobState.FAILED and trigger is not None:
-            diagnosis = next(t.diagnosis for t in tasks if (t.role, t.index) == trigger)
-            message = f"{message}: {diagnosis}" if diagnosis else message
-        if state is JobState.SUCCEEDED:
-            code, message = 0, message or "every container exited 0"
-        return JobView(name=job["name"], state=state, tasks=tuple(tasks),
-                       completion_code=code if state.is_final else None, message=message or status,
-                       triggered_by=trigger if state is JobState.FAILED else None, where=self.where)
+        known = [*containers.items(), *((n, d) for n, d in (job.get("containers") or {}).items()
+                                        if container_problem(d) is None)]
+        decision = decide(job, facts(job, nodes, known, self.records.exits(job["id"])),
+                          stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status", "")),
+                          master_message=str(job.get("message") or ""), restartable=restartable)
+        kept = self.records.verdict(job["id"])
+        if kept is not None and kept.get("state") in ("succeeded", "failed", "stopped"):
+            trigger = kept.get("trigger")
+            return dataclasses.replace(
+                decision, state=JobState(kept["state"]), code=kept.get("code") if isinstance(kept.get("code"), int)
+                else None, message=str(kept.get("message") or kept["state"]),
+                trigger=(str(trigger[0]), int(trigger[1])) if isinstance(trigger, list) and len(trigger) == 2
+                and isinstance(trigger[1], int) else None)
+        if decision.state.is_final:
+            self.records.keep_verdict(job["id"], {"state": decision.state.value, "code": decision.code,
+                                                  "trigger": list(decision.trigger) if decision.trigger else None,
+                                                  "message": decision.message})
+        return decision
 
-    def _diagnosis(self, container: str, labels: dict[str, Any], exit_code: int) -> Optional[str]:
+    def view(self, job: dict[str, Any], containers: Optional[dict[str, dict[str, Any]]] = None,
+             nodes: Optional[dict[str, dict[str, Any]]] = None) -> JobView:
+        decision = self.decision(job, nodes=nodes, containers=containers)
+        tasks = []
+        for task in decision.tasks:
+            fact = decision.latest.get((task.role, task.index))
+            if fact is not None and task.exit_code:
+                task = dataclasses.replace(task, diagnosis=self._diagnosis(fact.name, fact.node, task.exit_code))
+            tasks.append(task)
+        message = decision.message
+        if decision.state is JobState.FAILED and decision.trigger is not None:
+            diagnosis = next((t.diagnosis for t in tasks if (t.role, t.index) == decision.trigger), None)
+            message = f"{message} ({diagnosis})" if diagnosis else message
+        return JobView(name=job["name"], state=decision.state, tasks=tuple(tasks),
+                       completion_code=decision.code if decision.state.is_final else None,
+                       message=message or decision.state.value, triggered_by=decision.trigger, where=self.where)
+
+    def _diagnosis(self, container: str, node: str, exit_code: int) -> Optional[str]:
         if container not in self._diagnoses:
             from paictl.compiler.exit_rules import analyse, load_rule_set
 
-            tail = self._log_tail(container, labels)
+            tail = self._log_tail(container, {"node_name": node})
             rules = load_rule_set(self.options.exit_spec) if self.options.exit_spec else None
             rule = analyse(exit_code, tail, rules=rules).rule
             self._diagnoses[container] = f"{rule.code} {rule.phrase}"
@@ -159,7 +182,13 @@ class GrassBackend:
         record = self.records.node(str(labels.get("node_name")))
         if record is None:
             raise NotFoundError(f"node {labels.get('node_name')} of container {container} is not in the cluster")
-        return node_api.logs(record, container, token=self.cluster.token, timeout=10)
+        try:
+            return node_api.logs(record, container, token=self.cluster.token, timeout=10)
+        except node_api.NoLogRoute:
+            raise MaroNodeLogs(
+                f"node {labels.get('node_name')} runs MARO's node API, which serves no logs: MARO's fluentd keeps "
+                f"them on the master, in ~/.maro-shared/clusters/{self.cluster.name}/logs/{labels.get('job_id')}/"
+                f"{container}/ (`maro grass job logs` copies them)") from None
 
     def watch(self, name: str, *, uid: Optional[str] = None) -> Iterator[JobView]:
         started = time.monotonic()
@@ -180,13 +209,16 @@ class GrassBackend:
             time.sleep(POLL_SECONDS)
 
     def stop(self, name: str) -> StopResult:
+        """Stop a job that is pending, or has a container still running (a failed job's leftovers included)."""
         job = self._job(name)
-        if job.get("status") in FINAL_STATUSES:
-            return StopResult(line=f"grass-job/{name} already {job['status']}",
-                              data={"name": name, "status": job["status"], "stopped": False}, view=self.view(job))
-        self.records.kill(name)
+        decision = self.decision(job)
+        if decision.state.is_final and not decision.running:
+            view = self.view(job)
+            return StopResult(line=f"grass-job/{name} already {view.state.value}",
+                              data={"name": name, "status": view.state.value, "stopped": False}, view=view)
+        self.records.kill(job)
         return StopResult(line=f"grass-job/{name} stopping (killed ticket queued on {self.where})",
-                          data={"name": name, "status": job.get("status"), "stopped": True})
+                          data={"name": name, "status": decision.state.value, "stopped": True})
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
@@ -205,13 +237,14 @@ class GrassBackend:
         sent: dict[str, int] = {}
         while True:
             # Read whether the job has ended before reading logs, so the last read has every line.
-            ended = not follow or STATES.get(str(self._job(name).get("status"))) in (
-                JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED)
+            ended = not follow or self.decision(self._job(name)).state.is_final
             for component, number, restart, container, labels in self._log_sources(job):
                 if (component, number) not in tasks or (attempt is not None and restart != attempt):
                     continue
                 try:
                     text = self._log(container, labels)
+                except MaroNodeLogs:
+                    raise
                 except ClusterError as exc:
                     if container not in sent:
                         yield LogLine(role=component, index=number, text=f"no log: {exc}", stream="note")
@@ -229,27 +262,29 @@ class GrassBackend:
 
     def _log_sources(self, job: dict[str, Any]) -> list[tuple[str, int, int, str, dict[str, Any]]]:
         """(role, index, restart, container, labels) of every container of the job, in task order."""
-        containers = self.records.containers()
-        return sorted(((str(d.get("component_type")), int(d.get("component_index", 0)),
-                        int(d.get("restart_index", 0) or 0), n, d) for n, d in containers.items()
-                       if d.get("job_id") == job["id"]), key=lambda item: item[:3])
+        found = facts(job, self.records.nodes(), self.records.containers().items(), {})
+        return sorted(((f.role, f.index, f.restart, f.name, {"node_name": f.node, "job_id": job["id"]})
+                       for f in found), key=lambda item: item[:3])
 
     def list(self) -> list[JobView]:
-        containers = self.records.containers()
-        return [self.view(job, containers) for _, job in sorted(self.records.jobs().items())]
+        containers, nodes = self.records.containers(), self.records.nodes()
+        return [self.view(job, containers, nodes) for _, job in sorted(self.records.jobs().items())]
+
+    @property
+    def notes(self) -> list[str]:
+        """The malformed records met so far, one line each (key and what is wrong)."""
+        return [f"paictl: skipped the malformed record {key}: {problem}"
+                for key, problem in sorted(self.records.problems.items())]
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         if view.triggered_by is None:
             return None
-        job = self._job(view.name)
-        from .master import latest_containers
-
-        for container, labels in latest_containers(job, self.records.containers()).items():
-            if (labels.get("component_type"), int(labels.get("component_index", 0))) == view.triggered_by:
-                lines = self._log_tail(container, labels).splitlines()[-20:]
-                return FailureExcerpt(label=f"{view.triggered_by[0]}-{view.triggered_by[1]} ({container} on "
-                                            f"{labels.get('node_name')})", lines=tuple(lines))
-        return None
+        fact = self.decision(self._job(view.name)).latest.get(view.triggered_by)
+        if fact is None:
+            return None
+        lines = self._log_tail(fact.name, {"node_name": fact.node}).splitlines()[-20:]
+        return FailureExcerpt(label=f"{view.triggered_by[0]}-{view.triggered_by[1]} ({fact.name} on {fact.node})",
+                              lines=tuple(lines))
 
     def close(self) -> None:
         try:

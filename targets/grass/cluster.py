@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from paictl.errors import InvalidJobError
@@ -70,7 +71,11 @@ class Cluster:
 
     @property
     def lost_after_seconds(self) -> float:
-        return self.lost_after if self.lost_after is not None else 3 * self.check_interval
+        """Three heartbeats of the slowest node agent there may be: MARO's publish every 5 s whatever this file
+        says, so a shorter check interval never makes a MARO node look lost between two of its heartbeats."""
+        if self.lost_after is not None:
+            return self.lost_after
+        return 3 * max(self.check_interval, DEFAULT_CHECK_INTERVAL)
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -106,19 +111,57 @@ def load_cluster(paths: Union[str, Sequence[str]]) -> Cluster:
         raise UsageError("--cluster FILE is required for this command")
     parts: list[Cluster] = []
     diagnostics = []
+    credentials: list[str] = []
     for path in paths:
         try:
             document = load_located(decode_source(read_source(path), path), path)
         except DocumentError as exc:
             diagnostics += exc.diagnostics
             continue
+        credentials += _credentials(document.data)
         findings, cluster = _read(document.data, path)
         diagnostics += [located(f, document, path) for f in findings]
         if cluster is not None:
             parts.append(cluster)
     if diagnostics:
-        raise InvalidClusterError(diagnostics)
+        raise InvalidClusterError(_redacted(diagnostics, credentials))
     return _merge(parts, paths)
+
+
+_CREDENTIAL_KEY = re.compile(r"""['"]?\b(?:token|password)\b['"]?[ \t]*:""")
+
+
+def _credentials(data: Any) -> list[str]:
+    """The cluster token and the Redis password of a cluster file, as text, longest first."""
+    found = []
+    if isinstance(data, dict):
+        master = data.get("master") if isinstance(data.get("master"), dict) else {}
+        redis = master.get("redis") if isinstance(master.get("redis"), dict) else {}
+        for value in (data.get("token"), redis.get("password")):
+            if value not in (None, "") and not isinstance(value, (dict, list)):
+                found.append(str(value))
+    return sorted(found, key=len, reverse=True)
+
+
+def _redacted(diagnostics: list, credentials: list[str]) -> list:
+    """The diagnostics with the token and the password masked as job secrets are (protocol/redaction.py): never in
+    a message or a hint, and a source line that holds one shown up to its key."""
+    from paictl.protocol.redaction import MASK, redact_text
+
+    out = []
+    for diagnostic in diagnostics:
+        source = diagnostic.source_line
+        if source is not None:
+            found = _CREDENTIAL_KEY.search(source)
+            if found is not None:
+                source = source[:found.end()] + " " + MASK
+            source = redact_text(source, credentials, aggressive=True) if credentials else source
+        message, hint = diagnostic.message, diagnostic.hint
+        if credentials:
+            message = redact_text(message, credentials, aggressive=True)
+            hint = redact_text(hint, credentials, aggressive=True)
+        out.append(diagnostic._replace(message=message, hint=hint, source_line=source))
+    return out
 
 
 def cluster_from_data(data: dict[str, Any], path: str = "<cluster>") -> Cluster:

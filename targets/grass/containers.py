@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -41,13 +42,24 @@ def _now() -> str:
 
 @dataclasses.dataclass(kw_only=True)
 class _Process:
-    """A container a node agent started as a local process: its config, its log and, once ended, its outcome."""
+    """A container a node agent started as a local process: its config, its log and, once ended, its outcome.
+    `popen` is None for one adopted from a previous run of the agent (known by its pid)."""
     config: dict[str, Any]
-    popen: subprocess.Popen
+    popen: Optional[subprocess.Popen]
+    pid: int
     log: Path
     started: str
     finished: Optional[str] = None
     exit_code: Optional[int] = None
+
+    @property
+    def status_file(self) -> Path:
+        return self.log.with_suffix(".exit")
+
+
+#: The shell around a host-process container's command: it writes the command's exit status beside the log, so an
+#: agent restarted while the command ran can still learn how it ended.
+_RECORDING = '/bin/sh -c "$1"; code=$?; echo "$code" > "$2"; exit "$code"'
 
 
 class ProcessRuntime:
@@ -61,10 +73,46 @@ class ProcessRuntime:
         self.grace = grace
         self._lock = threading.Lock()
         self._containers: dict[str, _Process] = {}
+        self._table = self.work_dir / "containers.json"
+        self._adopt()
+
+    def _adopt(self) -> None:
+        """The containers a previous run of this agent started (its table in the work dir): one still running is
+        tracked again by its pid (it keeps its resources, and stops as any other); one that ended meanwhile
+        reports the status it wrote, else 137 (killed before it could write one)."""
+        try:
+            table = json.loads(self._table.read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(table, dict):
+            return
+        for name, entry in table.items():
+            try:
+                item = _Process(config=entry["config"], popen=None, pid=int(entry["pid"]), log=Path(entry["log"]),
+                                started=str(entry["started"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not _ours(item.pid, name):
+                _ended(item)
+            self._containers[name] = item
+
+    def _save(self) -> None:
+        table = {name: {"config": item.config, "pid": item.pid, "log": str(item.log), "started": item.started}
+                 for name, item in self._containers.items()}
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        temporary = self._table.with_suffix(".tmp")
+        temporary.write_text(json.dumps(table))
+        temporary.replace(self._table)
 
     def log_path(self, config: dict[str, Any]) -> Path:
-        job_id = str(config.get("labels", {}).get("job_id", "unknown"))
-        return self.work_dir / "logs" / job_id / f"{config['container_name']}.log"
+        """`<work dir>/logs/<job id>/<container>.log`; both names are plain (checked_config), and the path is
+        checked to stay below the work dir all the same."""
+        job_id = str((config.get("labels") or {}).get("job_id", "unknown"))
+        logs = (self.work_dir / "logs").resolve()
+        path = (logs / job_id / f"{_checked_name(config)}.log").resolve()
+        if not _NAME.match(job_id) or logs not in path.parents:
+            raise RuntimeFailure("create config: labels.job_id must be a plain name")
+        return path
 
     def create(self, config: dict[str, Any]) -> dict[str, Any]:
         name = _checked_name(config)
@@ -77,18 +125,25 @@ class ProcessRuntime:
             log = self.log_path(config)
             log.parent.mkdir(parents=True, exist_ok=True)
             self.data_dir.mkdir(parents=True, exist_ok=True)
+            log.with_suffix(".exit").unlink(missing_ok=True)
             with open(log, "ab") as out:
                 try:
-                    popen = subprocess.Popen(["/bin/sh", "-c", str(config.get("command", ""))], env=env,
-                                             cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=out,
+                    popen = subprocess.Popen(["/bin/sh", "-c", _RECORDING, "paictl-container",
+                                              str(config.get("command", "")), str(log.with_suffix(".exit"))],
+                                             env=env, cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=subprocess.STDOUT, start_new_session=True)
                 except OSError as exc:
                     raise RuntimeFailure(f"cannot start {name}: {exc}") from None
-            self._containers[name] = _Process(config=config, popen=popen, log=log, started=_now())
+            self._containers[name] = _Process(config=config, popen=popen, pid=popen.pid, log=log, started=_now())
+            self._save()
         return self.inspect(name)
 
     def _poll(self, item: _Process) -> None:
         if item.exit_code is None:
+            if item.popen is None:
+                if not _ours(item.pid, item.config.get("container_name", "")):
+                    _ended(item)
+                return
             code = item.popen.poll()
             if code is not None:
                 item.exit_code = 128 - code if code < 0 else code
@@ -102,7 +157,7 @@ class ProcessRuntime:
             self._poll(item)
             running = item.exit_code is None
             state = {"Status": "running" if running else "exited", "Running": running,
-                     "ExitCode": 0 if running else item.exit_code, "Pid": item.popen.pid if running else 0,
+                     "ExitCode": 0 if running else item.exit_code, "Pid": item.pid if running else 0,
                      "StartedAt": item.started, "FinishedAt": item.finished or "0001-01-01T00:00:00Z"}
             return {"Name": name, "State": state, "Config": {"Labels": dict(item.config.get("labels") or {})}}
 
@@ -110,18 +165,31 @@ class ProcessRuntime:
         with self._lock:
             return list(self._containers)
 
+    def inspect_all(self) -> list[dict[str, Any]]:
+        found = []
+        for name in self.names():
+            try:
+                found.append(self.inspect(name))
+            except RuntimeFailure:
+                continue
+        return found
+
     def stop(self, name: str) -> None:
         with self._lock:
             item = self._containers.get(name)
         if item is None:
             raise RuntimeFailure(f"no container {name}")
-        _terminate(item.popen, self.grace)
+        if item.popen is not None:
+            _terminate(item.popen, self.grace)
+        else:
+            _terminate_adopted(item.pid, name, self.grace)
         self.inspect(name)
 
     def remove(self, name: str) -> None:
         self.stop(name)
         with self._lock:
             self._containers.pop(name, None)
+            self._save()
 
     def logs(self, name: str) -> bytes:
         with self._lock:
@@ -141,6 +209,45 @@ class ProcessRuntime:
                 pass
 
 
+def _ours(pid: int, name: str) -> bool:
+    """Whether process `pid` is still the container `name` (its marker variable says so; pids are reused)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return f"{CONTAINER_MARKER}={name}".encode() in environ.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _ended(item: _Process) -> None:
+    """An adopted container's end: the status its shell wrote, else 137 (it was killed before writing one)."""
+    try:
+        item.exit_code = int(item.status_file.read_text().strip())
+        moment = item.status_file.stat().st_mtime
+        item.finished = datetime.datetime.fromtimestamp(moment, datetime.timezone.utc).isoformat(
+            timespec="microseconds").replace("+00:00", "Z")
+    except (OSError, ValueError):
+        item.exit_code, item.finished = 137, _now()
+
+
+def _terminate_adopted(pid: int, name: str, grace: float) -> None:
+    import time
+
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        if not _ours(pid, name):
+            return
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _ours(pid, name):
+            try:
+                os.waitpid(pid, os.WNOHANG)  # a zombie child of ours, if any
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+
+
 def _terminate(popen: subprocess.Popen, grace: float) -> None:
     """SIGTERM to the container's whole session, SIGKILL after `grace` seconds (what `docker stop` does)."""
     if popen.poll() is not None:
@@ -157,10 +264,57 @@ def _terminate(popen: subprocess.Popen, grace: float) -> None:
             continue
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")  # docker's container names, at most 255 characters
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
+_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+_MEMORY = re.compile(r"[0-9]{1,9}m?\Z")
+_SCALARS = (str, int, float, bool)
+
+
+def checked_config(config: dict[str, Any]) -> dict[str, Any]:
+    """MARO's create config, checked before anything runs: names a container, an image and a command; labels and
+    environments are maps of names to scalars; resources are numbers. RuntimeFailure (400) says what is wrong."""
+    def fail(what: str) -> RuntimeFailure:
+        return RuntimeFailure(f"create config: {what}")
+
+    _checked_name(config)
+    if not isinstance(config.get("image_name"), str) or not config["image_name"] or len(config["image_name"]) > 1024:
+        raise fail("image_name must be a non-empty string")
+    if not isinstance(config.get("command", ""), str) or len(config.get("command", "")) > 512 * 1024:
+        raise fail("command must be a string")
+    for key, pattern in (("environments", _ENV_NAME), ("labels", _LABEL)):
+        value = config.get(key) or {}
+        if not isinstance(value, dict) or len(value) > 10_000:
+            raise fail(f"{key} must be an object")
+        for name, item in value.items():
+            if not pattern.match(name) or not isinstance(item, _SCALARS) or len(str(item)) > 128 * 1024:
+                raise fail(f"{key}: {name[:60]!r} must be a name with a string or number value")
+    job_id = (config.get("labels") or {}).get("job_id", "unknown")
+    if not isinstance(job_id, str) or not _NAME.match(job_id):
+        raise fail("labels.job_id must be a plain name")
+    cpu = config.get("cpu", 1)
+    if isinstance(cpu, bool) or not isinstance(cpu, (int, float, str)) or not _number_text(cpu):
+        raise fail("cpu must be a number")
+    if not _MEMORY.match(str(config.get("memory", "0m"))):
+        raise fail("memory must be <MB>m")
+    volumes = config.get("volumes") or []
+    if not isinstance(volumes, list) or not all(isinstance(v, str) and ":" in v for v in volumes):
+        raise fail("volumes must be a list of source:target strings")
+    return config
+
+
+def _number_text(value: Any) -> bool:
+    try:
+        return 0 < float(value) < 1e6
+    except (TypeError, ValueError):
+        return False
+
+
 def _checked_name(config: dict[str, Any]) -> str:
     name = config.get("container_name")
-    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-        raise RuntimeFailure("create config: container_name must be a plain name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise RuntimeFailure("create config: container_name must be a plain name of at most 255 characters "
+                             "(letters, digits, _ . -)")
     return name
 
 
@@ -169,9 +323,10 @@ class DockerRuntime:
 
     kind = "docker"
 
-    def __init__(self, data_dir: Path, grace: float = 10.0):
+    def __init__(self, data_dir: Path, grace: float = 10.0, node: Optional[str] = None):
         self.data_dir = Path(data_dir)
         self.grace = grace
+        self.node = node  # only this node's containers are its own (several nodes may share one engine)
 
     @staticmethod
     def available() -> bool:
@@ -208,8 +363,24 @@ class DockerRuntime:
         (details,) = json.loads(self._docker("inspect", name))
         return {"Name": name, "State": details["State"], "Config": {"Labels": details["Config"].get("Labels") or {}}}
 
+    def inspect_all(self) -> list[dict[str, Any]]:
+        """Every container of this node in one `docker inspect` (one call per container made each heartbeat slow
+        once a node had run many)."""
+        names = self.names()
+        if not names:
+            return []
+        done = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True, timeout=120)
+        try:
+            details = json.loads(done.stdout or "[]")
+        except ValueError:
+            return []
+        return [{"Name": item.get("Name", "").lstrip("/"), "State": item["State"],
+                 "Config": {"Labels": (item.get("Config") or {}).get("Labels") or {}}}
+                for item in details if isinstance(item, dict) and "State" in item]
+
     def names(self) -> list[str]:
-        out = self._docker("ps", "-a", "--filter", "label=container_name", "--format", "{{.Names}}")
+        label = f"label=node_name={self.node}" if self.node else "label=container_name"
+        out = self._docker("ps", "-a", "--filter", label, "--format", "{{.Names}}")
         return [line for line in out.splitlines() if line]
 
     def stop(self, name: str) -> None:

@@ -3,7 +3,9 @@
 Each pass, in this order:
 1. **Nodes.** A node whose heartbeat (`state.check_time`, Redis TIME) is older than `lost_after` is marked `Lost`
    (MARO has no such check: a dead node keeps its last record forever); its running containers are reported
-   with state `Status: lost`.
+   with state `Status: lost`. Silence counts only while Redis itself answers: after the master starts, or after
+   a pass that could not reach Redis, every node gets a whole `lost_after` again (an outage of Redis is not the
+   nodes' silence).
 2. **Containers.** Every node's containers, flattened into `name_to_container_details` (MARO deletes a misspelt
    key first, so containers that are gone never leave that hash; here the hash is replaced).
 3. **Killed tickets** (MARO's `:stop` semantics): every container of the job is stopped (kept, with its log and
@@ -13,9 +15,13 @@ Each pass, in this order:
    exiting with any other non-zero code is restarted only when the job asked for it as MARO's Proxy does
    (`job:<id>:runtime_details` has `rejoin:enable` 1), within `rejoin:max_restart_times` (counted per component in
    `job:<id>:component_id_to_restart_times`), placed single-metric-balanced on cpu as MARO re-places; 64 never is.
-5. **Job status** from its containers (MARO's rules, without its bugs, maro.md D.3): `running` while one runs;
-   then `failed` if any container ended non-zero or was lost (the first one is named in `message`), else `finish`
-   once every container ended 0. `killed`, `finish` and `failed` are final: a pass never changes them again.
+5. **Job status** from facts (verdict.py: the containers as their nodes report them, their true exit statuses,
+   OpenPAI's completion rules; MARO's rules had bugs, maro.md D.3): `running` while undecided; `failed` or
+   `finish` once the completion policy decides, `message` naming the task that decided it; the verdict is also
+   kept in `paictl:verdicts`. `killed`, `finish` and `failed` are final: a pass never changes them again. A job
+   decided while some of its containers still run has them stopped (OpenPAI ends a completed job's other tasks).
+   **Reconciling**: a running container of a final job, or of no job at all (a node that comes back with
+   containers the master already gave up on), is stopped.
 6. **Pending tickets**, in queue order, against the free resources of `Running` nodes computed once per pass:
    every container of a job is placed at once or none (placement.py; a misfit stays pending, its reason in
    `message`), then created through each node's API with MARO's create config and the environment of env.py. A
@@ -36,7 +42,8 @@ from . import node_api
 from .cluster import Cluster
 from .placement import Free, PlacementError, commit, place
 from .redis_records import (CONTAINERS, FINAL_STATUSES, KILL_ALL_EXIT_CODE, KILLED, NODES, NON_RESTART_EXIT_CODE,
-                            PENDING, Records, container_name, demands, node_lock)
+                            PENDING, Records, container_name, container_problem, demands, node_lock)
+from .verdict import decide, facts
 
 log = logging.getLogger("paictl.grass.master")
 NO_RESTART = {0, NON_RESTART_EXIT_CODE, KILL_ALL_EXIT_CODE}
@@ -50,6 +57,9 @@ class MasterAgent:
         self.records = Records(cluster, client)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        #: Redis TIME since when Redis has answered every pass (None: not since the last failure or the start).
+        self._answering_since: Optional[float] = None
+        self._reported: set[str] = set()
 
     # the loop
     def start(self) -> None:
@@ -61,6 +71,7 @@ class MasterAgent:
             try:
                 self.run_pass()
             except Exception as exc:  # noqa: BLE001 - a daemon: log, wait, try again (Redis may be restarting)
+                self._answering_since = None
                 log.warning("master pass failed: %s", exc)
             self._stop.wait(self.interval)
 
@@ -76,6 +87,8 @@ class MasterAgent:
     # one pass
     def run_pass(self) -> None:
         now = self.records.time()
+        if self._answering_since is None:
+            self._answering_since = now
         nodes = self.records.nodes()
         lost = self._mark_lost(nodes, now)
         containers = self._track_containers(nodes, lost)
@@ -84,12 +97,17 @@ class MasterAgent:
         for job in jobs.values():
             if job.get("status") == "running":
                 stopped = self._exit_codes(job, nodes, containers) or stopped
-        if stopped:  # the nodes have published the containers' ends: report them in this same pass
+        if stopped:  # the nodes have published the containers' ends and starts: report them in this same pass
             nodes = self.records.nodes()
             containers = {**containers, **self._track_containers(nodes, lost)}
         for job in jobs.values():
-            self._track_job(job, containers, now)
+            self._track_job(job, containers, nodes, now)
+        self._reconcile(jobs, nodes)
         self._pending(jobs, nodes, containers)
+        for key, problem in self.records.problems.items():
+            if key not in self._reported:
+                log.warning("skipped the malformed record %s: %s", key, problem)
+        self._reported = set(self.records.problems)
 
     def _mark_lost(self, nodes: dict[str, dict[str, Any]], now: float) -> set[str]:
         lost = set()
@@ -97,16 +115,17 @@ class MasterAgent:
             state = record.get("state") or {}
             if state.get("status") == "Lost":
                 lost.add(name)
-            elif state.get("status") == "Running" and now - float(state.get("check_time") or 0) \
+            elif state.get("status") == "Running" and now - max(_float(state.get("check_time")),
+                                                                 self._answering_since or now) \
                     > self.cluster.lost_after_seconds:
                 with self.records.redis.lock(node_lock(name), timeout=30, blocking_timeout=10):
                     current = self.records.node(name) or record
-                    if float(current.get("state", {}).get("check_time") or 0) == float(state.get("check_time") or 0):
+                    if _float((current.get("state") or {}).get("check_time")) == _float(state.get("check_time")):
                         current["state"] = {"status": "Lost", "check_time": state.get("check_time")}
                         self.records.redis.hset(NODES, name, json.dumps(current))
                         record.update(current)
                         lost.add(name)
-                        log.warning("node %s lost: no heartbeat for %.0f s", name, now - float(state["check_time"]))
+                        log.warning("node %s lost: no heartbeat for %.0f s", name, now - _float(state["check_time"]))
         return lost
 
     def _track_containers(self, nodes: dict[str, dict[str, Any]], lost: set[str]) -> dict[str, dict[str, Any]]:
@@ -153,7 +172,8 @@ class MasterAgent:
 
     def _exit_codes(self, job: dict[str, Any], nodes: dict[str, dict[str, Any]],
                     containers: dict[str, dict[str, Any]]) -> bool:
-        """Exit 65 stops the job (True: containers were stopped); other codes restart when the job asked."""
+        """Exit 65 stops the job; other codes restart when the job asked. True when containers were stopped or
+        created (the nodes' records have changed)."""
         mine = latest_containers(job, containers)
         for container, details in mine.items():
             state = details.get("state") or {}
@@ -169,6 +189,7 @@ class MasterAgent:
         if runtime.get("rejoin:enable") != "1":
             return False
         limit = int(runtime.get("rejoin:max_restart_times", sys.maxsize))
+        restarted = False
         for container, details in mine.items():
             state = details.get("state") or {}
             if state.get("Status") != "exited" or state.get("ExitCode") in NO_RESTART:
@@ -185,7 +206,8 @@ class MasterAgent:
                 continue
             self.records.redis.hincrby(counts_key, details["component_id"], 1)
             containers.update(created)
-        return False
+            restarted = True
+        return restarted
 
     def _restart(self, job: dict[str, Any], details: dict[str, Any], restart: int,
                  nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -204,32 +226,56 @@ class MasterAgent:
             hosts[(labels.get("component_type"), int(labels.get("component_index", 0)))] = record["hostname"]
         return hosts
 
-    def _track_job(self, job: dict[str, Any], containers: dict[str, dict[str, Any]], now: float) -> None:
+    def _track_job(self, job: dict[str, Any], containers: dict[str, dict[str, Any]],
+                   nodes: dict[str, dict[str, Any]], now: float) -> None:
         before = json.dumps(job, sort_keys=True)
-        job["containers"] = {name: details for name, details in sorted(containers.items())
+        # A container no node reports any more stays in the record as it was last seen (the facts call it removed),
+        # so a node agent restarted without its containers cannot turn a task back into a pending one.
+        previous = {name: details for name, details in (job.get("containers") or {}).items()
+                    if container_problem(details) is None}
+        job["containers"] = {name: details for name, details in sorted({**previous, **containers}.items())
                              if details.get("job_id") == job["id"]}
         if job.get("status") in FINAL_STATUSES:
             if json.dumps(job, sort_keys=True) != before:  # the containers of a stopped job come to an end
                 self.records.update_job(job)
             return
         job["check_time"] = now
-        mine = latest_containers(job, containers)
-        if mine:
-            states = [details.get("state") or {} for details in mine.values()]
-            expected = sum(int(c["num"]) for c in job["components"].values())
-            if any(state.get("Running") for state in states):
-                job["status"] = "running"
-            else:
-                failed = [(name, details) for name, details in mine.items()
-                          if (details.get("state") or {}).get("ExitCode") != 0]
-                if failed:
-                    job["status"] = "failed"
-                    job["message"] = failure_message(*failed[0])
-                elif len(mine) >= expected:
-                    job["status"] = "finish"
-                    job["message"] = ""
+        if job["containers"]:
+            decision = decide(job, facts(job, nodes, job["containers"].items(), self.records.exits(job["id"])),
+                              stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status")),
+                              restartable=self.records.rejoin(job))
+            status = _STATUS.get(decision.state.value)
+            if status is not None:
+                job["status"] = status
+                job["message"] = "" if status == "running" else decision.message
+            if decision.state.is_final:
+                self.records.keep_verdict(job["id"], {"state": decision.state.value, "code": decision.code,
+                                                      "trigger": list(decision.trigger) if decision.trigger else None,
+                                                      "message": decision.message})
+                if decision.running:
+                    self._stop_containers(job, nodes)
         if json.dumps(job, sort_keys=True) != before:
             self.records.update_job(job)
+
+    def _reconcile(self, jobs: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
+        """Stop running containers of final jobs, and of jobs the cluster does not know (a node came back)."""
+        final = {job["id"] for job in jobs.values() if job.get("status") in FINAL_STATUSES}
+        known = {job["id"] for job in jobs.values()}
+        for name, record in nodes.items():
+            if (record.get("state") or {}).get("status") != "Running":
+                continue
+            for container, details in (record.get("containers") or {}).items():
+                job_id = details.get("job_id")
+                if not (details.get("state") or {}).get("Running") or (job_id in known and job_id not in final):
+                    continue
+                if not isinstance(job_id, str) or not job_id.startswith("job"):
+                    continue  # not a Grass job's container
+                try:
+                    node_api.stop(record, container, token=self.cluster.token)
+                    log.warning("stopped %s on node %s: its job is %s", container, name,
+                                "over" if job_id in known else "unknown")
+                except node_api.NodeApiError as exc:
+                    log.warning("cannot stop %s: %s", container, exc)
 
     def _pending(self, jobs: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]],
                  containers: dict[str, dict[str, Any]]) -> None:
@@ -305,6 +351,18 @@ def create_config(cluster: Cluster, job: dict[str, Any], component: str, index: 
     return config
 
 
+#: Verdict states as MARO's job statuses (pending stays pending).
+_STATUS = {"running": "running", "stopping": "killed", "stopped": "killed", "succeeded": "finish",
+           "failed": "failed"}
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def free_resources(nodes: dict[str, dict[str, Any]]) -> list[Free]:
     """MARO's get_free_resources: `target_free_*` of every Running node, in the hash's order."""
     free = []
@@ -331,12 +389,3 @@ def latest_containers(job: dict[str, Any], containers: dict[str, dict[str, Any]]
         if key not in newest or restart > newest[key][0]:
             newest[key] = (restart, name)
     return {name: containers[name] for _, name in sorted(newest.values(), key=lambda item: item[1])}
-
-
-def failure_message(name: str, details: dict[str, Any]) -> str:
-    state = details.get("state") or {}
-    who = f"container {name} ({details.get('component_type')} {details.get('component_index')})"
-    if state.get("Status") == "lost":
-        return f"{who} was running on node {details.get('node_name')}, which was lost (no heartbeat)"
-    return f"{who} on node {details.get('node_name')} exited {state.get('ExitCode')}"
-

@@ -34,7 +34,7 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from .cluster import Cluster, Node
-from .containers import DockerRuntime, ProcessRuntime, RuntimeFailure
+from .containers import DockerRuntime, ProcessRuntime, RuntimeFailure, checked_config
 from .redis_records import NODES, memory_mb, node_lock
 
 log = logging.getLogger("paictl.grass.node")
@@ -66,7 +66,7 @@ class NodeAgent:
     """One node: `start()` serves the API and publishes the record every `interval` seconds until `close()`."""
 
     def __init__(self, cluster: Cluster, name: str, *, work_dir: Path, interval: Optional[float] = None,
-                 runtime: Any = None, client: Any = None):
+                 runtime: Any = None, client: Any = None, engine: str = "auto"):
         from .redis_records import connect
 
         self.cluster = cluster
@@ -74,7 +74,8 @@ class NodeAgent:
         self.interval = interval if interval is not None else cluster.check_interval
         data_dir = Path(cluster.master.data) if cluster.master.data else Path(work_dir) / "data"
         if runtime is None:
-            runtime = DockerRuntime(data_dir) if DockerRuntime.available() else ProcessRuntime(work_dir, data_dir)
+            docker = engine == "docker" or (engine == "auto" and DockerRuntime.available())
+            runtime = DockerRuntime(data_dir, node=name) if docker else ProcessRuntime(work_dir, data_dir)
         self.runtime = runtime
         self.redis = client if client is not None else connect(cluster)
         self.resources = detect_resources(self.node)
@@ -86,13 +87,9 @@ class NodeAgent:
     # the record
     def containers(self) -> dict[str, dict[str, Any]]:
         found = {}
-        for name in self.runtime.names():
-            try:
-                details = self.runtime.inspect(name)
-            except RuntimeFailure:
-                continue
+        for details in self.runtime.inspect_all():
             labels = dict(details["Config"]["Labels"])
-            found[labels.get("container_name", name)] = {**labels, "state": details["State"]}
+            found[labels.get("container_name", details["Name"])] = {**labels, "state": details["State"]}
         return found
 
     def record_fields(self, containers: dict[str, dict[str, Any]], status: str, now: float) -> dict[str, Any]:
@@ -163,16 +160,83 @@ class NodeAgent:
         self.publish(status="Stopped")
 
 
+#: The API's bounds: connections served at once (more wait in the kernel's backlog), seconds a connection may sit
+#: idle or take to send its headers and body, and a body's size and JSON depth.
+MAX_CONNECTIONS = 32
+IDLE_SECONDS = 10.0
+MAX_BODY = 1024 * 1024
+MAX_DEPTH = 32
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """One thread per connection, at most MAX_CONNECTIONS of them; a connection over the bound waits for a slot
+    for IDLE_SECONDS, then is answered 503."""
+
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(timeout=IDLE_SECONDS):
+            try:
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def _serve(agent: NodeAgent) -> ThreadingHTTPServer:
     handler = type("NodeApiHandler", (_Handler,), {"agent": agent})
-    server = ThreadingHTTPServer((agent.node.hostname, agent.node.api_port), handler)
-    server.daemon_threads = True
-    return server
+    return _BoundedServer((agent.node.hostname, agent.node.api_port), handler)
+
+
+class _Refused(Exception):
+    """A request paictl answers with `status` and a JSON error."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _depth(text: bytes) -> int:
+    """How deeply the JSON text nests (brackets outside strings), without parsing it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 class _Handler(BaseHTTPRequestHandler):
     agent: NodeAgent
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS  # the socket's: idle keep-alive connections and slow headers or bodies end
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         log.debug("node api: " + format, *args)
@@ -196,15 +260,56 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > 4 * 1024 * 1024:
-            raise RuntimeFailure("request too large")
-        return json.loads(self.rfile.read(length) or b"{}")
+        if self.headers.get("Transfer-Encoding"):
+            raise _Refused(411, "send the body with a Content-Length")
+        text = self.headers.get("Content-Length") or "0"
+        if not text.isdigit():
+            raise _Refused(400, "Content-Length is not a number")
+        length = int(text)
+        if length > MAX_BODY:
+            self.close_connection = True
+            raise _Refused(413, f"the body is over {MAX_BODY} bytes")
+        try:
+            data = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise _Refused(408, f"the body did not arrive within {IDLE_SECONDS:g} s") from None
+        if len(data) < length:
+            self.close_connection = True
+            raise _Refused(400, "the body is shorter than its Content-Length")
+        if _depth(data) > MAX_DEPTH:
+            raise _Refused(400, f"the JSON body nests deeper than {MAX_DEPTH}")
+        try:
+            return json.loads(data or b"{}")
+        except (ValueError, RecursionError):
+            raise _Refused(400, "the body is not JSON") from None
+
+    def _answer(self, handle) -> None:
+        """Run `handle`; whatever happens, the client gets an HTTP answer (MARO's node API answers 400 for a
+        failure; a request paictl refuses gets its own status)."""
+        try:
+            if self._authorised():
+                handle(unquote(self.path.split("?", 1)[0]))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client left: nobody to answer
+        except _Refused as exc:
+            self._reply(exc.status, {"error": str(exc)})
+        except RuntimeFailure as exc:
+            self._reply(400, {"error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - one bad request never goes unanswered
+            log.exception("node api: %s %s", self.command, self.path[:200])
+            self._reply(500, {"error": f"internal error: {type(exc).__name__}"})
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        if not self._authorised():
-            return
-        path = unquote(self.path.split("?", 1)[0])
+        self._answer(self._get)
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._answer(self._post)
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._answer(self._delete)
+
+    def _get(self, path: str) -> None:
         if path == "/v1/status":
             self._reply(200, {"status": "OK", "time": time.time()})
         elif path.startswith(API_PREFIX + "/") and path.endswith("/logs"):
@@ -216,16 +321,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._reply(404, {"error": "not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
-        if not self._authorised():
-            return
-        path = unquote(self.path.split("?", 1)[0])
+    def _post(self, path: str) -> None:
         try:
             if path == API_PREFIX:
                 config = self._body()
                 if not isinstance(config, dict):
                     raise RuntimeFailure("the create config must be a JSON object")
-                details = self.agent.runtime.create(config)
+                details = self.agent.runtime.create(checked_config(config))
                 self.agent.publish()
                 self._reply(200, details)
             elif path.startswith(API_PREFIX + "/") and path.endswith(":stop"):
@@ -234,13 +336,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(200, {})
             else:
                 self._reply(404, {"error": "not found"})
-        except (RuntimeFailure, ValueError, KeyError) as exc:
+        except (ValueError, KeyError) as exc:
             self._reply(400, {"error": str(exc)})
 
-    def do_DELETE(self) -> None:  # noqa: N802
-        if not self._authorised():
-            return
-        path = unquote(self.path.split("?", 1)[0])
+    def _delete(self, path: str) -> None:
         if not path.startswith(API_PREFIX + "/"):
             self._reply(404, {"error": "not found"})
             return

@@ -15,6 +15,10 @@ class NodeApiError(ClusterError):
     """A node's API could not be reached or refused the call."""
 
 
+class NoLogRoute(NodeApiError):
+    """The node's API has no logs route (MARO's node API answers such a path with Flask's HTML 404 page)."""
+
+
 def call(node: Mapping[str, Any], method: str, path: str, *, token: Optional[str] = None, body: Any = None,
          timeout: float = 30.0) -> bytes:
     """`method` `path` on the node whose record (or cluster-file entry) is `node`; the answer's body."""
@@ -29,19 +33,34 @@ def call(node: Mapping[str, Any], method: str, path: str, *, token: Optional[str
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http to a cluster node
             return response.read()
     except urllib.error.HTTPError as exc:
-        detail = exc.read()[:300].decode("utf-8", "replace")
+        body = exc.read()[:4096]
+        if exc.code in (404, 405) and not _json_error(body):
+            raise NoLogRoute(f"node {node.get('name', '?')}: {method} {path}: HTTP {exc.code} (no such route)") \
+                from None
+        detail = body[:300].decode("utf-8", "replace")
         raise NodeApiError(f"node {node.get('name', '?')}: {method} {path}: HTTP {exc.code} {detail}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise NodeApiError(f"node {node.get('name', '?')} at {url}: {reason}") from None
 
 
+def _json_error(body: bytes) -> bool:
+    try:
+        return isinstance(json.loads(body), dict)
+    except ValueError:
+        return False
+
+
 def _host(hostname: str) -> str:
     return f"[{hostname}]" if ":" in hostname else hostname
 
 
+#: Seconds a create may take: `docker run` may pull the image first (MARO's own client waits without a limit).
+CREATE_SECONDS = 300.0
+
+
 def create(node: Mapping[str, Any], config: dict[str, Any], *, token: Optional[str] = None) -> dict[str, Any]:
-    return json.loads(call(node, "POST", "/v1/containers", token=token, body=config))
+    return json.loads(call(node, "POST", "/v1/containers", token=token, body=config, timeout=CREATE_SECONDS))
 
 
 def stop(node: Mapping[str, Any], name: str, *, token: Optional[str] = None) -> None:

@@ -9,8 +9,8 @@ that node and every node it set aside back. When two keys are equal, heapq compa
 MARO's `BasicResource` ordering: two resources are equal when all three amounts are; `a < b` when `a` is not at
 least `b` on every amount. That ordering is not a total order, so which of two tied nodes comes first depends on
 the heap's shape; the only way to land where MARO lands is to run the same heap operations with the same
-comparison, which is what `_Amounts` and `place` do (our code, MARO's semantics; tests/targets/grass checks the
-two orderings agree on every pair of a grid of amounts).
+comparison, which is what `_Rest` and `place` do (our code, MARO's semantics; tests/targets/grass checks the two
+orderings agree on every pair of a grid of amounts, and the placements against MARO's own ResourceController).
 
 Two things MARO does that paictl does not copy: a job that does not fit leaves its partial subtractions on the free
 resources the rest of the pass uses (here the job's placement works on a copy and is committed only when every
@@ -64,52 +64,41 @@ class PlacementError(ClusterError):
 
 
 class _Amounts:
-    """cpu, memory and gpu, in heap entries `(key, _Amounts)` ordered exactly as MARO's `(key, BasicResource)`.
-
-    On equal keys a tuple asks its second items `==` and then `<`. BasicResource says `==` when all three amounts
-    are equal, which makes the tuples equal (so not less); otherwise `<` is "not at least as much of all three".
-    Here `==` is identity (never true between two entries) and `__lt__` is that one test, which is also false
-    for equal amounts: the same answers, with one Python call per tie instead of two, and none when keys differ.
-    """
+    """A node's or a container's cpu, memory and gpu (a node's change as containers are placed on it)."""
 
     __slots__ = ("label", "cpu", "memory", "gpu")
 
     def __init__(self, label: str, cpu: float, memory: float, gpu: float):
         self.label, self.cpu, self.memory, self.gpu = label, cpu, memory, gpu
 
-    def __lt__(self, other: _Amounts) -> bool:
-        return not (self.cpu >= other.cpu and self.memory >= other.memory and self.gpu >= other.gpu)
 
+class _Rest(tuple):
+    """The two amounts other than the heap's metric, as the second item of a heap entry.
 
-class _CpuKeyed(_Amounts):
-    """`_Amounts` in heaps keyed on cpu: `<` is only asked on equal keys, i.e. equal cpu, so cpu need not be
-    compared again (the same answer, faster: this comparison is most of placement's time)."""
+    MARO's heaps hold `(key, BasicResource)`; on equal keys a tuple asks the resources `==` (all three amounts
+    equal: the tuples are equal, so neither is less) and then `<` ("not at least as much of all three"). Here an
+    entry is `(key, _Rest, nan, _Amounts)`: on equal keys the metric is equal, so `==` of the other two (tuple's
+    own, in C) is MARO's `==`, and `_Rest.__lt__` is MARO's `<` on them. When they are equal too, the next items
+    are two distinct NaNs, which are neither equal nor less: the entries compare as MARO's equal resources do,
+    and the `_Amounts` after them is never compared. Same answers as MARO's, with a Python call only for ties
+    between different amounts (most ties are between equal ones: nodes of one shape, containers of one size).
+    """
 
     __slots__ = ()
 
-    def __lt__(self, other: _Amounts) -> bool:
-        return not (self.memory >= other.memory and self.gpu >= other.gpu)
+    def __lt__(self, other: tuple) -> bool:  # type: ignore[override]
+        return not (self[0] >= other[0] and self[1] >= other[1])
 
 
-class _MemoryKeyed(_Amounts):
-    __slots__ = ()
-
-    def __lt__(self, other: _Amounts) -> bool:
-        return not (self.cpu >= other.cpu and self.gpu >= other.gpu)
+_OTHERS = {"cpu": ("memory", "gpu"), "memory": ("cpu", "gpu"), "gpu": ("cpu", "memory")}
 
 
-class _GpuKeyed(_Amounts):
-    __slots__ = ()
-
-    def __lt__(self, other: _Amounts) -> bool:
-        return not (self.cpu >= other.cpu and self.memory >= other.memory)
+_INF = float("inf")
 
 
-_KEYED = {"cpu": _CpuKeyed, "memory": _MemoryKeyed, "gpu": _GpuKeyed}
-
-
-def _push(heap: list[tuple[float, _Amounts]], item: _Amounts, key: float) -> None:
-    heapq.heappush(heap, (key, item))
+def _entry(key: float, amounts: _Amounts, metric: str) -> tuple:
+    first, second = _OTHERS[metric]
+    return (key, _Rest((getattr(amounts, first), getattr(amounts, second))), _INF - _INF, amounts)
 
 
 def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric: str) -> dict[str, str]:
@@ -123,38 +112,40 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     if metric not in METRICS:
         raise PlacementError(f"allocation metric {metric!r} is not one of {', '.join(METRICS)}")
     sign = -1 if mode == "single-metric-balanced" else 1
-    keyed = _KEYED[metric]
-    wanted: list[tuple[float, _Amounts]] = []
+    pop, push, key = heapq.heappop, heapq.heappush, operator.attrgetter(metric)
+    first, second = _OTHERS[metric]
+    wanted: list[tuple] = []
     by_label = {}
     for demand in demands:
-        amounts = keyed(demand.name, demand.cpu, demand.memory, demand.gpu)
+        amounts = _Amounts(demand.name, demand.cpu, demand.memory, demand.gpu)
         by_label[demand.name] = demand
-        _push(wanted, amounts, -getattr(amounts, metric))
-    nodes: list[tuple[float, _Amounts]] = []
+        push(wanted, _entry(-key(amounts), amounts, metric))
+    nodes: list[tuple] = []
     for item in free:
-        amounts = keyed(item.node, item.cpu, item.memory, item.gpu)
-        _push(nodes, amounts, sign * getattr(amounts, metric))
+        amounts = _Amounts(item.node, item.cpu, item.memory, item.gpu)
+        push(nodes, _entry(sign * key(amounts), amounts, metric))
     plan: dict[str, str] = {}
-    pop, push, key = heapq.heappop, heapq.heappush, operator.attrgetter(metric)
+    rest, inf = _Rest, _INF
+    others = operator.attrgetter(first, second)
     while wanted:  # the hot loop: heap calls and attribute tests inlined
-        needed = pop(wanted)[1]
+        needed = pop(wanted)[3]
         cpu, memory, gpu = needed.cpu, needed.memory, needed.gpu
-        set_aside = []  # heap entries as popped: they go back with the same key, so the same tuple goes back
+        set_aside = []  # heap entries as popped: they go back unchanged, so the same tuple goes back
         chosen = None
         while nodes:
             entry = pop(nodes)
-            candidate = entry[1]
+            candidate = entry[3]
             if candidate.cpu >= cpu and candidate.memory >= memory and candidate.gpu >= gpu:
                 chosen = candidate
                 break
             set_aside.append(entry)
         if chosen is None:
-            raise _misfit(by_label[needed.label], [entry[1] for entry in set_aside], demands)
+            raise _misfit(by_label[needed.label], [entry[3] for entry in set_aside], demands)
         plan[needed.label] = chosen.label
         chosen.cpu -= cpu
         chosen.memory -= memory
         chosen.gpu -= gpu
-        push(nodes, (sign * key(chosen), chosen))
+        push(nodes, (sign * key(chosen), rest(others(chosen)), inf - inf, chosen))  # inf - inf: a new NaN
         for entry in set_aside:
             push(nodes, entry)
     return plan

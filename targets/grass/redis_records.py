@@ -28,6 +28,14 @@ CONTAINERS = "name_to_container_details"
 PENDING = "pending_job_tickets"
 KILLED = "killed_job_tickets"
 FINAL_STATUSES = ("finish", "failed", "killed")
+#: paictl's own keys beside MARO's: the wrapper's records (wrapper.py), a stop's time, and verdicts once reached
+#: (so a master that rewrites a job's status from stale records cannot change them).
+EXITS = "paictl:job:{job_id}:exits"
+HOSTS = "paictl:job:{job_id}:hosts"
+STOPS = "paictl:stops"
+VERDICTS = "paictl:verdicts"
+#: Bounds on what a record may claim (a record is shared state anybody on the cluster network can write).
+MAX_INSTANCES = 100_000
 #: maro/utils/exit_code.py: a container exiting 64 is never restarted; 65 stops every container of its job.
 NON_RESTART_EXIT_CODE = 64
 KILL_ALL_EXIT_CODE = 65
@@ -86,12 +94,111 @@ def connect(cluster: Cluster, *, timeout: float = 5.0):
                        decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def job_problem(job: Any) -> Optional[str]:
+    """What makes a job record unusable, or None. Only what paictl reads is checked."""
+    if not isinstance(job, dict):
+        return "not a JSON object"
+    for key in ("name", "id"):
+        if not isinstance(job.get(key), str) or not job[key]:
+            return f"'{key}' is not a non-empty string"
+    if not isinstance(job.get("status", ""), str):
+        return "'status' is not a string"
+    components = job.get("components")
+    if not isinstance(components, dict) or not components:
+        return "'components' is not a non-empty object"
+    for name, details in components.items():
+        where = f"components.{name}"
+        if not isinstance(details, dict):
+            return f"'{where}' is not an object"
+        if not isinstance(details.get("id"), str):
+            return f"'{where}.id' is not a string"
+        num = details.get("num")
+        if not isinstance(num, int) or isinstance(num, bool) or not 0 <= num <= MAX_INSTANCES:
+            return f"'{where}.num' is not a count from 0 to {MAX_INSTANCES}"
+        resources = details.get("resources")
+        if not isinstance(resources, dict) or not _number(resources.get("cpu")) or not _number(resources.get("gpu")) \
+                or not isinstance(resources.get("memory"), str) or not str(resources["memory"]).rstrip("m").isdigit():
+            return f"'{where}.resources' is not {{cpu: number, memory: \"<MB>m\", gpu: number}}"
+        for key in ("command", "image"):
+            if not isinstance(details.get(key), str):
+                return f"'{where}.{key}' is not a string"
+        if not isinstance(details.get("mount"), dict) or not isinstance(details["mount"].get("target"), str):
+            return f"'{where}.mount.target' is not a string"
+    for key in ("containers", "tags", "allocation"):
+        if key in job and not isinstance(job[key], dict):
+            return f"'{key}' is not an object"
+    return None
+
+
+def container_problem(details: Any) -> Optional[str]:
+    """A container record paictl can use: MARO's labels (as strings) and docker's `State`."""
+    if not isinstance(details, dict):
+        return "not a JSON object"
+    if not isinstance(details.get("state"), dict):
+        return "'state' is not an object"
+    for key in ("job_id", "component_id", "component_type"):
+        if not isinstance(details.get(key), str):
+            return f"'{key}' is not a string"
+    if not str(details.get("component_index")).isdigit():
+        return "'component_index' is not a number"
+    if "node_name" in details and not isinstance(details["node_name"], str):
+        return "'node_name' is not a string"
+    if not str(details.get("restart_index", 0)).isdigit():
+        return "'restart_index' is not a number"
+    return None
+
+
+def node_problem(node: Any) -> Optional[str]:
+    if not isinstance(node, dict):
+        return "not a JSON object"
+    if not isinstance(node.get("hostname"), str) or not node["hostname"]:
+        return "'hostname' is not a non-empty string"
+    port = (node.get("api_server") or {}).get("port") if isinstance(node.get("api_server"), dict) else None
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        return "'api_server.port' is not a port number"
+    for key in ("state", "resources", "containers"):
+        if key in node and not isinstance(node[key], dict):
+            return f"'{key}' is not an object"
+    return None
+
+
 class Records:
-    """Typed access to MARO's keys; every Redis failure becomes ClusterError (exit 3) naming the master."""
+    """Typed access to MARO's keys; every Redis failure becomes ClusterError (exit 3) naming the master.
+
+    Every record is untrusted: one that is not JSON or lacks what paictl reads is left out, and `problems` says
+    which key and what is wrong (the master logs them, `status` prints them as notes), so one bad record never stops
+    a pass or a command."""
 
     def __init__(self, cluster: Cluster, client: Any = None):
         self.cluster = cluster
         self.redis = client if client is not None else connect(cluster)
+        self.problems: dict[str, str] = {}
+
+    def _decode(self, key: str, field: str, text: Any, check) -> Optional[dict[str, Any]]:
+        where = f"{key}[{field[:80]!r}]"
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError, RecursionError):
+            self.problems[where] = "not JSON"
+            return None
+        problem = check(value)
+        if problem:
+            self.problems[where] = problem
+            return None
+        self.problems.pop(where, None)
+        return value
+
+    def _hash(self, key: str, check) -> dict[str, dict[str, Any]]:
+        out = {}
+        for field, text in self._call("hgetall", key).items():
+            value = self._decode(key, field, text, check)
+            if value is not None:
+                out[field] = value
+        return out
 
     def _call(self, method: str, *args: Any) -> Any:
         import redis
@@ -103,11 +210,18 @@ class Records:
 
     # jobs
     def job(self, name: str) -> Optional[dict[str, Any]]:
+        """The job's record; None when there is none; ClusterError (naming the key) when it is malformed."""
         text = self._call("hget", JOBS, name)
-        return json.loads(text) if text else None
+        if text is None:
+            return None
+        job = self._decode(JOBS, name, text, job_problem)
+        if job is None:
+            raise ClusterError(f"the record of job {name!r} ({JOBS}[{name!r}]) on {self.cluster.redis_address} is "
+                               f"malformed: {self.problems[f'{JOBS}[{name[:80]!r}]']}")
+        return job
 
     def jobs(self) -> dict[str, dict[str, Any]]:
-        return {name: json.loads(text) for name, text in self._call("hgetall", JOBS).items()}
+        return self._hash(JOBS, job_problem)
 
     def update_job(self, job: dict[str, Any]) -> bool:
         """Write `job` back only if the record is still this run of the job (same id), atomically: the master never
@@ -120,7 +234,11 @@ class Records:
                     try:
                         pipe.watch(JOBS)
                         text = pipe.hget(JOBS, job["name"])
-                        if not text or json.loads(text).get("id") != job["id"]:
+                        try:
+                            current = json.loads(text) if text else None
+                        except ValueError:
+                            current = None
+                        if not isinstance(current, dict) or current.get("id") != job["id"]:
                             pipe.unwatch()
                             return False
                         pipe.multi()
@@ -150,23 +268,78 @@ class Records:
     def killed(self) -> list[str]:
         return self._call("lrange", KILLED, 0, -1)
 
-    def kill(self, name: str) -> None:
-        """MARO's `POST /v1/jobs/<name>:stop`: queue a killed ticket and keep the job's details."""
-        self._call("rpush", KILLED, name)
+    def kill(self, job: dict[str, Any]) -> None:
+        """MARO's `POST /v1/jobs/<name>:stop` (drop the pending ticket, queue a killed ticket, keep the job's
+        details), and the time of the stop, in one transaction."""
+        import redis
+
+        try:
+            seconds, micros = self.redis.time()
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.lrem(PENDING, 0, job["name"])
+            pipe.rpush(KILLED, job["name"])
+            pipe.hsetnx(STOPS, job["id"], f"{seconds + micros / 1e6:.6f}")
+            pipe.execute()
+        except redis.RedisError as exc:
+            raise ClusterError(f"grass master {self.cluster.redis_address}: redis: {exc}") from None
 
     def drop_ticket(self, queue: str, name: str) -> None:
         self._call("lrem", queue, 0, name)
 
     # nodes and containers
     def nodes(self) -> dict[str, dict[str, Any]]:
-        return {name: json.loads(text) for name, text in self._call("hgetall", NODES).items()}
+        return {name: self._usable_containers(name, node) for name, node in self._hash(NODES, node_problem).items()}
 
     def node(self, name: str) -> Optional[dict[str, Any]]:
         text = self._call("hget", NODES, name)
-        return json.loads(text) if text else None
+        node = self._decode(NODES, name, text, node_problem) if text else None
+        return self._usable_containers(name, node) if node is not None else None
+
+    def _usable_containers(self, name: str, node: dict[str, Any]) -> dict[str, Any]:
+        """The node with only the container records paictl can use (a bad one is noted, the node kept)."""
+        containers = node.get("containers") or {}
+        for container, details in list(containers.items()):
+            problem = container_problem(details)
+            where = f"{NODES}[{name[:80]!r}].containers[{container[:80]!r}]"
+            if problem:
+                self.problems[where] = problem
+                del containers[container]
+            else:
+                self.problems.pop(where, None)
+        return node
 
     def containers(self) -> dict[str, dict[str, Any]]:
-        return {name: json.loads(text) for name, text in self._call("hgetall", CONTAINERS).items()}
+        return self._hash(CONTAINERS, container_problem)
+
+    # paictl's own keys
+    def exits(self, job_id: str) -> dict[str, str]:
+        return self._call("hgetall", EXITS.format(job_id=job_id))
+
+    def rejoin(self, job: dict[str, Any]):
+        """Whether the master will restart a failed container of `job` (verdict.rejoin)."""
+        from .verdict import rejoin
+
+        runtime = self._call("hgetall", f"job:{job['id']}:runtime_details")
+        counts = self._call("hgetall", f"job:{job['id']}:component_id_to_restart_times") if runtime else {}
+        return rejoin(job, runtime, counts)
+
+    def stopped_at(self, job_id: str) -> Optional[float]:
+        text = self._call("hget", STOPS, job_id)
+        try:
+            return float(text) if text is not None else None
+        except ValueError:
+            return 0.0  # a stop was asked for, at an unreadable time
+
+    def verdict(self, job_id: str) -> Optional[dict[str, Any]]:
+        text = self._call("hget", VERDICTS, job_id)
+        if text is None:
+            return None
+        return self._decode(VERDICTS, job_id, text, lambda v: None if isinstance(v, dict) and isinstance(
+            v.get("state"), str) and isinstance(v.get("message", ""), str) else "not a verdict")
+
+    def keep_verdict(self, job_id: str, verdict: dict[str, Any]) -> None:
+        """Record a verdict once: the first one reached stays (HSETNX)."""
+        self._call("hsetnx", VERDICTS, job_id, json.dumps(verdict))
 
     def job_containers(self, job: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         for name, details in sorted(self.containers().items()):

@@ -18,8 +18,6 @@
 
 from __future__ import annotations
 
-import re
-import shlex
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from paictl.protocol.codes import finding
@@ -41,15 +39,16 @@ PLAN_KIND = "GrassPlan"
 DEFAULT_ALLOCATION = {"mode": "single-metric-balanced", "metric": "cpu"}
 DEFAULT_MODE = "grass/on-premises"
 DEFAULT_MOUNT = "/mnt/data"
-_SHELL = "bash -o errexit -o nounset -o pipefail -c"
 _EXTRAS_KEYS = {"allocation", "mode", "mount"}
-_EXPANDING = re.compile(r'[$`"\\!\']')
 
 
 def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
                   secrets_from: str | None = None, document: Document | None = None,
-                  cluster: Optional[Cluster] = None) -> list[dict[str, Any]]:
-    """[job file] or, with a cluster, [job file, plan]. Raises InvalidJobError (E821, E822) and PlacementError."""
+                  cluster: Optional[Cluster] = None, redis: Optional[str] = None) -> list[dict[str, Any]]:
+    """[job file] or, with a cluster, [job file, plan]. Raises InvalidJobError (E821, E822) and PlacementError.
+
+    `redis` (host:port; default: the cluster's) is where the commands find the master's Redis under a master that
+    does not set their PAI_* variables (a stock MARO master); `submit` always passes its cluster's."""
     from paictl.compiler.render import render_entrypoint
     from paictl.errors import UsageError
 
@@ -57,8 +56,17 @@ def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
 
     if secrets_from is not None:
         raise UsageError("--secrets-from names a Kubernetes Secret; Grass has no secret store")
+    from paictl.targets.framework.env import min_failed
+
+    from . import wrapper
+    from .env import job_env, role_exports, table_text
+    from .redis_records import KILL_ALL_EXIT_CODE, NON_RESTART_EXIT_CODE
+
     errors: list[Finding] = []
     settings = _settings(job, errors)
+    scalars, table = job_env(job, profile)
+    if redis is None and cluster is not None:
+        redis = cluster.redis_address
     components = {}
     for role in job.task_roles:
         entrypoint = render_entrypoint(job, role.name, parameters)
@@ -81,71 +89,70 @@ def compile_grass(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
                           "gpu": role.resources.gpu},
             "num": role.instances,
             "mount": {"target": settings["mount"]},
-            "command": command_line(job, profile, role, entrypoint),
+            "command": wrapper.command(role_exports(job, role, scalars), entrypoint, redis=redis,
+                                       fail_status=KILL_ALL_EXIT_CODE if min_failed(role) == 1 else
+                                       NON_RESTART_EXIT_CODE),
         }
     raise_if_any(errors, document, document.path if document is not None else "<job>")
     job_file = {"mode": settings["mode"], "name": job.name, "allocation": settings["allocation"],
-                "components": components}
+                "tags": {wrapper.ENV_TAG: table_text(table)}, "components": components}
     if cluster is None:
         return [job_file]
     return [job_file, plan(job, profile, job_file, cluster)]
 
 
-def command_line(job: Job, profile: Profile, role: TaskRole, entrypoint: str) -> str:
-    """The component's `command`: export the static PAI_* variables, then run the entrypoint under bash."""
-    from .env import static_exports
-
-    exports = []
-    for name, value in static_exports(job, profile, role).items():
-        # Double quotes keep the script free of single quotes (so shlex.quote below stays readable); a value with
-        # characters the shell expands inside double quotes is single-quoted instead. Only $COMPONENT_INDEX expands.
-        plain = value == "$COMPONENT_INDEX" or not _EXPANDING.search(value)
-        exports.append(f"export {name}=" + (f'"{value}"' if plain else shlex.quote(value)))
-    script = "\n".join(exports) + "\n" + entrypoint
-    return f"{_SHELL} {shlex.quote(script)}"
+#: What a plan shows for the ids MARO's records draw per submission (a job submitted twice runs twice, with new
+#: container names: a fixed id would collide with the containers its previous run left on the nodes).
+AT_SUBMIT = "(assigned at submit)"
 
 
 def plan(job: Job, profile: Profile, job_file: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
-    """Every container's node, resources and environment, placed as MARO would on the cluster's idle nodes."""
-    from .env import container_env, static_exports
-    from .placement import Free, place
-    from .redis_records import container_name, demands, standardise
+    """Where each container lands, placed as MARO would on the cluster's idle nodes, and what it starts with: the
+    job-wide variables once (`env`), each container's own beside it. Ids are drawn at submit, and say so."""
+    from .env import parse_table, peer_env, role_exports
+    from .placement import Demand, Free, place
+    from .wrapper import ENV_TAG
 
-    record = standardise(job_file, seed=job.name)
     free, notes = [], []
     for node in cluster.nodes:
         if "all" in (node.cpu, node.memory, node.gpu):
             notes.append(f"node {node.name} is left out: its resources are 'all', known only to its agent")
             continue
         free.append(Free(node=node.name, cpu=float(node.cpu), memory=float(node.memory), gpu=float(node.gpu)))
-    wanted = demands(record)
+    wanted = [Demand(name=f"{component}-{index}", component=component, index=index,
+                     cpu=float(details["resources"]["cpu"]), memory=float(details["resources"]["memory"][:-1]),
+                     gpu=float(details["resources"]["gpu"]))
+              for component, details in job_file["components"].items() for index in range(details["num"])]
     placement = place(wanted, free, mode=job_file["allocation"]["mode"], metric=job_file["allocation"]["metric"])
     hosts = {(d.component, d.index): cluster.node(placement[d.name]).hostname for d in wanted}
+    env = {**parse_table(job_file["tags"][ENV_TAG]), **peer_env(job_file, hosts),
+           "CLUSTER_ID": cluster.id, "CLUSTER_NAME": cluster.name, "JOB_ID": AT_SUBMIT, "JOB_NAME": job.name,
+           "MASTER_HOSTNAME": cluster.master.hostname, "MASTER_REDIS_PORT": str(cluster.master.redis_port),
+           "PYTHONUNBUFFERED": "0"}
     roles = {role.name: role for role in job.task_roles}
     containers = []
     for demand in wanted:
         node = cluster.node(placement[demand.name])
-        name = container_name(record, demand.component, demand.index)
-        env = container_env(cluster, {"name": node.name, "id": node.name, "hostname": node.hostname}, record,
-                            demand.component, demand.index, name, hosts)
-        static = static_exports(job, profile, roles[demand.component])
-        env.update({key: env["COMPONENT_INDEX"] if value == "$COMPONENT_INDEX" else value
-                    for key, value in static.items()})
+        own = {key: str(demand.index) if value == "$COMPONENT_INDEX" else value
+               for key, value in role_exports(job, roles[demand.component], {}).items()}
+        own.update({"NODE_ID": node.name, "NODE_NAME": node.name, "COMPONENT_ID": AT_SUBMIT,
+                    "COMPONENT_TYPE": demand.component, "COMPONENT_INDEX": str(demand.index),
+                    "CONTAINER_NAME": AT_SUBMIT, "PAI_CURRENT_CONTAINER_IP": node.hostname,
+                    "PAI_CONTAINER_HOST_IP": node.hostname})
         containers.append({
-            "name": name, "node": node.name, "hostname": node.hostname, "component": demand.component,
-            "index": demand.index,
-            "resources": dict(record["components"][demand.component]["resources"]),
-            "env": dict(sorted(env.items())),
+            "task": demand.name, "node": node.name, "hostname": node.hostname, "component": demand.component,
+            "index": demand.index, "resources": dict(job_file["components"][demand.component]["resources"]),
+            "env": dict(sorted(own.items())),
         })
     return {
         "apiVersion": PLAN_API_VERSION,
         "kind": PLAN_KIND,
         "metadata": {"name": job.name},
         "cluster": {"name": cluster.name, "id": cluster.id, "redis": cluster.redis_address},
-        "job": {"id": record["id"], "name": job.name,
-                "components": {name: details["id"] for name, details in record["components"].items()}},
+        "job": {"id": AT_SUBMIT, "name": job.name, "components": {name: AT_SUBMIT for name in job_file["components"]}},
         "allocation": dict(job_file["allocation"]),
         "notes": notes,
+        "env": dict(sorted(env.items())),
         "containers": containers,
     }
 
@@ -201,11 +208,12 @@ def master_agent(cluster_files: list[str], *, interval: Optional[float] = None) 
     return MasterAgent(load_cluster(cluster_files), interval=interval)
 
 
-def node_agent(cluster_files: list[str], name: str, *, work_dir: Any, interval: Optional[float] = None) -> Any:
+def node_agent(cluster_files: list[str], name: str, *, work_dir: Any, interval: Optional[float] = None,
+               engine: str = "auto") -> Any:
     """`paictl grass node`: the agent of node `name`; its API is served once `start()` is called."""
     from .node import NodeAgent
 
-    return NodeAgent(load_cluster(cluster_files), name, work_dir=work_dir, interval=interval)
+    return NodeAgent(load_cluster(cluster_files), name, work_dir=work_dir, interval=interval, engine=engine)
 
 
 #: The `Target` protocol's entry point (paictl.targets.get_target("grass").compile).

@@ -18,6 +18,12 @@ INTERVAL_OPTION = typer.Option(None, "--interval", metavar="SECONDS",
                                     "else MARO's 5).")
 
 
+class Engine(str, enum.Enum):
+    auto = "auto"
+    docker = "docker"
+    process = "process"
+
+
 class PlanFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -30,21 +36,27 @@ def _logging(verbose: bool) -> None:
 
 
 def _run(agent, *, started: bool = False) -> None:
-    """Serve until SIGTERM or Ctrl-C, then close the agent (a node marks itself Stopped)."""
+    """Serve until SIGTERM (exit 0) or Ctrl-C (130), then close the agent (a node marks itself Stopped). SIGTERM only
+    sets a flag, so a signal arriving while the agent closes cannot cut the closing short."""
     import signal
+    import threading
 
-    def _stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    interrupted = False
     try:
         if not started:
             agent.start()
-        agent.wait()
+        while not stopping.wait(0.5):
+            pass
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         agent.close()
+    if interrupted:
+        raise typer.Exit(130)
 
 
 @grass_app.command("master")
@@ -74,6 +86,9 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
 def node_command(cluster: List[str] = CLUSTER_OPTION,
                  name: str = typer.Option(..., "--name", metavar="NODE", help="This node's name in the cluster file."),
                  interval: Optional[float] = INTERVAL_OPTION,
+                 engine: Engine = typer.Option(Engine.auto, "--containers",
+                                               help="docker (the engine DOCKER_HOST names), process (host "
+                                                    "processes), or auto: docker when `docker info` answers."),
                  work_dir: Path = typer.Option(Path(".paictl/grass"), "--work-dir", metavar="DIR",
                                                help="Where host-process containers keep their logs."),
                  verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
@@ -88,7 +103,8 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
 
     _logging(verbose)
     try:
-        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval)
+        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval,
+                                               engine=engine.value)
         agent.start()
     except InvalidJobError as error:
         report_invalid(error)
@@ -130,10 +146,10 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
         typer.echo(json.dumps(plan, indent=2))
         return
     typer.echo(f"{plan['metadata']['name']} on {plan['cluster']['name']}: {plan['allocation']['mode']} on "
-               f"{plan['allocation']['metric']}")
+               f"{plan['allocation']['metric']} (job, component and container ids are drawn at submit)")
     for note in plan["notes"]:
         typer.echo(f"  note: {note}")
     for item in plan["containers"]:
         resources = item["resources"]
-        typer.echo(f"  {item['component']}-{item['index']}  {item['node']} ({item['hostname']})  cpu "
-                   f"{resources['cpu']} memory {resources['memory']} gpu {resources['gpu']}  {item['name']}")
+        typer.echo(f"  {item['task']}  {item['node']} ({item['hostname']})  cpu "
+                   f"{resources['cpu']} memory {resources['memory']} gpu {resources['gpu']}")

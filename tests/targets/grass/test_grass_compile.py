@@ -61,9 +61,13 @@ def test_example_plan_is_packed_by_memory_as_maro_would():
     assert placed == {("learner", 0): "node-c", ("actor", 1): "node-c", ("actor", 0): "node-a",
                       ("actor", 2): "node-a"}
     learner = plan["containers"][0]
-    assert learner["env"]["PAI_HOST_IP_learner_0"] == "10.0.0.7"
-    assert learner["env"]["MASTER_HOSTNAME"] == "10.0.0.4" and learner["env"]["MASTER_REDIS_PORT"] == "6379"
+    assert plan["env"]["PAI_HOST_IP_learner_0"] == "10.0.0.7"
+    assert plan["env"]["PAI_TASK_ROLE_actor_HOST_LIST"] == "10.0.0.5,10.0.0.7,10.0.0.5"
+    assert plan["env"]["MASTER_HOSTNAME"] == "10.0.0.4" and plan["env"]["MASTER_REDIS_PORT"] == "6379"
     assert learner["env"]["PAI_TASK_INDEX"] == "0" and learner["env"]["COMPONENT_TYPE"] == "learner"
+    assert learner["env"]["PAI_CURRENT_CONTAINER_IP"] == "10.0.0.7" and learner["task"] == "learner-0"
+    # MARO draws the ids at submit: the plan says so rather than showing names that will not run
+    assert plan["job"]["id"] == learner["env"]["CONTAINER_NAME"] == "(assigned at submit)"
 
 
 def test_plans_are_deterministic():
@@ -78,9 +82,14 @@ def test_the_command_runs_the_entrypoint_with_the_pai_variables(tmp_path):
     text = (EXAMPLES / "grass-hello.yaml").read_text()
     (job_file,) = compiled(text)
     command = job_file["components"]["main"]["command"]
-    env = {"PATH": "/usr/bin:/bin", "COMPONENT_INDEX": "1", "CONTAINER_NAME": "x", "NODE_NAME": "n1"}
+    # as paictl's master starts it: every variable given, so the wrapper needs no Redis
+    env = {"PATH": "/usr/bin:/bin", "COMPONENT_INDEX": "1", "CONTAINER_NAME": "x", "NODE_NAME": "n1",
+           "PAICTL_MASTER": "paictl"}
     done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout) == (0, "hello from x (main 1) on n1\n")
+    # a command that fails keeps its status under paictl's master
+    failing = command.replace("echo \"hello", "exit 3; echo \"hello", 1)
+    assert subprocess.run(["sh", "-c", failing], env=env, capture_output=True, timeout=30).returncode == 3
 
 
 def test_secrets_in_commands_are_refused_and_never_printed():
@@ -170,8 +179,9 @@ def test_every_valid_corpus_job_compiles_to_a_valid_job_file_or_is_refused_for_s
 def test_grass_plan_command_text_and_json(run_cli):
     code, out, err = run_cli("grass", "plan", str(EXAMPLES / "grass-actor-learner.yaml"), "--cluster", CLUSTER)
     assert (code, err) == (0, "")
-    assert out.splitlines()[0] == "grass-actor-learner on lab: single-metric-compacted on memory"
-    assert out.splitlines()[1].startswith("  learner-0  node-c (10.0.0.7)  cpu 4 memory 8192m gpu 0  jobd8e90acc-")
+    assert out.splitlines()[0] == ("grass-actor-learner on lab: single-metric-compacted on memory (job, component "
+                                   "and container ids are drawn at submit)")
+    assert out.splitlines()[1] == "  learner-0  node-c (10.0.0.7)  cpu 4 memory 8192m gpu 0"
     code, out, err = run_cli("grass", "plan", str(EXAMPLES / "grass-actor-learner.yaml"), "--cluster", CLUSTER,
                              "--format", "json")
     assert code == 0 and json.loads(out)["kind"] == "GrassPlan"
@@ -217,7 +227,8 @@ def test_standardised_job_is_maros_record():
 
     (job_file,) = compiled((EXAMPLES / "grass-actor-learner.yaml").read_text())
     record = standardise(job_file, seed="s1")
-    assert record["status"] == "pending" and record["containers"] == {} and record["tags"] == {}
+    assert record["status"] == "pending" and record["containers"] == {} and record["tags"] == job_file["tags"]
+    assert record["tags"]["paictl_env"].startswith("PAI_TASK_ROLE_LIST=learner,actor ")
     assert record["id"].startswith("job") and len(record["id"]) == 11
     assert all(c["id"].startswith("component") and len(c["id"]) == 17 for c in record["components"].values())
     assert standardise(job_file, seed="s2")["id"] != record["id"]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from grass_cluster_harness import GrassCluster, needs_redis, wait_for
+from grass_cluster_harness import GrassCluster, leftover_containers, needs_redis, wait_for
 from paictl.targets.backend import BackendOptions
 from paictl.targets.compiled import compile_job
 from paictl.targets.grass.backend import GrassBackend
@@ -31,10 +31,13 @@ taskRoles:
 """
 
 
-def role(name: str, command: str, *, instances: int = 1, cpu: int = 1) -> str:
+def role(name: str, command: str, *, instances: int = 1, cpu: int = 1, all_complete: bool = False) -> str:
+    """A task role; `all_complete`: the job succeeds only once every task completed (minSucceededInstances -1),
+    not when this role's instances all succeeded (OpenPAI's default)."""
     return (f"  {name}:\n    instances: {instances}\n    dockerImage: img\n"
             f"    resourcePerInstance: {{cpu: {cpu}, memoryMB: 512, gpu: 0}}\n"
-            f"    commands: [{json.dumps(command)}]\n")
+            + ("    completion: {minSucceededInstances: -1}\n" if all_complete else "")
+            + f"    commands: [{json.dumps(command)}]\n")
 
 
 @pytest.fixture
@@ -71,8 +74,9 @@ def running(grass, name: str, count: int):
 
 def test_two_roles_run_across_both_nodes_to_finish(grass):
     submission = submit(grass, "two", role("ping", 'echo "ping $PAI_TASK_INDEX on $NODE_NAME, peer $PAI_HOST_IP_pong_0"',
-                                           cpu=2),
-                        role("pong", 'echo "pong on $NODE_NAME: $PAI_TASK_ROLE_LIST $COMPONENT_TYPE"', cpu=2))
+                                           cpu=2, all_complete=True),
+                        role("pong", 'echo "pong on $NODE_NAME: $PAI_TASK_ROLE_LIST $COMPONENT_TYPE"', cpu=2,
+                             all_complete=True))
     view = final(grass, "two", submission.uid)
     assert view.state is JobState.SUCCEEDED and view.completion_code == 0
     # each node has 2 cores and each container wants 2: one per node
@@ -83,8 +87,9 @@ def test_two_roles_run_across_both_nodes_to_finish(grass):
     ping_node = next(t.node for t in view.tasks if t.role == "ping")
     pong_node = next(t.node for t in view.tasks if t.role == "pong")
     assert lines == {("ping", f"ping 0 on {ping_node}, peer 127.0.0.1"), ("pong", f"pong on {pong_node}: ping,pong pong")}
-    record = json.loads(grass.client().hget("name_to_job_details", "two"))
-    assert (record["status"], record["id"], len(record["containers"])) == ("finish", submission.uid, 2)
+    record = wait_for(lambda: (lambda r: r if r["status"] == "finish" else None)(
+        json.loads(grass.client().hget("name_to_job_details", "two"))), what="the master's finish")
+    assert (record["id"], len(record["containers"])) == (submission.uid, 2)
     assert grass.client().lrange("pending_job_tickets", 0, -1) == []
     assert grass.backend.has_job("two") and not grass.backend.has_job("three")
     assert [(v.name, v.state) for v in grass.backend.list()] == [("two", JobState.SUCCEEDED)]
@@ -96,7 +101,8 @@ def test_a_failing_job_fails_with_the_diagnosed_phrase(grass):
     assert view.state is JobState.FAILED and view.completion_code == 127
     (task,) = view.tasks
     assert (task.exit_code, task.diagnosis) == (127, "220 UserCommandExitWithError")
-    assert view.message.endswith("exited 127: 220 UserCommandExitWithError")
+    assert view.message.startswith("main-0 (container ") and "exited 127; FailedTaskCount 1 has reached " \
+        "MinFailedTaskCount 1 in TaskRole main (220 UserCommandExitWithError)" in view.message
     assert view.triggered_by == ("main", 0)
     excerpt = grass.backend.failure_excerpt(view)
     assert excerpt is not None and any("no-such-program-xyz" in line for line in excerpt.lines)
@@ -106,7 +112,10 @@ def test_exit_65_stops_the_whole_job(grass):
     submit(grass, "kill-all", role("quitter", "sleep 1; exit 65"), role("worker", "sleep 300"))
     view = final(grass, "kill-all")
     assert view.state is JobState.FAILED
-    assert "exited 65: every container of the job was stopped" in view.message
+    assert "quitter-0 (container " in view.message and "exited 65; FailedTaskCount 1" in view.message
+    view = wait_for(lambda: (lambda v: v if all(t.state == "exited" for t in v.tasks) else None)(
+        grass.backend.describe("kill-all")), what="every container stopped")
+    assert view.state is JobState.FAILED
     states = {t.role: (t.state, t.exit_code) for t in view.tasks}
     assert states["quitter"] == ("exited", 65)
     assert states["worker"][0] == "exited" and states["worker"][1] in (143, 137)  # SIGTERM, or SIGKILL after grace
@@ -131,7 +140,7 @@ def test_exit_64_is_never_restarted_while_other_codes_are(grass):
 
 
 def test_a_node_agent_killed_mid_job_is_reported(grass):
-    submit(grass, "lost", role("short", "sleep 3", cpu=2), role("long", "sleep 300", cpu=2))
+    submit(grass, "lost", role("kept", "sleep 300", cpu=2), role("long", "sleep 300", cpu=2))
     view = running(grass, "lost", 2)
     victim = next(t.node for t in view.tasks if t.role == "long")
     grass.kill_agent(victim)
@@ -139,7 +148,13 @@ def test_a_node_agent_killed_mid_job_is_reported(grass):
     assert final_view.state is JobState.FAILED
     long_task = next(t for t in final_view.tasks if t.role == "long")
     assert (long_task.state, long_task.node) == ("lost", victim)
-    assert f"was running on node {victim}, which was lost (no heartbeat)" in final_view.message
+    assert f"long-0 (container " in final_view.message and f"on node {victim}) was lost: its node stopped " \
+        "reporting; FailedTaskCount 1" in final_view.message
+    # OpenPAI ends a failed job's other tasks: the master stops the survivor on the live node
+    kept = wait_for(lambda: (lambda t: t if t.state == "exited" else None)(
+        next(t for t in grass.backend.describe("lost").tasks if t.role == "kept")), what="the other task stopped")
+    assert kept.exit_code in (143, 137)
+    assert grass.backend.describe("lost").state is JobState.FAILED  # the verdict stays
     node = json.loads(grass.client().hget("name_to_node_details", victim))
     assert node["state"]["status"] == "Lost"
 
@@ -232,8 +247,92 @@ def test_the_commands_submit_follow_status_logs_and_stop(grass, run_cli, tmp_pat
     code, out, err = run_cli("status", *cluster)
     assert code == 0 and "cli" in out
     code, out, err = run_cli("stop", "cli", *cluster)
-    assert (code, out) == (0, "grass-job/cli already finish\n")
+    assert (code, out) == (0, "grass-job/cli already succeeded\n")
     code, out, err = run_cli("status", "nope", *cluster)
     assert code == 3 and "no job 'nope' on grass cluster test" in err
     code, out, err = run_cli("submit", str(job), "--target", "grass")
     assert code == 2 and "--target grass needs --cluster FILE" in err
+
+
+def _node(grass, name: str) -> dict:
+    return json.loads(grass.client().hget("name_to_node_details", name))
+
+
+def test_a_node_agent_restarted_mid_job_adopts_its_containers(grass):
+    submission = submit(grass, "adopted", role("main", "sleep 6; echo finished", cpu=2))
+    view = running(grass, "adopted", 1)
+    victim = view.tasks[0].node
+    grass.kill_agent(victim)  # SIGKILL: its container goes on, as a docker container outlives its node agent
+    grass.start_agent(victim, "node", "--name", victim, "--work-dir", str(grass.root / victim))
+    # back before lost_after: it reports the container as running, and its CPUs as taken
+    wait_for(lambda: grass.agents[victim].poll() is None and _node(grass, victim)["resources"]["target_free_cpu"] == 0
+             and any(c["state"]["Running"] for c in _node(grass, victim)["containers"].values()),
+             what="the restarted node reporting its container", explain=grass.logs)
+    done = final(grass, "adopted", submission.uid)
+    assert (done.state, done.tasks[0].exit_code) == (JobState.SUCCEEDED, 0)
+    assert [line.text for line in grass.backend.logs("adopted").lines] == ["finished"]
+
+
+def test_a_node_lost_and_back_stops_what_it_no_longer_owns(grass):
+    submit(grass, "gone", role("main", "sleep 300", cpu=2))
+    victim = running(grass, "gone", 1).tasks[0].node
+    grass.kill_agent(victim)
+    view = final(grass, "gone")
+    assert view.state is JobState.FAILED and view.tasks[0].state == "lost"
+    grass.start_agent(victim, "node", "--name", victim, "--work-dir", str(grass.root / victim))
+    # the master stops the container of the failed job; the node reports all its CPUs free again
+    wait_for(lambda: _node(grass, victim)["state"]["status"] == "Running"
+             and _node(grass, victim)["resources"]["target_free_cpu"] == 2, what="the orphan stopped",
+             explain=grass.logs)
+    assert leftover_containers(grass.root) == []
+    assert grass.backend.describe("gone").state is JobState.FAILED  # the verdict stays
+
+
+def test_redis_down_longer_than_lost_after_fails_nothing(grass):
+    from grass_cluster_harness import LOST_AFTER
+
+    submission = submit(grass, "patient", role("a", f"sleep {LOST_AFTER + 8:.0f}; echo a-done", cpu=2,
+                                               all_complete=True),
+                        role("b", f"sleep {LOST_AFTER + 8:.0f}; echo b-done", cpu=2, all_complete=True))
+    running(grass, "patient", 2)
+    grass.stop_redis()
+    time.sleep(LOST_AFTER + 3)
+    grass.start_redis()
+    view = final(grass, "patient", submission.uid)
+    assert view.state is JobState.SUCCEEDED, view
+    for name in ("n1", "n2"):
+        assert _node(grass, name)["state"]["status"] == "Running"
+
+
+def test_the_master_restarted_mid_job_takes_it_to_its_verdict(grass):
+    submission = submit(grass, "steady", role("main", "sleep 4; exit 3"))
+    running(grass, "steady", 1)
+    grass.kill_agent("master")
+    time.sleep(1)
+    grass.start_agent("master", "master")
+    view = final(grass, "steady", submission.uid)
+    assert (view.state, view.completion_code) == (JobState.FAILED, 3)
+
+
+def test_malformed_records_are_skipped_and_named(grass, run_cli):
+    client = grass.client()
+    client.hset("name_to_job_details", "not-json", "{oops")
+    client.hset("name_to_job_details", "bad-shape", json.dumps({"name": "bad-shape", "id": "job00000000",
+                                                                "components": {"main": {"num": "many"}}}))
+    client.rpush("pending_job_tickets", "not-json", "bad-shape")
+    client.hset("name_to_node_details", "ghost", json.dumps({"hostname": 7}))
+    node = _node(grass, "n1")
+    client.hset("name_to_container_details", "weird", json.dumps({"state": "running"}))
+    submission = submit(grass, "healthy", role("main", "echo fine"))
+    view = final(grass, "healthy", submission.uid)
+    assert view.state is JobState.SUCCEEDED  # the master's passes went on
+    assert node["state"]["status"] == "Running"
+    cluster = ["--target", "grass", "--cluster", str(grass.cluster_file)]
+    code, out, err = run_cli("status", *cluster)
+    assert code == 0 and "healthy" in out and "Traceback" not in out + err
+    code, out, err = run_cli("status", "bad-shape", *cluster)
+    assert code == 3 and "name_to_job_details['bad-shape']" in err and "'components.main.id'" in err
+    assert len(err.strip().splitlines()) == 1
+    master_log = (grass.root / "master.log").read_text()
+    assert "skipped the malformed record name_to_job_details['not-json']: not JSON" in master_log
+    assert "name_to_node_details['ghost']: 'hostname' is not a non-empty string" in master_log

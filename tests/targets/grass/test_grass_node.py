@@ -104,3 +104,77 @@ def test_a_redis_outage_is_survived(node):
     harness.start_redis()
     wait_for(lambda: node.publish(), what="publishing again")
     assert record(node)["state"]["status"] == "Running"
+
+
+def _raw(agent, payload: bytes, *, wait: float = 15.0) -> bytes:
+    """Send raw bytes to the API; what comes back before the server closes or `wait` passes."""
+    import socket
+
+    with socket.create_connection(agent.address, timeout=wait) as conn:
+        conn.sendall(payload)
+        chunks = []
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+        except socket.timeout:
+            pass
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize("change, status", [
+    ({"labels": "not a map"}, 400),
+    ({"environments": ["A=1"]}, 400),
+    ({"environments": {"A": {"nested": 1}}}, 400),
+    ({"container_name": "x" * 10_000}, 400),
+    ({"labels": {"job_id": "../../../escaped-by-job-id-27"}}, 400),
+    ({"cpu": "lots"}, 400),
+])
+def test_every_malformed_create_config_gets_an_http_answer(node, change, status, tmp_path):
+    name = "job0000aaaa-component0000bbbb-0-badbad"
+    config = maro_create_config(name, "true")
+    for key, value in change.items():
+        if key == "labels" and isinstance(value, dict):
+            config["labels"] = {**config["labels"], **value}
+        else:
+            config[key] = value
+    code, body = call(node, "POST", "/v1/containers", config)
+    assert code == status and "create config" in json.loads(body)["error"]
+    assert record(node)["containers"] == {}
+    assert not list(tmp_path.parent.parent.glob("**/escaped-by-job-id-27*"))
+
+
+def test_deep_big_and_slow_requests_are_answered_and_bounded(node):
+    from paictl.targets.grass import node as node_module
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    head = b"POST /v1/containers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    answer = _raw(node, head + b"Content-Length: %d\r\n\r\n" % len(deep) + deep)
+    assert answer.startswith(b"HTTP/1.1 400") and b"nests deeper" in answer
+    answer = _raw(node, head + b"Content-Length: 99999999\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 413")
+    answer = _raw(node, head + b"Content-Length: 50\r\n\r\n{\"short\":", wait=30)  # then silence
+    assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive" in answer
+    # idle connections are closed after the idle timeout, so they cannot hold the server's threads
+    import socket
+    import time
+
+    started = time.monotonic()
+    with socket.create_connection(node.address, timeout=node_module.IDLE_SECONDS * 3) as idle:
+        assert idle.recv(100) == b""
+    assert time.monotonic() - started < node_module.IDLE_SECONDS * 2
+
+
+def test_a_cluster_file_diagnostic_never_shows_the_password_or_the_token(tmp_path, run_cli):
+    cluster = tmp_path / "bad.yaml"
+    cluster.write_text("name: c\ntoken: s3cr3t-token-value\nmaster: {hostname: 10.0.0.4, redis: {port: 6379, "
+                       "password: hunter2-pass, tls: maybe}}\nnodes: []\n")
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: j\ntype: job\nprerequisites: [{name: i, type: dockerimage, uri: x}]\n"
+                   "taskRoles:\n  main: {dockerImage: i, resourcePerInstance: {cpu: 1, memoryMB: 1, gpu: 0}, "
+                   "commands: [x]}\n")
+    code, out, err = run_cli("compile", str(job), "--target", "grass", "--cluster", str(cluster))
+    assert code == 2 and "tls" in err
+    assert "hunter2" not in out + err and "s3cr3t" not in out + err

@@ -7,6 +7,8 @@ comparison decides, where `a < b` whenever `a` is not at least `b` on cpu, memor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from paictl.targets.grass.placement import Demand, Free, PlacementError, commit, place
@@ -183,14 +185,14 @@ def reference_place(demands, free, mode, metric):
 def test_the_fast_comparison_agrees_with_maros_on_every_pair_of_a_grid(metric):
     from itertools import product
 
-    from paictl.targets.grass.placement import _KEYED
+    from paictl.targets.grass.placement import _Amounts, _entry
 
     grid = list(product([0, 1, 2], [0, 1024, 2048], [0, 1]))
-    keyed = _KEYED[metric]
     index = ["cpu", "memory", "gpu"].index(metric)
     for a, b in product(grid, grid):
         for sign in (1, -1):
-            mine = ((sign * a[index], keyed("a", *a)) < (sign * b[index], keyed("b", *b)))
+            mine = _entry(sign * a[index], _Amounts("a", *a), metric) < _entry(sign * b[index], _Amounts("b", *b),
+                                                                                metric)
             theirs = ((sign * a[index], ReferenceResource("a", *a)) < (sign * b[index], ReferenceResource("b", *b)))
             assert mine == theirs, (a, b, sign)
 
@@ -214,3 +216,53 @@ def test_random_workloads_land_where_maros_loop_puts_them(seed):
                     place(demands, free, mode=mode, metric=metric)
             else:
                 assert place(demands, free, mode=mode, metric=metric) == expected
+
+
+MARO_LIB = Path(__file__).resolve().parents[4] / "shared" / "peers" / "maro" / "maro" / "cli" / "grass" / "lib"
+
+
+@pytest.fixture(scope="module")
+def maro_controller():
+    """MARO's own ResourceController, imported from ../shared/peers/maro (unchanged; no bytecode written there)."""
+    import sys
+
+    if not MARO_LIB.is_dir():
+        pytest.skip("MARO is not beside the project")
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, str(MARO_LIB))
+    try:
+        from services.master_agent.agent import ResourceController
+        from services.utils.resource import ContainerResource, NodeResource
+    except ImportError as exc:
+        pytest.skip(f"MARO's master agent cannot be imported here: {exc}")
+    finally:
+        sys.path.remove(str(MARO_LIB))
+    return ResourceController, ContainerResource, NodeResource
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_placements_equal_maros_own_resource_controller(seed, maro_controller):
+    import logging
+    import random
+
+    controller, container, node = maro_controller
+    logging.getLogger("services.master_agent.agent").setLevel(logging.CRITICAL)
+    rng = random.Random(1000 + seed)
+    sizes = [(rng.choice([0.5, 1, 2, 4]), rng.choice([512, 1024, 4096]), rng.choice([0, 0, 1])) for _ in range(4)]
+    demands = [Demand(name=f"c{i}", component=f"k{i % 4}", index=i // 4, cpu=sizes[i % 4][0], memory=sizes[i % 4][1],
+                      gpu=sizes[i % 4][2]) for i in range(rng.randint(1, 120))]
+    shapes = [(rng.choice([4, 8, 16]), rng.choice([8192, 16384]), rng.choice([0, 2])) for _ in range(3)]
+    free = [Free(node=f"n{i}", cpu=shapes[i % 3][0], memory=shapes[i % 3][1], gpu=shapes[i % 3][2])
+            for i in range(rng.randint(1, 20))]
+    for mode in (BALANCED, COMPACTED):
+        for metric in ("cpu", "memory", "gpu"):
+            required = [container(container_name=d.name, cpu=d.cpu, memory=d.memory, gpu=d.gpu) for d in demands]
+            nodes = [node(node_name=f.node, cpu=f.cpu, memory=f.memory, gpu=f.gpu) for f in free]
+            try:
+                expected = controller.get_allocation_plan({"mode": mode, "metric": metric}, required, nodes)
+            except Exception as exc:  # MARO's ResourceAllocationFailed
+                assert type(exc).__name__ == "ResourceAllocationFailed"
+                with pytest.raises(PlacementError):
+                    place(demands, free, mode=mode, metric=metric)
+                continue
+            assert place(demands, free, mode=mode, metric=metric) == expected, (mode, metric)

@@ -1,0 +1,306 @@
+"""MARO's own Grass services, unchanged, on loopback: its master API server and master agent, and a node (node API
+server and node agent), with a real redis-server and a real docker engine (../shared/reference/peers.md C and D);
+jobs can go in through MARO's own client (`submit_with_maro`: its job standardisation and its encrypted
+`POST /v1/jobs`, as `maro grass job start` does).
+
+Run from ../shared/peers/maro (never copied, never written: PYTHONDONTWRITEBYTECODE), by PYTHONPATH, with their
+Python dependencies in a virtual environment of their own (`maro_python`, cached under ~/.cache/paictl-tests and
+made by .ci/provision-grass.sh on CI). What MARO's SSH-driven `grass create` / `node join` would have set up is
+set up here instead (each an environment difference, listed in the README's Grass section):
+- HOME folders with `~/.maro-local/cluster/{cluster,master,node}_details.yml`, as MARO's init scripts write them;
+- `master_details` and the node's first record in Redis (`node join` writes them);
+- a `sudo` that runs its arguments (the tests run as root; MARO calls `sudo docker ...`);
+- a TCP sink on the fluentd port (MARO starts every container with docker's fluentd log driver, which needs a peer
+  to connect to at container start; what it sends is dropped);
+- the agents' `docker` talks to the test's engine (DOCKER_HOST);
+- a MARO user made by MARO's own `scripts.master.create_user`; the client's HOME is a scratch folder, where
+  `import maro` deploys its own copy of its templates (`~/.maro/lib`), as on a user's machine.
+MARO's agents wake every 5 s (hard-coded); tests allow for several intervals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+PEER = Path(__file__).resolve().parents[3] / "shared" / "peers" / "maro"
+LIB = PEER / "maro" / "cli" / "grass" / "lib"
+#: The services' imports (peers.md C), unpinned as MARO's own init_master.py installs them.
+REQUIREMENTS = ("redis", "flask", "gunicorn", "requests", "pyyaml", "psutil", "pyjwt", "cryptography", "deepdiff",
+                "numpy")
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paictl-tests"
+
+
+def missing() -> Optional[tuple[str, bool]]:
+    """Why MARO's services cannot run here, and whether that is a tool CI installs (then CI fails, not skips)."""
+    if not LIB.is_dir():
+        return f"MARO is not beside the project ({PEER})", False
+    if shutil.which("redis-server") is None:
+        return "redis-server is not installed (apt-get install redis-server)", True
+    return None
+
+
+def maro_python() -> Path:
+    """The interpreter of MARO's services: a venv with REQUIREMENTS, made once per machine."""
+    key = hashlib.sha256(" ".join(REQUIREMENTS).encode()).hexdigest()[:12]
+    venv = _CACHE / f"maro-venv-{key}"
+    python = venv / "bin" / "python"
+    if not (venv / ".complete").exists():
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *REQUIREMENTS],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip install {' '.join(REQUIREMENTS)} failed: {done.stderr[-1500:]}")
+        (venv / ".complete").write_text("ok\n")
+    return python
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class FluentdSink:
+    """Accepts docker's fluentd log driver and drops what it sends (MARO's master runs fluentd there)."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(64)
+        self.port = self.server.getsockname()[1]
+        self.received = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drain, args=(conn,), daemon=True).start()
+
+    def _drain(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                self.received += len(data)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def _yaml(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))  # JSON is YAML: MARO reads these with yaml.safe_load
+
+
+class MaroStack:
+    """redis-server, MARO's master agent, and MARO nodes (node API server under gunicorn + node agent)."""
+
+    def __init__(self, root: Path, *, cluster: str = "maro-test", cluster_id: str = "maro0test1"):
+        self.root = root
+        self.cluster, self.cluster_id = cluster, cluster_id
+        self.python = maro_python()
+        self.redis_port = free_port()
+        self.api_port = free_port()  # the master API server's, which the killed-job agent reads but never calls
+        self.fluentd = FluentdSink()
+        self.bin = root / "bin"
+        self.bin.mkdir(parents=True)
+        sudo = self.bin / "sudo"
+        sudo.write_text('#!/bin/sh\nexec "$@"\n')
+        sudo.chmod(0o755)
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.node_ports: dict[str, int] = {}
+        self.redis: Optional[subprocess.Popen] = None
+
+    # -- pieces -------------------------------------------------------------------------------------------------
+
+    def start_redis(self) -> None:
+        (self.root / "redis").mkdir(exist_ok=True)
+        self.redis = subprocess.Popen(
+            ["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--dir", str(self.root / "redis")],
+            stdout=open(self.root / "redis.log", "ab"), stderr=subprocess.STDOUT)
+        self.wait(lambda: self._ping(), "redis-server")
+
+    def stop_redis(self) -> None:
+        assert self.redis is not None
+        self.redis.terminate()
+        self.redis.wait(timeout=30)
+
+    def _ping(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis(port=self.redis_port, socket_timeout=1).ping())
+        except redis.RedisError:
+            return False
+
+    def client(self):
+        import redis
+
+        return redis.Redis(port=self.redis_port, decode_responses=True, socket_timeout=10)
+
+    def _home(self, role: str, node: Optional[str] = None) -> Path:
+        home = self.root / f"home-{role}"
+        local = home / ".maro-local" / "cluster"
+        _yaml(local / "cluster_details.yml", {"name": self.cluster, "id": self.cluster_id, "mode": "grass/on-premises",
+                                              "master": self.master_details()})
+        _yaml(local / "master_details.yml", self.master_details())
+        if node is not None:
+            _yaml(local / "node_details.yml", {"name": node, "id": node})
+        return home
+
+    def master_details(self) -> dict:
+        return {"hostname": "127.0.0.1", "private_ip_address": "127.0.0.1", "redis": {"port": self.redis_port},
+                "fluentd": {"port": self.fluentd.port}, "api_server": {"port": self.api_port}, "image_files": {}}
+
+    def _env(self, home: Path, docker_host: Optional[str] = None) -> dict[str, str]:
+        env = {"PATH": f"{self.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home),
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"}
+        if docker_host:
+            env["DOCKER_HOST"] = docker_host
+        return env
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        self.processes[name] = subprocess.Popen(argv, cwd=LIB, env=env, stdin=subprocess.DEVNULL,
+                                                stdout=open(self.root / f"{name}.log", "ab"),
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_master(self) -> None:
+        """MARO's master agent (its five loops), after `master_details` as `grass create` leaves it."""
+        self.client().set("master_details", json.dumps(self.master_details()))
+        self.client().set("cluster_details", json.dumps({"name": self.cluster, "id": self.cluster_id}))
+        home = self._home("master")
+        self._spawn("maro-master", [str(self.python), "-m", "services.master_agent.agent"], self._env(home))
+
+    def start_api(self) -> None:
+        """MARO's master API server (gunicorn, as its systemd unit runs it) and a MARO user for its client."""
+        home = self._home("master")
+        env = self._env(home)
+        self._spawn("maro-api", [str(self.python), "-m", "gunicorn", "--bind", f"127.0.0.1:{self.api_port}",
+                                 "--workers", "1", "--timeout", "120", "services.master_api_server.root:app"], env)
+        done = subprocess.run([str(self.python), "-m", "scripts.master.create_user", "paictl-test", "admin"],
+                              cwd=LIB, env=env, capture_output=True, text=True, timeout=120, check=True)
+        self.user = self.root / "maro-user.json"
+        self.user.write_text(done.stdout)
+        self.wait(lambda: self._answers(self.api_port), "MARO's master API server")
+
+    @staticmethod
+    def _answers(port: int) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    def submit_with_maro(self, job_file: dict) -> str:
+        """`maro grass job start` without its CLI (whose module cannot be imported at this commit, peers.md C): the
+        executor's standardisation, then MARO's encrypted client; the new job's id."""
+        home = self.root / "home-client"
+        home.mkdir(exist_ok=True)
+        path = self.root / f"job-{job_file['name']}.json"
+        path.write_text(json.dumps(job_file))
+        script = (
+            "import json, sys\n"
+            "from maro.cli.grass.executors.grass_executor import GrassExecutor\n"
+            "from maro.cli.grass.utils.master_api_client import MasterApiClientV1\n"
+            "user = json.load(open(sys.argv[1])); job = json.load(open(sys.argv[2]))\n"
+            "details = GrassExecutor._standardize_job_details(start_job_deployment=job)\n"
+            "MasterApiClientV1(master_hostname='127.0.0.1', master_api_server_port=int(sys.argv[3]),"
+            " user_id=user['id'], master_to_dev_encryption_private_key=user['master_to_dev_encryption_private_key'],"
+            " dev_to_master_encryption_public_key=user['dev_to_master_encryption_public_key'],"
+            " dev_to_master_signing_private_key=user['dev_to_master_signing_private_key']).create_job(details)\n"
+            "print(details['id'])\n")
+        env = {**self._env(home), "PYTHONPATH": str(PEER)}
+        done = subprocess.run([str(self.python), "-c", script, str(self.user), str(path), str(self.api_port)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise AssertionError(f"MARO's client failed: {done.stderr[-2000:]}\n{self.logs()}")
+        return done.stdout.strip().splitlines()[-1]
+
+    def stop(self, name: str) -> None:
+        process = self.processes.pop(name)
+        if process.poll() is None:
+            os.killpg(process.pid, 15)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait()
+
+    def add_node(self, name: str, docker_host: str, *, cpu: float = 8, memory: int = 8192) -> None:
+        """A MARO node: its first record (what `node join` writes), its API server and its agent."""
+        port = free_port()
+        self.node_ports[name] = port
+        record = {"name": name, "id": name, "hostname": "127.0.0.1", "private_ip_address": "127.0.0.1",
+                  "api_server": {"port": port}, "resources": {"cpu": cpu, "memory": memory, "gpu": 0},
+                  "containers": {}, "image_files": {}, "state": {"status": "Pending"}}
+        self.client().hset("name_to_node_details", name, json.dumps(record))
+        home = self._home(f"node-{name}", name)
+        env = self._env(home, docker_host)
+        self._spawn(f"maro-api-{name}", [str(self.python), "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
+                                         "--workers", "2", "--timeout", "120",
+                                         "services.node_api_server.root:app"], env)
+        self._spawn(f"maro-node-{name}", [str(self.python), "-m", "services.node_agent.agent"], env)
+        self.wait(lambda: self._node_running(name), f"MARO node {name} Running")
+
+    def _node_running(self, name: str) -> bool:
+        dead = [n for n, p in self.processes.items() if p.poll() is not None]
+        if dead:
+            raise AssertionError(f"{dead[0]} exited {self.processes[dead[0]].returncode}\n{self.logs()}")
+        text = self.client().hget("name_to_node_details", name)
+        return bool(text) and json.loads(text).get("state", {}).get("status") == "Running"
+
+    def cluster_file(self, nodes: dict[str, int], path: Path) -> Path:
+        """paictl's cluster file for this cluster: the master's Redis and the given nodes (name -> API port)."""
+        lines = [f"name: {self.cluster}", f"id: {self.cluster_id}",
+                 f"master: {{hostname: 127.0.0.1, redis: {{port: {self.redis_port}}}, "
+                 f"fluentd: {{port: {self.fluentd.port}}}}}",
+                 "agents: {check_interval: 1}", "nodes:"]
+        for name, port in nodes.items():
+            lines.append(f"  - {{name: {name}, hostname: 127.0.0.1, api_server: {{port: {port}}}, "
+                         f"resources: {{cpu: 8, memory: 8192, gpu: 0}}}}")
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+
+    def wait(self, condition, what: str, timeout: float = 90.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}\n{self.logs()}")
+            time.sleep(0.2)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-2500:]}"
+                         for path in sorted(self.root.glob("*.log")))
+
+    def close(self) -> None:
+        for name in list(self.processes):
+            try:
+                self.stop(name)
+            except (ProcessLookupError, OSError):
+                pass
+        if self.redis is not None and self.redis.poll() is None:
+            self.redis.kill()
+            self.redis.wait(timeout=30)
+        self.fluentd.close()
