@@ -194,8 +194,15 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
 def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
     roles = data.get("taskRoles")
     if not isinstance(roles, dict):
-        yield finding("E801", pointer_of("taskRoles"), f"taskRoles is {kind_of(roles)}; no target can compile a job "
-                      "without task roles (OpenPAI's rest-server crashes on it)",
+        if isinstance(roles, list) and roles:
+            upstream = ("OpenPAI takes the list's indexes for task role names (0, 1, ...) and crashes on an entry "
+                        "that is not a task role")
+        elif isinstance(roles, (list, dict, int, float)) and not isinstance(roles, bool):
+            upstream = "OpenPAI builds a Framework with no task role, which runs nothing"
+        else:
+            upstream = "OpenPAI's rest-server crashes on it"
+        yield finding("E801", pointer_of("taskRoles"), f"taskRoles is {kind_of(roles)}; paictl compiles task roles "
+                      f"written as a mapping only ({upstream})",
                       "write taskRoles as a mapping of task role name to task role")
         return
     for name, role in roles.items():
@@ -246,42 +253,31 @@ def _is_number(value: Any) -> bool:
 
 
 def _templates(data: dict[str, Any]) -> Iterator[Finding]:
-    """Text OpenPAI renders with mustache.js must parse: upstream's renderer throws and the submission fails."""
-    from .templates import TemplateError, scan_tags
+    """Text OpenPAI renders with mustache.js must parse, or upstream's renderer throws and the submission fails.
 
-    for pointer, text in _rendered_texts(data):
+    Checked as upstream renders it: a task role's commands (with its default deployment's pre and post commands)
+    trimmed and joined by newlines into ONE template, so a section opened in one command and closed in a later one
+    parses; each registry auth value alone. Another deployment's commands are never rendered, so never checked.
+    """
+    from .templates import TemplateError, js_trim, scan_tags
+
+    for pieces, view in _rendered_views(data):
+        auth = "$secrets" in view
+        text, starts = "", []
+        for pointer, piece in pieces:
+            if starts:
+                text += "\n"
+            starts.append((len(text), pointer))
+            text += piece if auth else js_trim(piece)
         try:
             for _ in scan_tags(text):
                 pass
         except TemplateError as exc:
+            start, pointer = next((s, p) for s, p in reversed(starts) if s <= exc.offset) if starts else (0, "")
             excerpt = text[exc.offset:].partition("\n")[0][:40] or None
             yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
                           f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
-                          "section with its closing tag", excerpt=excerpt)
-
-
-def _rendered_texts(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    for name, role in _roles(data):
-        commands = role.get("commands")
-        if isinstance(commands, list):
-            for index, command in enumerate(commands):
-                if isinstance(command, str):
-                    yield pointer_of("taskRoles", name, "commands", index), command
-    deployments = data.get("deployments")
-    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
-        roles = deployment.get("taskRoles") if isinstance(deployment, dict) else None
-        for name, role in (roles.items() if isinstance(roles, dict) else []):
-            for key in ("preCommands", "postCommands"):
-                commands = role.get(key) if isinstance(role, dict) else None
-                for number, command in enumerate(commands if isinstance(commands, list) else []):
-                    if isinstance(command, str):
-                        yield pointer_of("deployments", index, "taskRoles", name, key, number), command
-    prerequisites = data.get("prerequisites")
-    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
-        auth = item.get("auth") if isinstance(item, dict) else None
-        for key, value in (auth.items() if isinstance(auth, dict) else []):
-            if isinstance(value, str):
-                yield pointer_of("prerequisites", index, "auth", key), value
+                          "section with its closing tag (a task role's commands are one template)", excerpt=excerpt)
 
 
 def _plugins(data: dict[str, Any]) -> Iterator[Finding]:

@@ -127,12 +127,8 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     # stores it, and positions (libyaml's event stream, a few ms and PyYAML's import) are built only when a
     # compile-time finding must be located (targets/findings.py `with_positions`).
     document = Document(path=path, text=decode_source(raw, path), data=result.data)
-    # What validate accepts, every target compiles or refuses here with a located error (never a traceback or 70).
-    from paictl.protocol.compile_checks import compile_findings
-
-    from .findings import raise_if_any
-
-    raise_if_any(compile_findings(result.data), document, path)
+    # validate_bytes has also run the checks every target needs (protocol/compile_checks.py): what it accepts, every
+    # target compiles or refuses below with a located error (never a traceback or exit 70).
     model = job_from_data(result.data)  # after the checks: they refuse the shapes the model cannot hold
     unknown = _unknown_overrides(overrides, model, document)
     if unknown:
