@@ -36,7 +36,11 @@ COMMANDS
 
 
 def job(commands: list[str], extra: str = "") -> str:
-    return BASE.replace("COMMANDS\n", "".join(f"      - {json.dumps(c)}\n" for c in commands)) + extra
+    """BASE with these commands; `extra` is appended (its `parameters:` replaces BASE's)."""
+    text = BASE.replace("COMMANDS\n", "".join(f"      - {json.dumps(c)}\n" for c in commands))
+    if extra.startswith("parameters:"):
+        text = text.replace("parameters: {xs: [a, b], word: hi}\n", "")
+    return text + extra
 
 
 def verdicts(text: str) -> dict[str, bool]:
@@ -88,3 +92,66 @@ def test_a_section_left_open_in_another_deployment_is_not_rendered_so_not_refuse
     text = job(["echo hi"], "deployments:\n  - name: other\n    taskRoles:\n"
                "      worker: {preCommands: ['<% #$parameters.xs %>']}\n")
     assert verdicts(text)["validate"] and verdicts(text)["framework"]
+
+
+# --- an unquoted date parameter sent to an OpenPAI cluster ---------------------------------------------------------
+
+DATED = job(["echo <% $parameters.day %> <% $parameters.at %>"],
+            "parameters: {day: 2020-01-01, at: 2001-12-14 21:59:43.10 -5}\n")
+
+
+def test_the_body_sent_to_openpai_keeps_an_unquoted_date_a_date():
+    """js-yaml reads the body back with the same Dates, so OpenPAI renders what the framework target renders."""
+    import yaml
+
+    from paictl.targets.openpai.target import protocol_document, protocol_text
+
+    sent = protocol_text(protocol_document(validate_text(DATED, "job.yaml").data)).decode()
+    assert "day: 2020-01-01T00:00:00.000Z\n" in sent and "at: 2001-12-15T02:59:43.100Z\n" in sent
+    parameters = yaml.safe_load(sent)["parameters"]  # a YAML 1.1 reader, as js-yaml: timestamps, not strings
+    assert {type(v).__name__ for v in parameters.values()} == {"datetime"}
+
+
+def test_the_framework_target_renders_the_date_as_javascript_prints_it():
+    compiled = compile_job(DATED.encode(), target="framework", profile="openpai", name="job.yaml")
+    assert render_entrypoint(compiled.job, "worker") == (
+        "echo Wed Jan 01 2020 00:00:00 GMT+0000 (Coordinated Universal Time) "
+        "Sat Dec 15 2001 02:59:43 GMT+0000 (Coordinated Universal Time)")
+
+
+# --- every -o json output is JSON -------------------------------------------------------------------------------------
+
+NON_FINITE = job(["echo <% $parameters.n %>"], "parameters: {n: .nan, up: .inf, down: -.inf, day: 2020-01-01}\n")
+
+
+def _strict(text: str):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_compile_json_has_no_nan_or_infinity(target, run_cli, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(NON_FINITE)
+    code, out, err = run_cli("compile", str(path), "--target", target, "-o", "json")
+    assert code == 0, err
+    listed = _strict(out)
+    if target == "openpai":  # the document itself: non-finite numbers are null, dates their ISO text
+        assert listed["items"][0]["parameters"] == {"n": None, "up": None, "down": None,
+                                                    "day": "2020-01-01T00:00:00.000Z"}
+
+
+def test_strict_json_writes_what_json_stringify_writes():
+    from paictl.compiler.emit import strict_json
+
+    assert strict_json({"a": [float("nan"), float("inf"), -float("inf"), 1.5], "b": (1, 2)}) == \
+        '{"a": [null, null, null, 1.5], "b": [1, 2]}'
+
+
+def test_validate_json_is_strict_too(run_cli, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(NON_FINITE)
+    code, out, _ = run_cli("validate", str(path), "-o", "json")
+    assert _strict(out)["summary"]["files"] == 1

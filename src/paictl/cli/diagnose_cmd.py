@@ -55,9 +55,9 @@ def diagnose_command(
     verdict = analyse(exit_code, user_text, platform_text, rules)
     report = _report(verdict, cut=[name for name, cut in (("user", user_cut), ("platform", platform_cut)) if cut])
     if output_format is DiagnoseFormat.json:
-        import json
+        from paictl.compiler.emit import strict_json
 
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        typer.echo(strict_json(report, indent=2, ensure_ascii=False))
     else:
         typer.echo(_text(report))
 

@@ -6,7 +6,7 @@ look the same to the user.
 
 from __future__ import annotations
 
-import json
+from paictl.compiler.emit import strict_json
 import sys
 from typing import Iterable, Optional
 
@@ -62,7 +62,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     if output_format == "json":
         for view in views:
             if view != last:
-                echo(json.dumps(view_to_data(view), ensure_ascii=False))
+                echo(strict_json(view_to_data(view), ensure_ascii=False))
                 sys.stdout.flush()
             last = view
         return last
@@ -101,7 +101,7 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
 def job_list(views: list[JobView], *, output_format: str = "text") -> None:
     """`paictl status` without a name: one line per job, as `kubectl get`; JSON: one array of the snapshots."""
     if output_format == "json":
-        echo(json.dumps([view_to_data(view) for view in views], ensure_ascii=False))
+        echo(strict_json([view_to_data(view) for view in views], ensure_ascii=False))
         return
     if not views:
         echo("no jobs", err=True)

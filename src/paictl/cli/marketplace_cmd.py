@@ -253,6 +253,6 @@ def _write_or_print(text: str, output: Optional[str]) -> None:
 
 def _json_text(data, **options) -> str:
     """json.dumps, imported when JSON is printed: every command module is imported for `paictl --help`."""
-    import json
+    from paictl.compiler.emit import strict_json
 
-    return json.dumps(data, **options)
+    return strict_json(data, **options)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from paictl.compiler.emit import strict_json
 import re
 from typing import Iterable, Sequence
 
@@ -64,7 +64,7 @@ def json_report(results: Sequence[ValidationResult], strict: bool) -> str:
         "warnings": sum(len(r.warnings) for r in results),
         "strict": strict,
     }
-    return json_escaped(json.dumps({"summary": summary, "results": records}, indent=2, ensure_ascii=False))
+    return json_escaped(strict_json({"summary": summary, "results": records}, indent=2, ensure_ascii=False))
 
 
 #: Characters JSON may carry raw that a terminal would act on: C1 controls, DEL, line separators, bidi overrides.

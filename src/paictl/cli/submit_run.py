@@ -70,9 +70,9 @@ def default_submit_target(context: Optional[str], kubeconfig: Optional[str]) -> 
 
 
 def echo_json(data: dict, echo: "Echo") -> None:
-    import json
+    from paictl.compiler.emit import strict_json
 
-    echo(json.dumps(data, ensure_ascii=False))
+    echo(strict_json(data, ensure_ascii=False))
 
 
 def show_excerpt(backend: "Backend", view: "JobView", echo: "Echo") -> None:
