@@ -138,4 +138,7 @@ _NUMBERS = re.compile(r"\[\d+\]")
 
 
 def kind_of_difference(difference: str) -> str:
+    """What a difference is about: the verdicts and paictl's codes, or the field's path with indexes as `[*]`."""
+    if difference.startswith(("upstream ", "paictl crashed")):
+        return difference.partition(": [")[0].partition(" (")[0][:120]
     return _NUMBERS.sub("[*]", difference.partition(": ")[0])
