@@ -83,6 +83,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E808": (E, "extras.storages (or teamwise_storage's names) of a shape OpenPAI crashes on, a non-string mountPath, a storage listed twice"),
     "E809": (E, "an unquoted date (a JavaScript Date to OpenPAI) where a mapping belongs: OpenPAI takes it for an empty mapping"),
     "E810": (E, "a placeholder OpenPAI's renderer throws on (a JavaScript built-in called on the view), or one paictl does not model"),
+    "E811": (E, "a task role's docker image whose uri is empty or has blanks at either end: Kubernetes refuses the pod"),
     "E806": (E, "defaults.virtualCluster is empty, not a valid Kubernetes label value, or null with HiveD"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),

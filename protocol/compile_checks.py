@@ -30,7 +30,24 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     from .storage_checks import storage_problems
 
     return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data)]
+            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data), *_images(data)]
+
+
+def _images(data: dict[str, Any]) -> Iterator[Finding]:
+    """E811: the image a task role runs must be a reference Kubernetes takes (not empty, no blanks at either end)."""
+    used = {role.get("dockerImage") for _, role in _roles(data) if isinstance(role.get("dockerImage"), str)}
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        if not isinstance(item, dict) or item.get("type") != "dockerimage" or not isinstance(item.get("name"), str) \
+                or item["name"] not in used:
+            continue
+        uri = item.get("uri")
+        if isinstance(uri, str) and (not uri or uri != uri.strip()):
+            what = "empty" if not uri else f"{uri!r}, with blanks at an end"
+            yield finding("E811", pointer_of("prerequisites", index, "uri"), f"the image of docker image "
+                          f"'{item.get('name')}' is {what}; OpenPAI puts it in the pod as it is, and Kubernetes "
+                          "refuses a pod whose image is empty or not trimmed", "write the image reference, e.g. "
+                          "`uri: ubuntu:22.04`")
 
 
 def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:

@@ -265,6 +265,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "paictl does not model (static methods such as `constructor.keys`, `Date()`) are refused too.",
              "commands:\n  - echo <% $parameters.epochs.toFixed %>",
              "name the parameter itself (`<% $parameters.epochs %>`)"),
+    "E811": ("A dockerimage prerequisite that a task role runs has a `uri` that is empty or starts or ends with "
+             "blanks. OpenPAI accepts the job and writes the uri into the pod as the container's image, and the "
+             "Kubernetes API server refuses a pod whose image is empty or not trimmed, so no task ever starts "
+             "(MARO Grass, the local run and the other targets have no image to run either).",
+             "prerequisites:\n  - {name: img, type: dockerimage, uri: ''}",
+             "write the image reference (`uri: ubuntu:22.04`)"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

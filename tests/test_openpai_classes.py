@@ -155,3 +155,29 @@ def test_validate_json_is_strict_too(run_cli, tmp_path):
     path.write_text(NON_FINITE)
     code, out, _ = run_cli("validate", str(path), "-o", "json")
     assert _strict(out)["summary"]["files"] == 1
+
+
+# --- a docker image with an empty uri -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("uri", ["''", "' ubuntu'", "'ubuntu '"])
+def test_an_image_kubernetes_refuses_is_refused_by_validate_and_every_target(uri):
+    text = job(["echo hi"]).replace("uri: ubuntu}", f"uri: {uri}}}")
+    result = validate_text(text, "job.yaml")
+    assert [(d.code, d.line) for d in result.errors] == [("E811", 6)]
+    assert set(verdicts(text).values()) == {False}
+
+
+def test_an_unused_image_with_an_empty_uri_is_no_error():
+    text = job(["echo hi"]).replace("taskRoles:", "  - {name: spare, type: dockerimage, uri: ''}\ntaskRoles:")
+    assert set(verdicts(text).values()) == {True}
+
+
+def test_an_internal_error_is_one_line(run_cli, tmp_path, monkeypatch):
+    """A compiled object failing its own schema is exit 70 with one line (a newline used to show as `\\n`)."""
+    from paictl.targets import output_check
+
+    monkeypatch.setattr(output_check, "object_errors", lambda obj: [("/a", "broken"), ("/b", "broken too")])
+    path = tmp_path / "job.yaml"
+    path.write_text(job(["echo hi"]))
+    code, out, err = run_cli("compile", str(path), "--target", "grass")
+    assert code == 70 and out == "" and err.count("\n") == 1 and "\\n" not in err and "broken too" in err
