@@ -278,6 +278,7 @@ def _templates(data: dict[str, Any]) -> Iterator[Finding]:
     """
     from .templates import TemplateError, js_trim, scan_tags
 
+    yield from _auth_values(data)
     for pieces, view in _rendered_views(data):
         auth = "$secrets" in view
         text, starts = "", []
@@ -295,6 +296,32 @@ def _templates(data: dict[str, Any]) -> Iterator[Finding]:
             yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
                           f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
                           "section with its closing tag (a task role's commands are one template)", excerpt=excerpt)
+
+
+def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
+    """A registry auth value that is not text: upstream renders every auth value with mustache.js, which returns ''
+    for a falsy value (null, false, 0, NaN) and throws on any other (`this.tail.search is not a function`), so the
+    submission fails. An unquoted date is a JavaScript Date there, which throws too."""
+    from .timestamps import is_timestamp
+
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        auth = item.get("auth") if isinstance(item, dict) else None
+        for key, value in (auth.items() if isinstance(auth, dict) else []):
+            if is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
+                shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
+                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
+                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
+                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
+                              "quote the value, or remove the key")
+
+
+def _js_truthy(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value == value and value != 0
+    return True
 
 
 def _plugins(data: dict[str, Any]) -> Iterator[Finding]:

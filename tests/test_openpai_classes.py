@@ -181,3 +181,23 @@ def test_an_internal_error_is_one_line(run_cli, tmp_path, monkeypatch):
     path.write_text(job(["echo hi"]))
     code, out, err = run_cli("compile", str(path), "--target", "grass")
     assert code == 70 and out == "" and err.count("\n") == 1 and "\\n" not in err and "broken too" in err
+
+
+# --- a value in a registry auth that is not text ------------------------------------------------------------------
+
+def _auth(value: str) -> str:
+    return job(["echo hi"]).replace("uri: ubuntu}", f"uri: ubuntu, auth: {{username: u, password: p, "
+                                                    f"registryuri: r.io, extra: {value}}}}}")
+
+
+@pytest.mark.parametrize("value", ["5", "1.5", "true", "[]", "[a]", "{a: 1}", "2020-01-01"])
+def test_an_auth_value_mustache_throws_on_is_refused_by_validate_and_every_target(value):
+    """mustache.js parses only text: `this.tail.search is not a function` for a truthy non-string (a Date too)."""
+    result = validate_text(_auth(value), "job.yaml")
+    assert [(d.code, d.line) for d in result.errors] == [("E803", 6)]
+    assert set(verdicts(_auth(value)).values()) == {False}
+
+
+@pytest.mark.parametrize("value", ["null", "false", "0", "''"])
+def test_a_falsy_auth_value_renders_empty_and_is_accepted(value):
+    assert set(verdicts(_auth(value)).values()) == {True}
