@@ -51,7 +51,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E304": (E, "dockerImage/script/output/data names no prerequisite of that type"),
     "E305": (E, "defaults.deployment names no deployment"),
     "E306": (E, "extras.hivedScheduler does not match OpenPAI's HiveD schema (priority class, task role names, setting types)"),
+    "W306": (W, "extras.hivedScheduler does not match OpenPAI's HiveD schema: a HiveD cluster refuses the job (E306 with a HiveD profile)"),
     "E307": (E, "HiveD: an unknown task role, both skuType and pinnedCellId, or an inconsistent affinity group (OpenPAI's HiveD 400s)"),
+    "W307": (W, "HiveD settings a HiveD cluster refuses (an unknown task role, skuType with pinnedCellId, an inconsistent affinity group): E307 with a HiveD profile"),
     # Pitfalls users reported (OpenPAI accepts the job, then it misbehaves)
     "W401": (W, "a $parameters placeholder resolves to nothing"),
     "W402": (W, "a $secrets placeholder resolves to nothing"),

@@ -117,6 +117,17 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "pinnedCellId and affinityGroupName are strings or null.",
              "extras:\n  hivedScheduler:\n    jobPriorityClass: crit",
              "use one of the allowed values, or quote a setting that YAML reads as a number"),
+    "W306": ("The job's extras.hivedScheduler breaks OpenPAI's HiveD schema. Only a cluster running HiveD checks "
+             "it (and then refuses the job, E306); any other cluster runs the job and ignores the settings, so "
+             "without a HiveD profile paictl warns.",
+             "extras:\n  hivedScheduler:\n    jobPriorityClass: urgent",
+             "fix the settings if the job is meant for a HiveD cluster (validate with `--profile` of that cluster), "
+             "or remove extras.hivedScheduler"),
+    "W307": ("HiveD settings OpenPAI's HiveD code refuses on a HiveD cluster (E307 there): a task role the job "
+             "lacks, both skuType and pinnedCellId, or one affinity group with different SKUs. Other clusters "
+             "ignore the settings, so without a HiveD profile paictl warns.",
+             "extras:\n  hivedScheduler:\n    taskRoles:\n      trainer: {skuType: K80}",
+             "name the job's own task roles, one of skuType and pinnedCellId, one SKU per affinity group"),
     "E307": ("OpenPAI's HiveD code refuses the job (HTTP 400): hivedScheduler.taskRoles names a task role the job "
              "does not have, a task role sets both skuType and pinnedCellId (an empty string counts as set), or "
              "two task roles of one affinity group differ in skuType or pinnedCellId.",

@@ -129,6 +129,13 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     document = Document(path=path, text=decode_source(raw, path), data=result.data)
     # validate_bytes has also run the checks every target needs (protocol/compile_checks.py): what it accepts, every
     # target compiles or refuses below with a located error (never a traceback or exit 70).
+    if chosen.hived.enabled:
+        # A HiveD cluster refuses what OpenPAI's HiveD checks refuse; validate alone only warns (W306/W307).
+        from paictl.protocol.hived_checks import hived_findings
+
+        from .findings import raise_if_any
+
+        raise_if_any(hived_findings(result.data, enforced=True), document, path)
     model = job_from_data(result.data)  # after the checks: they refuse the shapes the model cannot hold
     unknown = _unknown_overrides(overrides, model, document)
     if unknown:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -23,6 +24,8 @@ from paictl.protocol.loading import load_located
 from paictl.protocol.templates import TemplateError
 from paictl.protocol.validate import validate_text
 from paictl.targets.compiled import compile_job
+
+_PROFILES = Path(__file__).resolve().parents[1] / "compiler" / "profiles"
 
 BASE = """\
 protocolVersion: 2
@@ -214,9 +217,18 @@ def test_the_default_group_is_shared_by_every_task_role_when_one_role_has_an_emp
     ("extras:\n  hivedScheduler: {taskRoles: {worker: {affinityGroupName: g, skuType: K80}, ps: "
      "{affinityGroupName: g}}}\n", "E307"),  # AffinityGroup g has inconsistent skuType or pinnedCellId.
 ])
-def test_validate_refuses_what_upstreams_hived_refuses(extra, code):
+def test_what_upstreams_hived_refuses_is_refused_with_hived_and_warned_without(extra, code, tmp_path):
+    """Upstream checks HiveD settings only on a HiveD cluster and runs the job elsewhere (issue 30: a policy is a
+    warning unless a profile asks for it)."""
     result = validate_text(BASE + extra, "job.yaml")
-    assert {d.code for d in result.errors} == {code} and all(d.line for d in result.errors)
+    warned = "W" + code[1:]
+    assert result.ok and {d.code for d in result.warnings} >= {warned} and all(d.line for d in result.warnings)
+    compile_job((BASE + extra).encode(), target="framework", profile="openpai", name="job.yaml")  # runs upstream
+    text = Path(_PROFILES / "openpai.yaml").read_text().replace("  enabled: false\n", "  enabled: true\n", 1)
+    (tmp_path / "hived.yaml").write_text(text)
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job((BASE + extra).encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")
+    assert {d.code for d in caught.value.diagnostics if d.is_error} == {code}
 
 
 def test_hived_shapes_upstream_ignores_or_crashes_on_are_refused_when_compiling():
