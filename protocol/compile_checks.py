@@ -146,9 +146,10 @@ def _default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str 
 
 
 def _dates(data: dict[str, Any]) -> Iterator[Finding]:
-    """E809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
-    object there, so OpenPAI accepts the job and silently treats the value as no settings at all. Only those
-    places are looked at (a date anywhere else is either refused by the schema or kept as data)."""
+    """W809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
+    object there, so OpenPAI accepts the job and runs it as if the value were no settings at all; so does paictl,
+    with this warning. Only those places are looked at (a date anywhere else is refused by the schema or kept as
+    data)."""
     from .timestamps import Timestamp
 
     def places() -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -173,9 +174,14 @@ def _dates(data: dict[str, Any]) -> Iterator[Finding]:
             if isinstance(item, dict):
                 yield ("prerequisites", index, "auth"), item.get("auth")
 
+    secrets = data.get("secrets")
+    if isinstance(secrets, Timestamp):
+        yield finding("E812", pointer_of("secrets"), f"secrets is the unquoted date {secrets}; OpenPAI stores the "
+                      "date itself as the job's secrets file, where the runtime looks for a mapping of secrets",
+                      "write the secrets as a mapping, or remove the key")
     for where, value in places():
-        if isinstance(value, Timestamp):
-            yield finding("E809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
+        if isinstance(value, Timestamp) and where != ("secrets",):
+            yield finding("W809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
                           "OpenPAI reads it as a JavaScript Date, which its schema takes for an empty mapping, and "
                           "then ignores it", "write the mapping this key takes, or remove the key")
 
@@ -355,6 +361,6 @@ def _hived(data: dict[str, Any]) -> Iterator[Finding]:
     hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
     roles = hived.get("taskRoles") if isinstance(hived, dict) else None
     if isinstance(roles, (int, float)):
-        yield finding("E805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
+        yield finding("W805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
                       f"{kind_of(roles)}; OpenPAI ignores it, so no HiveD setting would apply",
                       "write a mapping of task role name to HiveD settings, or remove it")

@@ -229,6 +229,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),
+    "E609": ("On a HiveD cluster every task role of an affinity group (the job's default gang group, or a named "
+             "`affinityGroupName`) is listed with its pod count, which OpenPAI takes from `instances` as written. "
+             "Without `instances` the count is undefined, js-yaml refuses to write it, and the submission fails "
+             "(elsewhere a missing `instances` means 1).",
+             "taskRoles:\n  worker:\n    dockerImage: img\n    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 1}",
+             "write `instances: 1`"),
     "E801": ("taskRoles (or one task role) is not a mapping; no target can compile it, and OpenPAI's rest-server "
              "crashes on it, so `compile` refuses it (validate warns, W206).",
              "taskRoles: null",
@@ -245,7 +251,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "{plugin, parameters} mappings; OpenPAI's runtime crashes on it.",
              "extras:\n  com.microsoft.pai.runtimeplugin: ssh",
              "write a list of mappings: `- plugin: ssh` with `parameters:` a mapping"),
-    "E805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
+    "W805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
              "is not a mapping and its code then finds no task roles in it, so the settings are silently lost; "
              "paictl refuses it instead.",
              "extras:\n  hivedScheduler:\n    taskRoles: 1",
@@ -263,7 +269,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "twice).",
              "extras:\n  storages: {name: confignfs}",
              "write `storages: [{name: confignfs}]`, each storage once, with a string mountPath"),
-    "E809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
+    "W809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
              "extraContainerOptions, parameters, secrets, defaults, extras, a registry auth, HiveD settings). "
              "OpenPAI's YAML reader makes it a JavaScript Date, which its schema counts as an object without keys, "
              "so the rest-server accepts the job and ignores the value.",
@@ -282,6 +288,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "(MARO Grass, the local run and the other targets have no image to run either).",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: ''}",
              "write the image reference (`uri: ubuntu:22.04`)"),
+    "E812": ("`secrets` is an unquoted date such as `2020-01-01`. OpenPAI's YAML reader makes it a JavaScript "
+             "Date, its schema takes that for an empty mapping, and the rest-server then writes the date itself "
+             "(`2020-01-01T00:00:00.000Z`) as the job's secrets file, where the runtime reads a mapping of secrets.",
+             "secrets: 2020-01-01",
+             "write the secrets as a mapping (`secrets: {day: '2020-01-01'}`), or remove the key"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

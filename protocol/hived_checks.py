@@ -46,7 +46,7 @@ def _findings(data: dict[str, Any]) -> list[Finding]:
         return []
     hived = extras["hivedScheduler"]
     if is_timestamp(hived):
-        return []  # ajv takes a Date for an object; compile refuses it (E809)
+        return []  # ajv takes a Date for an object: upstream ignores it (W809)
     if not isinstance(hived, dict):
         return [finding("E306", pointer_of(*_BASE), f"extras.hivedScheduler is {kind_of(hived)}; OpenPAI's HiveD "
                         "schema wants a mapping", "write `hivedScheduler:` with jobPriorityClass and taskRoles keys")]
@@ -75,7 +75,7 @@ def _schema(hived: dict[str, Any]) -> Iterator[Finding]:
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles key {name!r} "
                           "does not match ^[A-Za-z0-9._~]+$ (OpenPAI's HiveD schema)", anchor=Anchor.KEY)
         if is_timestamp(settings):
-            continue  # a Date passes `type: object`; compile refuses it (E809)
+            continue  # a Date passes `type: object`: upstream ignores it (W809)
         if not isinstance(settings, dict):
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
                           f"{kind_of(settings)}; OpenPAI's HiveD schema wants a mapping", "write `{skuType: K80}`, say")

@@ -102,7 +102,6 @@ def test_validate_accepts_implies_every_target_compiles_or_refuses_located(chang
     (("prerequisites", 0, "auth"), {"username": "u", "password": "p<%", "registryuri": "r"}, "E803"),
     (("extras",), {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh", "parameters": "x"}]}, "E804"),
     (("extras",), {"com.microsoft.pai.runtimeplugin": "ssh"}, "E804"),
-    (("extras",), {"hivedScheduler": {"taskRoles": 5}}, "E805"),  # ({"skuType": 5} is E306 now: validate refuses)
     (("defaults",), {"virtualCluster": ""}, "E806"),
     (("extras",), {"storages": {"name": "confignfs"}}, "E808"),
     (("extras",), {"storages": [None]}, "E808"),

@@ -64,7 +64,7 @@ def _compile_hived(text: str) -> list[dict]:
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
     document = load_located(text, "job.yaml")
-    raise_if_any(compile_findings(result.data), document, "job.yaml")
+    raise_if_any([f for f in compile_findings(result.data) if f.severity.value == "error"], document, "job.yaml")
     profile = load_profile("openpai")
     profile = dataclasses.replace(profile, hived=dataclasses.replace(profile.hived, enabled=True))
     return compile_framework(job_from_data(result.data), profile, document=document)
@@ -231,8 +231,10 @@ def test_what_upstreams_hived_refuses_is_refused_with_hived_and_warned_without(e
     assert {d.code for d in caught.value.diagnostics if d.is_error} == {code}
 
 
-def test_hived_shapes_upstream_ignores_or_crashes_on_are_refused_when_compiling():
-    assert refused("extras:\n  hivedScheduler: {taskRoles: 1}\n") == {"E805"}  # silently no settings upstream
+def test_hived_shapes_upstream_ignores_are_warned_and_those_it_crashes_on_refused():
+    extra = "extras:\n  hivedScheduler: {taskRoles: 1}\n"  # silently no settings upstream: a warning
+    assert {d.code for d in validate_text(BASE + extra, "job.yaml").diagnostics} == {"W805"}
+    assert compiled(extra, hived=True)
     # upstream: resourceUnits[''] is undefined, a TypeError
     assert refused("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {skuType: ''}\n", hived=True) == {
         "E602"}
@@ -279,12 +281,18 @@ def test_a_quoted_date_is_a_string():
 
 @pytest.mark.parametrize("extra", [
     "parameters: 2020-01-01\n",  # ajv takes a Date for an object: upstream accepts and ignores it
-    "secrets: 2020-01-01\n",
     "extras: 2020-01-01\n",
 ])
-def test_a_date_where_a_mapping_belongs_is_refused_by_validate_and_compile_alike(extra):
-    assert {d.code for d in validate_text(BASE + extra, "job.yaml").errors} == {"E809"}
-    assert refused(extra) == {"E809"}
+def test_a_date_where_a_mapping_belongs_is_warned_and_ignored_as_upstream_ignores_it(extra):
+    result = validate_text(BASE + extra, "job.yaml")
+    assert result.ok and {d.code for d in result.warnings} == {"W809"}
+    assert compiled(extra)
+
+
+def test_secrets_that_are_a_date_are_refused_by_validate_and_compile():
+    """Upstream stores the date's text as the secrets file, where the runtime reads a mapping of secrets."""
+    assert {d.code for d in validate_text(BASE + "secrets: 2020-01-01\n", "job.yaml").errors} == {"E812"}
+    assert refused("secrets: 2020-01-01\n") == {"E812"}
 
 
 def test_a_date_secret_is_stored_as_a_timestamp():

@@ -201,3 +201,55 @@ def test_an_auth_value_mustache_throws_on_is_refused_by_validate_and_every_targe
 @pytest.mark.parametrize("value", ["null", "false", "0", "''"])
 def test_a_falsy_auth_value_renders_empty_and_is_accepted(value):
     assert set(verdicts(_auth(value)).values()) == {True}
+
+
+# --- ports that mean no ports ---------------------------------------------------------------------------------------
+
+def _ports(value: str) -> str:
+    return job(["echo hi"]).replace("gpu: 0}", f"gpu: 0, ports: {value}}}")
+
+
+@pytest.mark.parametrize("value", ["false", "0", "''", "[]", "null"])
+def test_ports_upstream_reads_as_none_build_the_framework_of_no_ports(value):
+    assert set(verdicts(_ports(value)).values()) == {True}
+    with_value = compile_job(_ports(value).encode(), target="framework", profile="openpai", name="job.yaml").objects
+    without = compile_job(job(["echo hi"]).encode(), target="framework", profile="openpai", name="job.yaml").objects
+    framework = [o for o in with_value if o["kind"] == "Framework"][0]
+    plain = [o for o in without if o["kind"] == "Framework"][0]
+    for f in (framework, plain):
+        f["metadata"]["annotations"].pop("config")
+    assert framework == plain
+
+
+@pytest.mark.parametrize("value, code", [("true", "E203"), ("5", "E203"), ("abc", "E203"), ("[http]", "E210")])
+def test_ports_upstream_crashes_on_are_refused(value, code):
+    assert [d.code for d in validate_text(_ports(value), "job.yaml").errors] == [code]
+
+
+# --- secrets: {} still makes the secrets Secret ---------------------------------------------------------------------
+
+def test_empty_secrets_make_an_empty_secrets_secret_as_upstream():
+    objects = compile_job(job(["echo hi"], "secrets: {}\n").encode(), target="framework", profile="openpai",
+                          name="job.yaml").objects
+    [secret] = [o for o in objects if o["kind"] == "Secret"]
+    import base64
+
+    assert base64.b64decode(secret["data"]["secrets.yaml"]) == b"{}\n"
+
+
+# --- HiveD: a task role without instances in an affinity group -----------------------------------------------------
+
+def test_hived_refuses_a_group_member_without_instances(tmp_path):
+    from pathlib import Path
+
+    from paictl.errors import InvalidJobError
+
+    profile = Path(__file__).resolve().parents[1] / "compiler" / "profiles" / "openpai.yaml"
+    (tmp_path / "hived.yaml").write_text(profile.read_text().replace("  enabled: false\n", "  enabled: true\n", 1))
+    text = job(["echo hi"]).replace("    instances: 1\n", "")
+    compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")  # a default of 1 elsewhere
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job(text.encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")
+    assert [(d.code, d.line) for d in caught.value.diagnostics] == [("E609", 8)]
+    no_gang = text + "extras: {gangAllocation: false}\n"  # no affinity group, nothing to count
+    compile_job(no_gang.encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")

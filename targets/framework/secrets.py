@@ -231,7 +231,7 @@ def native_secret_objects(name: str, job: Job, profile: Profile, entrypoints: It
 
     objects: list[dict[str, Any]] = []
     secrets_secret = secrets_from
-    if secrets_from is None and job.secrets:
+    if secrets_from is None and (job.secrets or job.has_secrets):
         secret = config_secret(name, job, profile)
         files = secret_files(job, entrypoints)
         secret["data"].update((key, _b64(value.encode("utf-8"))) for key, value in sorted(files.items()))
