@@ -349,9 +349,25 @@ def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
         if not isinstance(plugin.get("plugin"), str):
             yield finding("E804", pointer_of(*base, index, "plugin"), f"runtime plugin {index} has no `plugin` name "
                           "(a string)")
-        if "parameters" in plugin and plugin["parameters"] is not None and not isinstance(plugin["parameters"], dict):
-            yield finding("E804", pointer_of(*base, index, "parameters"), f"parameters of runtime plugin {index} is "
-                          f"{kind_of(plugin['parameters'])}; it is a mapping")
+        parameters = plugin.get("parameters")
+        if isinstance(parameters, dict) or not _py_truthy(parameters):
+            continue  # a mapping, or what the plugins read as "no parameters" (null, false, 0, "", [])
+        where = pointer_of(*base, index, "parameters")
+        if isinstance(parameters, (str, list)):
+            yield finding("W804", where, f"parameters of runtime plugin {index} is {kind_of(parameters)}, not a "
+                          "mapping; the runtime's plugins test `key in parameters`, which on a string or list finds "
+                          "substrings or items, not settings, so the plugin runs without them",
+                          "write the plugin's settings as a mapping (`parameters: {jobssh: true}`)")
+        else:
+            yield finding("E804", where, f"parameters of runtime plugin {index} is {kind_of(parameters)}; the "
+                          "runtime's plugins test `key in parameters`, which raises a TypeError on it, so the "
+                          "task's init container fails", "write the plugin's settings as a mapping")
+
+
+def _py_truthy(value: Any) -> bool:
+    """Python's truth, as the runtime's plugins test `if not parameters` (a date is a datetime there: true)."""
+    return bool(value) if isinstance(value, (type(None), bool, int, float, str, list, dict)) and \
+        not getattr(value, "moment", None) else True
 
 
 def _hived(data: dict[str, Any]) -> Iterator[Finding]:

@@ -247,10 +247,18 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "cannot read (an unclosed tag), so the rest-server would fail to render it.",
              "commands:\n  - python train.py --lr <% $parameters.lr",
              "close the tag (`%>`), or write `<%` some other way"),
-    "E804": ("The runtime-plugin list (extras.com.microsoft.pai.runtimeplugin) is not a list of "
-             "{plugin, parameters} mappings; OpenPAI's runtime crashes on it.",
+    "E804": ("The runtime reads extras.com.microsoft.pai.runtimeplugin as a list of {plugin, parameters} "
+             "mappings and runs each plugin with its parameters. OpenPAI's rest-server accepts any value there; the "
+             "runtime (the task's init container) then fails: on a list or entry that is no mapping, an entry "
+             "without a `plugin` name, or `parameters` that is a number or boolean (the plugins test "
+             "`key in parameters`, a TypeError on those).",
              "extras:\n  com.microsoft.pai.runtimeplugin: ssh",
              "write a list of mappings: `- plugin: ssh` with `parameters:` a mapping"),
+    "W804": ("A runtime plugin's `parameters` is a string or a list. The plugins test `key in parameters`, which "
+             "on a string or list looks for a substring or an item, so the plugin runs without the settings meant "
+             "for it (null, false, 0, \"\" and [] are read as no parameters, without a warning).",
+             "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: ssh\n      parameters: jobssh",
+             "write the settings as a mapping (`parameters: {jobssh: true}`)"),
     "W805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
              "is not a mapping and its code then finds no task roles in it, so the settings are silently lost; "
              "paictl refuses it instead.",

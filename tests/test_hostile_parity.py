@@ -100,7 +100,7 @@ def test_validate_accepts_implies_every_target_compiles_or_refuses_located(chang
     (("jobRetryCount",), 10 ** 20, "E802"), (("taskRoles", "worker", "completion"), {"minFailedInstances": -5}, "E802"),
     (("taskRoles", "worker", "commands", 0), "echo <% unclosed", "E803"),
     (("prerequisites", 0, "auth"), {"username": "u", "password": "p<%", "registryuri": "r"}, "E803"),
-    (("extras",), {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh", "parameters": "x"}]}, "E804"),
+    (("extras",), {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh", "parameters": 5}]}, "E804"),
     (("extras",), {"com.microsoft.pai.runtimeplugin": "ssh"}, "E804"),
     (("defaults",), {"virtualCluster": ""}, "E806"),
     (("extras",), {"storages": {"name": "confignfs"}}, "E808"),

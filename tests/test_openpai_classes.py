@@ -253,3 +253,61 @@ def test_hived_refuses_a_group_member_without_instances(tmp_path):
     assert [(d.code, d.line) for d in caught.value.diagnostics] == [("E609", 8)]
     no_gang = text + "extras: {gangAllocation: false}\n"  # no affinity group, nothing to count
     compile_job(no_gang.encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")
+
+
+# --- runtime plugin parameters --------------------------------------------------------------------------------------
+
+def _plugin(parameters: str) -> str:
+    return job(["echo hi"], f"extras:\n  com.microsoft.pai.runtimeplugin:\n    - {{plugin: ssh, parameters: {parameters}}}\n")
+
+
+@pytest.mark.parametrize("parameters", ["5", "true", "1.5"])
+def test_plugin_parameters_the_runtime_raises_on_are_refused(parameters):
+    """The plugins test `key in parameters`: a TypeError on a number or boolean, and the init container fails."""
+    result = validate_text(_plugin(parameters), "job.yaml")
+    assert [d.code for d in result.errors] == ["E804"] and "TypeError" in result.errors[0].message
+    assert set(verdicts(_plugin(parameters)).values()) == {False}
+
+
+@pytest.mark.parametrize("parameters", ["jobssh", "[jobssh]"])
+def test_plugin_parameters_that_are_text_or_a_list_are_warned_and_compiled(parameters):
+    result = validate_text(_plugin(parameters), "job.yaml")
+    assert result.ok and [d.code for d in result.warnings] == ["W804"]
+    assert set(verdicts(_plugin(parameters)).values()) == {True}
+
+
+@pytest.mark.parametrize("parameters", ["null", "false", "0", "''", "[]", "{}"])
+def test_plugin_parameters_read_as_none_are_fine(parameters):
+    result = validate_text(_plugin(parameters), "job.yaml")
+    assert not [d for d in result.diagnostics if d.code.endswith("804")]
+
+
+# --- YAML js-yaml reads and libyaml refuses -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("commands, entrypoint", [
+    ("      -\t|\n        echo hi\n      -\techo two\n", "echo hi\necho two"),
+    ("      - \t>-\n        echo folded\n", "echo folded"),
+])
+def test_a_tab_after_a_block_indicator_separates_as_in_js_yaml(commands, entrypoint):
+    text = BASE.replace("COMMANDS\n", commands)
+    assert set(verdicts(text).values()) == {True}
+    compiled = compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
+    assert render_entrypoint(compiled.job, "worker") == entrypoint
+
+
+def test_a_tab_inside_a_value_is_kept_and_tab_indentation_still_refused():
+    kept = job(["echo a\tb"])
+    compiled = compile_job(kept.encode(), target="framework", profile="openpai", name="job.yaml")
+    assert render_entrypoint(compiled.job, "worker") == "echo a\tb"
+    indented = BASE.replace("COMMANDS\n", "\t- echo hi\n")
+    assert [d.code for d in validate_text(indented, "job.yaml").errors] == ["E105"]
+
+
+@pytest.mark.parametrize("directive, ok", [("%YAML 1.3", True), ("%YAML 1.10", True), ("%YAML 1.2", True),
+                                           ("%YAML 2.0", False)])
+def test_a_yaml_directive_of_another_1_x_version_is_read_as_js_yaml_reads_it(directive, ok):
+    text = f"{directive}\n---\n" + job(["echo hi"])
+    result = validate_text(text, "job.yaml")
+    assert result.ok is ok
+    if ok:
+        assert set(verdicts(text).values()) == {True}
