@@ -261,6 +261,14 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
         if _is_number(retry) and retry > MAX_INT32:
             yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
                           f"{MAX_INT32}, FrameworkController's largest retry count")
+        resources = role.get("resourcePerInstance")
+        for key, bound, unit in _RESOURCE_BOUNDS:
+            value = resources.get(key) if isinstance(resources, dict) else None
+            if _is_number(value) and value > bound:
+                yield finding("E802", pointer_of("taskRoles", name, "resourcePerInstance", key), f"{key} {value} of "
+                              f"task role '{name}' is more than Kubernetes can hold ({bound:.4g}): it counts "
+                              f"resources in 64-bit {unit}, so the API server refuses the pod",
+                              "request what a node has")
         completion = role.get("completion")
         if isinstance(completion, dict):
             for key in ("minFailedInstances", "minSucceededInstances"):
@@ -269,6 +277,13 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
                     yield finding("E802", pointer_of("taskRoles", name, "completion", key),
                                   f"completion.{key} {value} is outside -1..{MAX_INT32}; FrameworkController rejects "
                                   "the Framework", "use -1 (never), or a count up to the task role's instances")
+
+
+#: The largest cpu, gpu and memoryMB whose Kubernetes quantity fits its int64 unit (milli-units for cpu and
+#: extended resources such as GPUs, bytes for memory); JavaScript also prints memoryMB from 1e21 on as "1e+21Mi",
+#: which is no quantity at all.
+_RESOURCE_BOUNDS = (("cpu", (2 ** 63 - 1) // 1000, "milli-cores"), ("gpu", (2 ** 63 - 1) // 1000, "milli-units"),
+                    ("memoryMB", (2 ** 63 - 1) // 2 ** 20, "bytes"))
 
 
 def _is_number(value: Any) -> bool:

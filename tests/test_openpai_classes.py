@@ -311,3 +311,22 @@ def test_a_yaml_directive_of_another_1_x_version_is_read_as_js_yaml_reads_it(dir
     assert result.ok is ok
     if ok:
         assert set(verdicts(text).values()) == {True}
+
+
+# --- resource counts Kubernetes cannot hold -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("resources, key", [
+    ("{cpu: 1, memoryMB: 1024, gpu: 1e+30}", "gpu"), ("{cpu: 1e+30, memoryMB: 1024, gpu: 0}", "cpu"),
+    ("{cpu: 1, memoryMB: 1e+21, gpu: 0}", "memoryMB"), ("{cpu: 1, memoryMB: 8796093022208, gpu: 0}", "memoryMB"),
+])
+def test_resources_beyond_kubernetes_quantities_are_refused_everywhere(resources, key):
+    text = job(["echo hi"]).replace("resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 0}",
+                                    f"resourcePerInstance: {resources}")
+    result = validate_text(text, "job.yaml")
+    assert [d.code for d in result.errors] == ["E802"] and result.errors[0].pointer.endswith(key)
+    assert set(verdicts(text).values()) == {False}
+
+
+def test_the_largest_memory_kubernetes_holds_is_accepted():
+    text = job(["echo hi"]).replace("memoryMB: 1024", "memoryMB: 8796093022207")
+    assert validate_text(text, "job.yaml").ok
