@@ -330,3 +330,32 @@ def test_resources_beyond_kubernetes_quantities_are_refused_everywhere(resources
 def test_the_largest_memory_kubernetes_holds_is_accepted():
     text = job(["echo hi"]).replace("memoryMB: 1024", "memoryMB: 8796093022207")
     assert validate_text(text, "job.yaml").ok
+
+
+# --- validate with a target or profile gives compile's verdict ------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["framework", "jobset", "mars", "local", "grass", "openpai"])
+def test_validate_with_a_target_gives_compiles_verdict(target, run_cli, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text(job(["echo hi"]))  # one task role named worker: Mars needs a scheduler (E702)
+    code, out, err = run_cli("validate", str(path), "--target", target)
+    compiled, _, compile_err = run_cli("compile", str(path), "--target", target)
+    assert (code == 0) == (compiled == 0)
+    if target == "mars":
+        assert code == 1 and "[E702]" in out and "[E702]" in compile_err
+
+
+def test_validate_with_a_hived_profile_refuses_what_a_hived_cluster_refuses(run_cli, tmp_path):
+    from pathlib import Path
+
+    profile = Path(__file__).resolve().parents[1] / "compiler" / "profiles" / "openpai.yaml"
+    hived = tmp_path / "hived.yaml"
+    hived.write_text(profile.read_text().replace("  enabled: false\n", "  enabled: true\n", 1))
+    path = tmp_path / "job.yaml"
+    path.write_text(job(["echo hi"], "extras:\n  hivedScheduler: {taskRoles: {chief: {skuType: K80}}}\n"))
+    code, out, _ = run_cli("validate", str(path))
+    assert code == 0 and "[W307]" in out
+    code, out, _ = run_cli("validate", str(path), "--profile", str(hived))
+    assert code == 1 and "[E307]" in out
+    code, _, err = run_cli("validate", str(path), "--target", "nowhere")
+    assert code == 2 and "unknown target" in err

@@ -59,17 +59,25 @@ def validate(
     stdin_name: str = typer.Option("<stdin>", "--stdin-name", metavar="NAME",
                                    help="File name to report for input read from '-' (for editors)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print diagnostics only, no summary line."),
+    target: Optional[str] = typer.Option(None, "--target", metavar="TARGET",
+                                         help="Also check what this compile target refuses (framework, jobset, mars, "
+                                              "local, grass, openpai): the verdict `compile --target` gives."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME_OR_FILE",
+                                          help="The cluster profile to check against (e.g. one with HiveD on); "
+                                               "implies --target framework unless --target is given."),
 ) -> None:
     """Check OpenPAI job files: YAML, the OpenPAI schema, OpenPAI's semantic rules and known pitfalls.
 
-    Marketplace items are recognised by their shape and checked with their embedded job.
+    Marketplace items are recognised by their shape and checked with their embedded job. With --target or
+    --profile, a job is also compiled (nothing is printed or written) so the verdict is `compile`'s.
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
     from .validate_cmd import run_validate
 
     raise typer.Exit(run_validate(paths, json_output=output_format is OutputFormat.json, strict=strict,
-                                  stdin_name=stdin_name, quiet=quiet, echo=typer.echo))
+                                  stdin_name=stdin_name, quiet=quiet, echo=typer.echo, target=target,
+                                  profile=profile))
 
 
 @app.command()

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from paictl.errors import InputError
+from paictl.errors import InputError, UsageError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -43,7 +43,7 @@ def collect_paths(paths: Sequence[str]) -> list[str]:
 
 
 def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin_name: str, quiet: bool,
-                 echo: Echo) -> int:
+                 echo: Echo, target: str | None = None, profile: str | None = None) -> int:
     """Validate `paths`, print the report through `echo`, return the exit status (0, 1 or 2).
 
     Each file's result keeps only its diagnostics once checked (`ValidationResult.summary`), not its parsed
@@ -68,8 +68,15 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
         except InputError as exc:
             io_errors.append(str(exc))
             continue
-        results.append(validate_bytes(raw, stdin_name if file == "-" else file,
-                                      other_kinds=validate_if_item).summary())
+        name = stdin_name if file == "-" else file
+        result = validate_bytes(raw, name, other_kinds=validate_if_item)
+        if (target is not None or profile is not None) and result.ok and not _is_item(result.data):
+            try:
+                result = with_compile_verdict(result, raw, target=target or "framework", profile=profile or "default")
+            except UsageError as exc:
+                echo(error_line(exc), err=True)
+                return exc.exit_code
+        results.append(result.summary())
 
     if json_output:
         echo(json_report(results, strict))
@@ -84,6 +91,30 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
     if io_errors:
         return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
+
+
+def with_compile_verdict(result, raw: bytes, *, target: str, profile: str):
+    """`result` with what `compile --target TARGET --profile PROFILE` adds: its errors (the verdict is compile's) and
+    the target's own warnings. Nothing is printed or written."""
+    from paictl.errors import InvalidJobError
+    from paictl.targets.compiled import compile_job
+
+    seen = {(d.code, d.line, d.column, d.message) for d in result.diagnostics}
+    try:
+        added = list(compile_job(raw, target=target, profile=profile, name=result.path).warnings)
+    except InvalidJobError as exc:
+        added = list(exc.diagnostics)
+    new = [d for d in added if (d.code, d.line, d.column, d.message) not in seen]
+    if not new:
+        return result
+    ordered = sorted((*result.diagnostics, *new), key=lambda d: (d.line or 0, d.column or 0, d.code))
+    return result._replace(diagnostics=tuple(ordered))
+
+
+def _is_item(data) -> bool:
+    from paictl.marketplace.shape import looks_like_item
+
+    return isinstance(data, dict) and looks_like_item(data)
 
 
 def validate_if_item(data: dict, text: str, path: str):
