@@ -29,8 +29,9 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
     from .storage_checks import storage_problems
 
-    return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data), *_images(data)]
+    views = list(_rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
+    return [*_task_role_shapes(data), *_counts(data), *_templates(data, views), *_plugins(data), *_hived(data),
+            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(views), *_images(data)]
 
 
 def _images(data: dict[str, Any]) -> Iterator[Finding]:
@@ -50,7 +51,7 @@ def _images(data: dict[str, Any]) -> Iterator[Finding]:
                           "`uri: ubuntu:22.04`")
 
 
-def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
+def _render_failures(views: list[Any]) -> Iterator[Finding]:
     """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
     `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
     built-in protocol/jsvalues.py does not model (refused, not guessed)."""
@@ -58,7 +59,7 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
     from .templates import js_trim
 
     outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
-    for pieces, view in _rendered_views(data):
+    for pieces, view in views:
         text, starts, position = "", [], 0
         for pointer, command in pieces:
             starts.append((position, pointer))
@@ -78,7 +79,7 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
                     outcomes[key] = failure
             exc = outcomes[key]
             if exc is not None:
-                pointer = next(p for start, p in reversed(starts) if start <= tag.start)
+                pointer = pointer_of(*next(p for start, p in reversed(starts) if start <= tag.start))
                 why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
                     if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
                 yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
@@ -100,9 +101,9 @@ def _name_tags(text: str) -> tuple[Any, ...]:
         return ()
 
 
-def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
+def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[tuple[Any, ...], str]], dict[str, Any]]]:
     """Each text upstream renders as one template (a task role's commands with its default deployment's pre and
-    post commands; each registry auth value), as (pointer, piece) pairs, with the view it is rendered against."""
+    post commands; each registry auth value), as (path, piece) pairs, with the view it is rendered against."""
     by_type: dict[str, dict[str, Any]] = {}
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
@@ -111,7 +112,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
             if isinstance(value, str):
-                yield [(pointer_of("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
+                yield [(("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
     deployment = _default_deployment(data)
     for name, role in _roles(data):
         pieces: list[tuple[str, str]] = []
@@ -124,7 +125,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
             for number, command in enumerate(commands if isinstance(commands, list) else []):
                 if isinstance(command, str):
                     where = base or ("deployments", deployment[0] if deployment else 0, "taskRoles", name, key)
-                    pieces.append((pointer_of(*where, number), command))
+                    pieces.append(((*where, number), command))
         view = {"$parameters": data.get("parameters")}
         for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
             view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
@@ -290,7 +291,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _templates(data: dict[str, Any]) -> Iterator[Finding]:
+def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
     """Text OpenPAI renders with mustache.js must parse, or upstream's renderer throws and the submission fails.
 
     Checked as upstream renders it: a task role's commands (with its default deployment's pre and post commands)
@@ -300,7 +301,7 @@ def _templates(data: dict[str, Any]) -> Iterator[Finding]:
     from .templates import TemplateError, js_trim, scan_tags
 
     yield from _auth_values(data)
-    for pieces, view in _rendered_views(data):
+    for pieces, view in views:
         auth = "$secrets" in view
         text, starts = "", []
         for pointer, piece in pieces:
@@ -312,7 +313,8 @@ def _templates(data: dict[str, Any]) -> Iterator[Finding]:
             for _ in scan_tags(text):
                 pass
         except TemplateError as exc:
-            start, pointer = next((s, p) for s, p in reversed(starts) if s <= exc.offset) if starts else (0, "")
+            where = next(p for s, p in reversed(starts) if s <= exc.offset) if starts else ()
+            pointer = pointer_of(*where)
             excerpt = text[exc.offset:].partition("\n")[0][:40] or None
             yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
                           f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
