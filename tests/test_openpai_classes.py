@@ -76,6 +76,7 @@ def test_a_section_closed_in_the_default_deployment_post_commands_parses():
     text = job(["<% #$parameters.xs %>", "echo inside"], "defaults: {deployment: d}\ndeployments:\n  - name: d\n"
                "    taskRoles:\n      worker: {postCommands: ['<% /$parameters.xs %>', 'echo post']}\n")
     assert set(verdicts(text).values()) == {True}
+    assert not any("fails" in d.message for d in validate_text(text, "job.yaml").diagnostics)
 
 
 @pytest.mark.parametrize("commands", [["<% #$parameters.xs %>", "echo never closed"],
