@@ -360,3 +360,22 @@ def test_validate_with_a_hived_profile_refuses_what_a_hived_cluster_refuses(run_
     assert code == 1 and "[E307]" in out
     code, _, err = run_cli("validate", str(path), "--target", "nowhere")
     assert code == 2 and "unknown target" in err
+
+
+# --- found by the differential test ---------------------------------------------------------------------------------
+
+def test_a_job_holding_nan_keeps_its_text_as_the_config_annotation():
+    """The mask check compared the re-read job with `==`, and NaN != NaN sent the annotation to the serialiser."""
+    text = job(["echo hi"], "secrets: {a: b}\nextras: {x: .nan}\n")
+    compiled = compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
+    [framework] = [o for o in compiled.objects if o["kind"] == "Framework"]
+    assert framework["metadata"]["annotations"]["config"] == text.replace("secrets: {a: b}", 'secrets: "******"')
+
+
+def test_a_date_as_a_task_roles_hived_settings_is_no_settings(tmp_path):
+    from pathlib import Path
+
+    profile = Path(__file__).resolve().parents[1] / "compiler" / "profiles" / "openpai.yaml"
+    (tmp_path / "hived.yaml").write_text(profile.read_text().replace("  enabled: false\n", "  enabled: true\n", 1))
+    text = job(["echo hi"], "extras:\n  hivedScheduler:\n    taskRoles:\n      worker: 2020-01-01 12:30:00\n")
+    compile_job(text.encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")

@@ -68,8 +68,8 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
     cells: dict[str, int] = {}
     groups: dict[str, list[str]] = {}
     for role in job.task_roles:
-        role_config = roles_config.get(role.name) or {}
-        role_config = role_config if isinstance(role_config, Mapping) else {}
+        role_config = roles_config.get(role.name)
+        role_config = role_config if isinstance(role_config, Mapping) else {}  # a Date: no settings, as upstream
         where = f"{base}/taskRoles/{role.name}"
         # hived.js reads these with lodash `get(..., null)` and tests `!= null`: an empty string is a value.
         sku_type, pinned = role_config.get("skuType"), role_config.get("pinnedCellId")
@@ -103,7 +103,8 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
     by_name = {role.name: role for role in job.task_roles}
     specs = {}
     for role in job.task_roles:
-        role_config = roles_config.get(role.name) or {}
+        role_config = roles_config.get(role.name)
+        role_config = role_config if isinstance(role_config, Mapping) else {}  # a Date: no settings, as upstream
         spec: dict[str, Any] = {
             "virtualCluster": virtual_cluster,
             "priority": priority,

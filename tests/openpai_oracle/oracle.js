@@ -46,8 +46,9 @@ const stubs = {
         name: s.name, share: s.share, default: filterDefault ? true : s.default,
       })),
     }),
+    // The real model GETs /persistentvolumeclaims/${name}: the name reaches the cluster as a string.
     get: async (name) => {
-      const found = STORAGES.find((s) => s.name === name);
+      const found = STORAGES.find((s) => s.name === String(name));
       if (!found) {
         const error = new Error(`Storage ${name} is not found.`);
         error.status = 404;
