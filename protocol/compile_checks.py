@@ -55,7 +55,6 @@ def _render_failures(views: list[Any]) -> Iterator[Finding]:
     """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
     `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
     built-in protocol/jsvalues.py does not model (refused, not guessed)."""
-    from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
     from .templates import js_trim
 
     outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
@@ -68,6 +67,10 @@ def _render_failures(views: list[Any]) -> Iterator[Finding]:
             position = len(text) + 1
         if "<%" not in text:
             continue
+        # imported only for a text with tags: the JavaScript model (and its dataclasses) stays off the validate
+        # path of the many jobs without placeholders
+        from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+
         view_key = tuple(id(value) for value in view.values())
         for tag in _name_tags(text):
             key = (view_key, tag.path)
