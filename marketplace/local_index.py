@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
+from paictl.compiler.emit import strict_json
 from paictl.errors import InputError, NotFoundError, UsageError
 from paictl.protocol.diagnostics import one_line
 
@@ -56,7 +57,7 @@ class LocalIndex:
             raise InputError(f"{self.folder}: cannot create the index folder: {exc.strerror or exc}") from None
         key = (document["author"], document["name"])
         file = f"{ITEMS_FOLDER}/{_file_name(*key)}"
-        staged = _staged(self.folder / file, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        staged = _staged(self.folder / file, strict_json(document, indent=2, ensure_ascii=False) + "\n")
         try:
             with self._locked():
                 entries = self._entries()
@@ -67,7 +68,7 @@ class LocalIndex:
                 entries.append({**summary_of({"id": item_id, **document}), "file": file})
                 entries.sort(key=lambda e: (str(e.get("author")), str(e.get("name"))))
                 write_atomically(self.folder / INDEX_FILE,
-                                 json.dumps({"format": FORMAT, "items": entries}, indent=2, ensure_ascii=False) + "\n")
+                                 strict_json({"format": FORMAT, "items": entries}, indent=2, ensure_ascii=False) + "\n")
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(staged)  # only left when something failed before the rename

@@ -7,7 +7,7 @@ committed, diffed and reviewed.
 
 from __future__ import annotations
 
-import json
+from paictl.compiler.emit import strict_json
 
 from .item import Item
 
@@ -19,4 +19,4 @@ def packed_yaml(item: Item) -> str:
 
 
 def packed_json(item: Item) -> str:
-    return json.dumps(item.to_document(), indent=2, ensure_ascii=False) + "\n"
+    return strict_json(item.to_document(), indent=2, ensure_ascii=False) + "\n"

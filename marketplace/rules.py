@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from paictl.compiler.emit import strict_json
 from paictl.protocol.codes import finding
 from paictl.protocol.diagnostics import Anchor, Finding, pointer_of
 
@@ -29,7 +30,7 @@ def encode_body(body: Any) -> bytes:
     """The exact bytes publishing sends (compact UTF-8 JSON), so that their size is known before sending."""
     import json
 
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return strict_json(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def name_findings(data: dict[str, Any]) -> list[Finding]:

@@ -29,19 +29,36 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
     from .storage_checks import storage_problems
 
-    return [*_task_role_shapes(data), *_counts(data), *_templates(data), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(data)]
+    views = list(_rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
+    return [*_task_role_shapes(data), *_counts(data), *_templates(data, views), *_plugins(data), *_hived(data),
+            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(views), *_images(data)]
 
 
-def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
+def _images(data: dict[str, Any]) -> Iterator[Finding]:
+    """E811: the image a task role runs must be a reference Kubernetes takes (not empty, no blanks at either end)."""
+    used = {role.get("dockerImage") for _, role in _roles(data) if isinstance(role.get("dockerImage"), str)}
+    prerequisites = data.get("prerequisites")
+    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
+        if not isinstance(item, dict) or item.get("type") != "dockerimage" or not isinstance(item.get("name"), str) \
+                or item["name"] not in used:
+            continue
+        uri = item.get("uri")
+        if isinstance(uri, str) and (not uri or uri != uri.strip()):
+            what = "empty" if not uri else f"{uri!r}, with blanks at an end"
+            yield finding("E811", pointer_of("prerequisites", index, "uri"), f"the image of docker image "
+                          f"'{item.get('name')}' is {what}; OpenPAI puts it in the pod as it is, and Kubernetes "
+                          "refuses a pod whose image is empty or not trimmed", "write the image reference, e.g. "
+                          "`uri: ubuntu:22.04`")
+
+
+def _render_failures(views: list[Any]) -> Iterator[Finding]:
     """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
     `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
     built-in protocol/jsvalues.py does not model (refused, not guessed)."""
-    from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
     from .templates import js_trim
 
     outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
-    for pieces, view in _rendered_views(data):
+    for pieces, view in views:
         text, starts, position = "", [], 0
         for pointer, command in pieces:
             starts.append((position, pointer))
@@ -50,6 +67,10 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
             position = len(text) + 1
         if "<%" not in text:
             continue
+        # imported only for a text with tags: the JavaScript model (and its dataclasses) stays off the validate
+        # path of the many jobs without placeholders
+        from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
+
         view_key = tuple(id(value) for value in view.values())
         for tag in _name_tags(text):
             key = (view_key, tag.path)
@@ -61,7 +82,7 @@ def _render_failures(data: dict[str, Any]) -> Iterator[Finding]:
                     outcomes[key] = failure
             exc = outcomes[key]
             if exc is not None:
-                pointer = next(p for start, p in reversed(starts) if start <= tag.start)
+                pointer = pointer_of(*next(p for start, p in reversed(starts) if start <= tag.start))
                 why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
                     if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
                 yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
@@ -83,9 +104,9 @@ def _name_tags(text: str) -> tuple[Any, ...]:
         return ()
 
 
-def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]], dict[str, Any]]]:
+def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[tuple[Any, ...], str]], dict[str, Any]]]:
     """Each text upstream renders as one template (a task role's commands with its default deployment's pre and
-    post commands; each registry auth value), as (pointer, piece) pairs, with the view it is rendered against."""
+    post commands; each registry auth value), as (path, piece) pairs, with the view it is rendered against."""
     by_type: dict[str, dict[str, Any]] = {}
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
@@ -94,7 +115,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
             if isinstance(value, str):
-                yield [(pointer_of("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
+                yield [(("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
     deployment = _default_deployment(data)
     for name, role in _roles(data):
         pieces: list[tuple[str, str]] = []
@@ -107,7 +128,7 @@ def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[str, str]
             for number, command in enumerate(commands if isinstance(commands, list) else []):
                 if isinstance(command, str):
                     where = base or ("deployments", deployment[0] if deployment else 0, "taskRoles", name, key)
-                    pieces.append((pointer_of(*where, number), command))
+                    pieces.append(((*where, number), command))
         view = {"$parameters": data.get("parameters")}
         for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
             view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
@@ -129,9 +150,10 @@ def _default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str 
 
 
 def _dates(data: dict[str, Any]) -> Iterator[Finding]:
-    """E809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
-    object there, so OpenPAI accepts the job and silently treats the value as no settings at all. Only those
-    places are looked at (a date anywhere else is either refused by the schema or kept as data)."""
+    """W809: an unquoted date where the job schema wants a mapping. ajv takes a JavaScript Date for an (empty)
+    object there, so OpenPAI accepts the job and runs it as if the value were no settings at all; so does paictl,
+    with this warning. Only those places are looked at (a date anywhere else is refused by the schema or kept as
+    data)."""
     from .timestamps import Timestamp
 
     def places() -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -156,9 +178,14 @@ def _dates(data: dict[str, Any]) -> Iterator[Finding]:
             if isinstance(item, dict):
                 yield ("prerequisites", index, "auth"), item.get("auth")
 
+    secrets = data.get("secrets")
+    if isinstance(secrets, Timestamp):
+        yield finding("E812", pointer_of("secrets"), f"secrets is the unquoted date {secrets}; OpenPAI stores the "
+                      "date itself as the job's secrets file, where the runtime looks for a mapping of secrets",
+                      "write the secrets as a mapping, or remove the key")
     for where, value in places():
-        if isinstance(value, Timestamp):
-            yield finding("E809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
+        if isinstance(value, Timestamp) and where != ("secrets",):
+            yield finding("W809", pointer_of(*where), f"this is the unquoted date {value}, where a mapping belongs; "
                           "OpenPAI reads it as a JavaScript Date, which its schema takes for an empty mapping, and "
                           "then ignores it", "write the mapping this key takes, or remove the key")
 
@@ -194,8 +221,15 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
 def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
     roles = data.get("taskRoles")
     if not isinstance(roles, dict):
-        yield finding("E801", pointer_of("taskRoles"), f"taskRoles is {kind_of(roles)}; no target can compile a job "
-                      "without task roles (OpenPAI's rest-server crashes on it)",
+        if isinstance(roles, list) and roles:
+            upstream = ("OpenPAI takes the list's indexes for task role names (0, 1, ...) and crashes on an entry "
+                        "that is not a task role")
+        elif isinstance(roles, (list, dict, int, float)) and not isinstance(roles, bool):
+            upstream = "OpenPAI builds a Framework with no task role, which runs nothing"
+        else:
+            upstream = "OpenPAI's rest-server crashes on it"
+        yield finding("E801", pointer_of("taskRoles"), f"taskRoles is {kind_of(roles)}; paictl compiles task roles "
+                      f"written as a mapping only ({upstream})",
                       "write taskRoles as a mapping of task role name to task role")
         return
     for name, role in roles.items():
@@ -231,6 +265,14 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
         if _is_number(retry) and retry > MAX_INT32:
             yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
                           f"{MAX_INT32}, FrameworkController's largest retry count")
+        resources = role.get("resourcePerInstance")
+        for key, bound, unit in _RESOURCE_BOUNDS:
+            value = resources.get(key) if isinstance(resources, dict) else None
+            if _is_number(value) and value > bound:
+                yield finding("E802", pointer_of("taskRoles", name, "resourcePerInstance", key), f"{key} {value} of "
+                              f"task role '{name}' is more than Kubernetes can hold ({bound:.4g}): it counts "
+                              f"resources in 64-bit {unit}, so the API server refuses the pod",
+                              "request what a node has")
         completion = role.get("completion")
         if isinstance(completion, dict):
             for key in ("minFailedInstances", "minSucceededInstances"):
@@ -241,47 +283,71 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
                                   "the Framework", "use -1 (never), or a count up to the task role's instances")
 
 
+#: The largest cpu, gpu and memoryMB whose Kubernetes quantity fits its int64 unit (milli-units for cpu and
+#: extended resources such as GPUs, bytes for memory); JavaScript also prints memoryMB from 1e21 on as "1e+21Mi",
+#: which is no quantity at all.
+_RESOURCE_BOUNDS = (("cpu", (2 ** 63 - 1) // 1000, "milli-cores"), ("gpu", (2 ** 63 - 1) // 1000, "milli-units"),
+                    ("memoryMB", (2 ** 63 - 1) // 2 ** 20, "bytes"))
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _templates(data: dict[str, Any]) -> Iterator[Finding]:
-    """Text OpenPAI renders with mustache.js must parse: upstream's renderer throws and the submission fails."""
-    from .templates import TemplateError, scan_tags
+def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
+    """Text OpenPAI renders with mustache.js must parse, or upstream's renderer throws and the submission fails.
 
-    for pointer, text in _rendered_texts(data):
+    Checked as upstream renders it: a task role's commands (with its default deployment's pre and post commands)
+    trimmed and joined by newlines into ONE template, so a section opened in one command and closed in a later one
+    parses; each registry auth value alone. Another deployment's commands are never rendered, so never checked.
+    """
+    from .templates import TemplateError, js_trim, scan_tags
+
+    yield from _auth_values(data)
+    for pieces, view in views:
+        auth = "$secrets" in view
+        text, starts = "", []
+        for pointer, piece in pieces:
+            if starts:
+                text += "\n"
+            starts.append((len(text), pointer))
+            text += piece if auth else js_trim(piece)
         try:
             for _ in scan_tags(text):
                 pass
         except TemplateError as exc:
+            where = next(p for s, p in reversed(starts) if s <= exc.offset) if starts else ()
+            pointer = pointer_of(*where)
             excerpt = text[exc.offset:].partition("\n")[0][:40] or None
             yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
                           f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
-                          "section with its closing tag", excerpt=excerpt)
+                          "section with its closing tag (a task role's commands are one template)", excerpt=excerpt)
 
 
-def _rendered_texts(data: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    for name, role in _roles(data):
-        commands = role.get("commands")
-        if isinstance(commands, list):
-            for index, command in enumerate(commands):
-                if isinstance(command, str):
-                    yield pointer_of("taskRoles", name, "commands", index), command
-    deployments = data.get("deployments")
-    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
-        roles = deployment.get("taskRoles") if isinstance(deployment, dict) else None
-        for name, role in (roles.items() if isinstance(roles, dict) else []):
-            for key in ("preCommands", "postCommands"):
-                commands = role.get(key) if isinstance(role, dict) else None
-                for number, command in enumerate(commands if isinstance(commands, list) else []):
-                    if isinstance(command, str):
-                        yield pointer_of("deployments", index, "taskRoles", name, key, number), command
+def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
+    """A registry auth value that is not text: upstream renders every auth value with mustache.js, which returns ''
+    for a falsy value (null, false, 0, NaN) and throws on any other (`this.tail.search is not a function`), so the
+    submission fails. An unquoted date is a JavaScript Date there, which throws too."""
+    from .timestamps import is_timestamp
+
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
-            if isinstance(value, str):
-                yield pointer_of("prerequisites", index, "auth", key), value
+            if is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
+                shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
+                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
+                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
+                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
+                              "quote the value, or remove the key")
+
+
+def _js_truthy(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value == value and value != 0
+    return True
 
 
 def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
@@ -303,9 +369,25 @@ def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
         if not isinstance(plugin.get("plugin"), str):
             yield finding("E804", pointer_of(*base, index, "plugin"), f"runtime plugin {index} has no `plugin` name "
                           "(a string)")
-        if "parameters" in plugin and plugin["parameters"] is not None and not isinstance(plugin["parameters"], dict):
-            yield finding("E804", pointer_of(*base, index, "parameters"), f"parameters of runtime plugin {index} is "
-                          f"{kind_of(plugin['parameters'])}; it is a mapping")
+        parameters = plugin.get("parameters")
+        if isinstance(parameters, dict) or not _py_truthy(parameters):
+            continue  # a mapping, or what the plugins read as "no parameters" (null, false, 0, "", [])
+        where = pointer_of(*base, index, "parameters")
+        if isinstance(parameters, (str, list)):
+            yield finding("W804", where, f"parameters of runtime plugin {index} is {kind_of(parameters)}, not a "
+                          "mapping; the runtime's plugins test `key in parameters`, which on a string or list finds "
+                          "substrings or items, not settings, so the plugin runs without them",
+                          "write the plugin's settings as a mapping (`parameters: {jobssh: true}`)")
+        else:
+            yield finding("E804", where, f"parameters of runtime plugin {index} is {kind_of(parameters)}; the "
+                          "runtime's plugins test `key in parameters`, which raises a TypeError on it, so the "
+                          "task's init container fails", "write the plugin's settings as a mapping")
+
+
+def _py_truthy(value: Any) -> bool:
+    """Python's truth, as the runtime's plugins test `if not parameters` (a date is a datetime there: true)."""
+    return bool(value) if isinstance(value, (type(None), bool, int, float, str, list, dict)) and \
+        not getattr(value, "moment", None) else True
 
 
 def _hived(data: dict[str, Any]) -> Iterator[Finding]:
@@ -315,6 +397,6 @@ def _hived(data: dict[str, Any]) -> Iterator[Finding]:
     hived = extras.get("hivedScheduler") if isinstance(extras, dict) else None
     roles = hived.get("taskRoles") if isinstance(hived, dict) else None
     if isinstance(roles, (int, float)):
-        yield finding("E805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
+        yield finding("W805", pointer_of("extras", "hivedScheduler", "taskRoles"), f"hivedScheduler.taskRoles is "
                       f"{kind_of(roles)}; OpenPAI ignores it, so no HiveD setting would apply",
                       "write a mapping of task role name to HiveD settings, or remove it")

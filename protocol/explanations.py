@@ -117,6 +117,17 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "pinnedCellId and affinityGroupName are strings or null.",
              "extras:\n  hivedScheduler:\n    jobPriorityClass: crit",
              "use one of the allowed values, or quote a setting that YAML reads as a number"),
+    "W306": ("The job's extras.hivedScheduler breaks OpenPAI's HiveD schema. Only a cluster running HiveD checks "
+             "it (and then refuses the job, E306); any other cluster runs the job and ignores the settings, so "
+             "without a HiveD profile paictl warns.",
+             "extras:\n  hivedScheduler:\n    jobPriorityClass: urgent",
+             "fix the settings if the job is meant for a HiveD cluster (validate with `--profile` of that cluster), "
+             "or remove extras.hivedScheduler"),
+    "W307": ("HiveD settings OpenPAI's HiveD code refuses on a HiveD cluster (E307 there): a task role the job "
+             "lacks, both skuType and pinnedCellId, or one affinity group with different SKUs. Other clusters "
+             "ignore the settings, so without a HiveD profile paictl warns.",
+             "extras:\n  hivedScheduler:\n    taskRoles:\n      trainer: {skuType: K80}",
+             "name the job's own task roles, one of skuType and pinnedCellId, one SKU per affinity group"),
     "E307": ("OpenPAI's HiveD code refuses the job (HTTP 400): hivedScheduler.taskRoles names a task role the job "
              "does not have, a task role sets both skuType and pinnedCellId (an empty string counts as set), or "
              "two task roles of one affinity group differ in skuType or pinnedCellId.",
@@ -224,6 +235,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),
+    "E609": ("On a HiveD cluster every task role of an affinity group (the job's default gang group, or a named "
+             "`affinityGroupName`) is listed with its pod count, which OpenPAI takes from `instances` as written. "
+             "Without `instances` the count is undefined, js-yaml refuses to write it, and the submission fails "
+             "(elsewhere a missing `instances` means 1).",
+             "taskRoles:\n  worker:\n    dockerImage: img\n    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 1}",
+             "write `instances: 1`"),
     "E801": ("taskRoles (or one task role) is not a mapping; no target can compile it, and OpenPAI's rest-server "
              "crashes on it, so `compile` refuses it (validate warns, W206).",
              "taskRoles: null",
@@ -236,11 +253,19 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "cannot read (an unclosed tag), so the rest-server would fail to render it.",
              "commands:\n  - python train.py --lr <% $parameters.lr",
              "close the tag (`%>`), or write `<%` some other way"),
-    "E804": ("The runtime-plugin list (extras.com.microsoft.pai.runtimeplugin) is not a list of "
-             "{plugin, parameters} mappings; OpenPAI's runtime crashes on it.",
+    "E804": ("The runtime reads extras.com.microsoft.pai.runtimeplugin as a list of {plugin, parameters} "
+             "mappings and runs each plugin with its parameters. OpenPAI's rest-server accepts any value there; the "
+             "runtime (the task's init container) then fails: on a list or entry that is no mapping, an entry "
+             "without a `plugin` name, or `parameters` that is a number or boolean (the plugins test "
+             "`key in parameters`, a TypeError on those).",
              "extras:\n  com.microsoft.pai.runtimeplugin: ssh",
              "write a list of mappings: `- plugin: ssh` with `parameters:` a mapping"),
-    "E805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
+    "W804": ("A runtime plugin's `parameters` is a string or a list. The plugins test `key in parameters`, which "
+             "on a string or list looks for a substring or an item, so the plugin runs without the settings meant "
+             "for it (null, false, 0, \"\" and [] are read as no parameters, without a warning).",
+             "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: ssh\n      parameters: jobssh",
+             "write the settings as a mapping (`parameters: {jobssh: true}`)"),
+    "W805": ("extras.hivedScheduler.taskRoles is a number or a boolean. OpenPAI's HiveD schema skips a value that "
              "is not a mapping and its code then finds no task roles in it, so the settings are silently lost; "
              "paictl refuses it instead.",
              "extras:\n  hivedScheduler:\n    taskRoles: 1",
@@ -258,7 +283,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "twice).",
              "extras:\n  storages: {name: confignfs}",
              "write `storages: [{name: confignfs}]`, each storage once, with a string mountPath"),
-    "E809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
+    "W809": ("An unquoted date such as `2020-01-01` stands where the job takes a mapping (completion, "
              "extraContainerOptions, parameters, secrets, defaults, extras, a registry auth, HiveD settings). "
              "OpenPAI's YAML reader makes it a JavaScript Date, which its schema counts as an object without keys, "
              "so the rest-server accepts the job and ignores the value.",
@@ -271,6 +296,17 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "paictl does not model (static methods such as `constructor.keys`, `Date()`) are refused too.",
              "commands:\n  - echo <% $parameters.epochs.toFixed %>",
              "name the parameter itself (`<% $parameters.epochs %>`)"),
+    "E811": ("A dockerimage prerequisite that a task role runs has a `uri` that is empty or starts or ends with "
+             "blanks. OpenPAI accepts the job and writes the uri into the pod as the container's image, and the "
+             "Kubernetes API server refuses a pod whose image is empty or not trimmed, so no task ever starts "
+             "(MARO Grass, the local run and the other targets have no image to run either).",
+             "prerequisites:\n  - {name: img, type: dockerimage, uri: ''}",
+             "write the image reference (`uri: ubuntu:22.04`)"),
+    "E812": ("`secrets` is an unquoted date such as `2020-01-01`. OpenPAI's YAML reader makes it a JavaScript "
+             "Date, its schema takes that for an empty mapping, and the rest-server then writes the date itself "
+             "(`2020-01-01T00:00:00.000Z`) as the job's secrets file, where the runtime reads a mapping of secrets.",
+             "secrets: 2020-01-01",
+             "write the secrets as a mapping (`secrets: {day: '2020-01-01'}`), or remove the key"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "
              "value would land in the container's command line and the plan.",
              "commands:\n  - login --token <% $secrets.token %>",

@@ -1,8 +1,9 @@
 """`extras.hivedScheduler` as OpenPAI's rest-server checks it: its HiveD schema, then the 400 errors of its HiveD code.
 
 Upstream checks these only on a cluster that runs HiveD (src/config/v2/hived.js, an ajv schema with allErrors, and
-src/middlewares/v2/hived.js). A job that carries HiveD settings is meant for such a cluster, so `validate` refuses
-what that cluster would refuse, whatever profile it is later compiled with (openpai.md a.4 and c.6):
+src/middlewares/v2/hived.js); elsewhere it runs the job and ignores the settings. So paictl reports them as
+warnings (W306, W307), and as the errors a HiveD cluster answers (E306, E307) only for a profile with HiveD on
+(`compile`/`submit`, and `validate --profile`) (openpai.md a.4 and c.6):
 - E306, the schema: hivedScheduler is a mapping; jobPriorityClass is prod, test or oppo; taskRoles, when it is a
   mapping, has at least one entry, every name matches ^[A-Za-z0-9._~]+$, every entry is a mapping whose skuType,
   pinnedCellId and affinityGroupName are strings or null. (ajv checks none of this on a taskRoles that is not a
@@ -29,13 +30,23 @@ _NAMED = ("skuType", "pinnedCellId", "affinityGroupName")
 _BASE = ("extras", "hivedScheduler")
 
 
-def hived_findings(data: dict[str, Any]) -> list[Finding]:
+def hived_findings(data: dict[str, Any], *, enforced: bool = False) -> list[Finding]:
+    """E306/E307 when `enforced` (a HiveD cluster refuses the job), else the same findings as W306/W307."""
+    found = _findings(data)
+    if enforced:
+        return found
+    from .codes import severity_of
+
+    return [f._replace(code="W" + f.code[1:], severity=severity_of("W" + f.code[1:])) for f in found]
+
+
+def _findings(data: dict[str, Any]) -> list[Finding]:
     extras = data.get("extras")
     if not isinstance(extras, dict) or "hivedScheduler" not in extras:
         return []
     hived = extras["hivedScheduler"]
     if is_timestamp(hived):
-        return []  # ajv takes a Date for an object; compile refuses it (E809)
+        return []  # ajv takes a Date for an object: upstream ignores it (W809)
     if not isinstance(hived, dict):
         return [finding("E306", pointer_of(*_BASE), f"extras.hivedScheduler is {kind_of(hived)}; OpenPAI's HiveD "
                         "schema wants a mapping", "write `hivedScheduler:` with jobPriorityClass and taskRoles keys")]
@@ -64,7 +75,7 @@ def _schema(hived: dict[str, Any]) -> Iterator[Finding]:
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles key {name!r} "
                           "does not match ^[A-Za-z0-9._~]+$ (OpenPAI's HiveD schema)", anchor=Anchor.KEY)
         if is_timestamp(settings):
-            continue  # a Date passes `type: object`; compile refuses it (E809)
+            continue  # a Date passes `type: object`: upstream ignores it (W809)
         if not isinstance(settings, dict):
             yield finding("E306", pointer_of(*_BASE, "taskRoles", name), f"hivedScheduler.taskRoles.{name} is "
                           f"{kind_of(settings)}; OpenPAI's HiveD schema wants a mapping", "write `{skuType: K80}`, say")

@@ -18,7 +18,6 @@ checked against Node 20 by the differential harness described in tests/test_open
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 from .jsstring import js_string
@@ -46,21 +45,39 @@ THROWS = _Marker("throws")  # a function result: calling it on the view throws
 VIEW = _Marker("view")  # a function result: the view itself (prints as "[object Object]")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class JsFunction:
-    name: str
-    length: int
-    result: Any  # what calling it with `this` = the view and no arguments gives (THROWS, VIEW, UNDEFINED or data)
-    own: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # e.g. `prototype` of a constructor
-    statics: frozenset[str] = frozenset()  # own properties the model leaves out (refused)
+    """A built-in function as the model knows it. A plain class, not a dataclass: `validate` looks placeholders up
+    through this module, and importing `dataclasses` (with `inspect` and `ast`) was a seventh of a pre-commit run.
+    Compared by identity."""
+
+    __slots__ = ("name", "length", "result", "own", "statics")
+
+    def __init__(self, name: str, length: int, result: Any, own: Mapping[str, Any] | None = None,
+                 statics: frozenset[str] = frozenset()):
+        self.name = name
+        self.length = length
+        #: what calling it with `this` = the view and no arguments gives (THROWS, VIEW, UNDEFINED or data)
+        self.result = result
+        self.own = own if own is not None else {}  # e.g. `prototype` of a constructor
+        self.statics = statics  # own properties the model leaves out (refused)
+
+    def __repr__(self) -> str:
+        return f"JsFunction({self.name!r})"
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
 class JsPrototype:
-    name: str
-    own: dict[str, Any]
-    parent: JsPrototype | None
-    text: Any  # String(prototype), or THROWS
+    """A built-in prototype: its own properties, its parent, and `String(prototype)`. Compared by identity."""
+
+    __slots__ = ("name", "own", "parent", "text")
+
+    def __init__(self, name: str, own: dict[str, Any], parent: JsPrototype | None, text: Any):
+        self.name = name
+        self.own = own
+        self.parent = parent
+        self.text = text  # String(prototype), or THROWS
+
+    def __repr__(self) -> str:
+        return f"JsPrototype({self.name!r})"
 
 
 #: The text `String(fn)` gives for the function `Function()` returns.

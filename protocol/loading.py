@@ -249,7 +249,7 @@ def _load_located(text: str, path: str) -> Document:
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
     try:
-        root, positions, secret_spans = load_events(text)
+        root, positions, secret_spans = _events_as_js_yaml_reads(text)
     except LoadProblem as problem:
         raise _error(path, problem.code, problem.message, problem.line, problem.column, hint=problem.hint,
                      text=text) from None
@@ -268,6 +268,64 @@ def _load_located(text: str, path: str) -> Document:
     if not isinstance(root, dict):
         raise _error(path, "E104", f"the document is {kind_of(root)}; a job is a YAML mapping", 1, 1, text=text)
     return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans))
+
+
+#: How many tab separators one file may have rewritten (each costs a parse; a file with more is refused, E105).
+_MAX_TAB_RETRIES = 20
+_YAML_DIRECTIVE = re.compile(r"%YAML[ \t]+1\.([0-9]+)(?=[ \t]*(?:#.*)?$)")
+
+
+def _events_as_js_yaml_reads(text: str):
+    """`load_events` on what js-yaml reads the same but libyaml refuses, each rewritten in place (same length, so
+    every position holds; the document keeps the text as written):
+    - a `%YAML 1.x` directive of another minor version than 1.1 and 1.2 (js-yaml warns and reads on; libyaml stops);
+    - a tab separating a block indicator (`-`, `?`, `:`) from what follows (`-\t|`): js-yaml takes it for the space
+      it is; libyaml's scanner stops on it ("cannot start any token"). Only the tab libyaml stops at is rewritten,
+      and only there, so a tab inside a value never changes.
+    """
+    import yaml
+
+    from .yamlevents import load_events
+
+    readable = _directive_read_as_1_1(text)
+    for _ in range(_MAX_TAB_RETRIES):
+        try:
+            return load_events(readable)
+        except yaml.MarkedYAMLError as exc:
+            at = _separating_tab(readable, exc)
+            if at is None:
+                raise
+            end = at
+            while end < len(readable) and readable[end] == "\t":
+                end += 1
+            readable = readable[:at] + " " * (end - at) + readable[end:]
+    return load_events(readable)
+
+
+def _directive_read_as_1_1(text: str) -> str:
+    if not text.startswith("%"):
+        return text
+    out, position = [], 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("%", "#")):
+            break  # directives come before the document
+        found = _YAML_DIRECTIVE.match(line)
+        if found and found.group(1) not in ("1", "2"):
+            line = line[:found.start(1)] + "1" + " " * (len(found.group(1)) - 1) + line[found.end(1):]
+        out.append(line)
+        position += len(line)
+    return "".join(out) + text[position:]
+
+
+def _separating_tab(text: str, exc) -> int | None:
+    """The offset of the tab libyaml stopped at, when blanks and a block indicator precede it on its line."""
+    mark = exc.problem_mark
+    if mark is None or mark.index >= len(text) or text[mark.index] != "\t" or \
+            "cannot start any token" not in (exc.problem or ""):
+        return None
+    before = text[text.rfind("\n", 0, mark.index) + 1:mark.index].rstrip(" \t")
+    return mark.index if before.endswith(("-", "?", ":")) else None
 
 
 def _syntax_error(exc, path: str, text: str) -> DocumentError:

@@ -21,7 +21,7 @@ def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     """A mapping the schema accepted; an unquoted date there (js-yaml's Date, which OpenPAI's schema takes for an
-    object without keys) is held as that empty mapping. Compiling refuses such a job (E809)."""
+    object without keys) is held as that empty mapping. paictl, like OpenPAI, then runs the job without those settings (warning W809)."""
     return value if isinstance(value, Mapping) else {}
 
 
@@ -73,6 +73,8 @@ class TaskRole:
     resources: Resources
     commands: tuple[str, ...]
     instances: int = 1
+    #: `instances` as written (None when absent): HiveD's affinity group lists it as is (`podNumber`).
+    instances_written: Any = 1
     completion: Completion = Completion()
     task_retry_count: int = 0
     prerequisites: tuple[str, ...] = ()
@@ -117,6 +119,9 @@ class Job:
     prerequisites: tuple[Prerequisite, ...] = ()
     parameters: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None))
     secrets: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _frozen(None), repr=False)
+    #: Whether the job has a `secrets` value at all: upstream makes the secrets Secret for any value but null, an
+    #: empty mapping included (`config.secrets ? ... : null`), so a job with `secrets: {}` gets one too.
+    has_secrets: bool = False
     job_retry_count: int = 0
     deployments: tuple[Deployment, ...] = ()
     defaults: Defaults = Defaults()
@@ -161,6 +166,7 @@ def job_from_data(data: Mapping[str, Any]) -> Job:
         prerequisites=tuple(_prerequisite(p) for p in data.get("prerequisites") or ()),
         parameters=_frozen(data.get("parameters")),
         secrets=_frozen(data.get("secrets")),
+        has_secrets=data.get("secrets") is not None,
         job_retry_count=data.get("jobRetryCount") or 0,
         task_roles=tuple(_task_role(n, r) for n, r in roles.items()) if isinstance(roles, dict) else (),
         deployments=tuple(_deployment(d) for d in data.get("deployments") or ()),
@@ -192,6 +198,7 @@ def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
     return TaskRole(
         name=name,
         instances=role.get("instances") or 1,
+        instances_written=role.get("instances"),
         completion=Completion(min_failed_instances=completion.get("minFailedInstances"),
                               min_succeeded_instances=completion.get("minSucceededInstances")),
         task_retry_count=role.get("taskRetryCount") or 0,

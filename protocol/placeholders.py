@@ -80,18 +80,22 @@ def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[i
     findings: list[Finding] = []
     roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
     scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
+    default = as_mapping(data.get("defaults")).get("deployment")
     for name, role in roles.items():
         base = ("taskRoles", name, "commands")
         # (path tokens, text): a pointer is built only for a finding (most commands have none)
         commands = [((*base, i), c) for i, c in strings_in(role.get("commands"))]
-        findings += _check_joined(commands, scopes[name])
+        extended = False  # the default deployment adds to this task role: its join is the text upstream renders
         for d_index, deployment in mappings_in(data.get("deployments")):
             extra = as_mapping(deployment.get("taskRoles")).get(name)
             if not isinstance(extra, dict):
                 continue
+            extended = extended or (default is not None and deployment.get("name") == default)
             parts = {key: [(("deployments", d_index, "taskRoles", name, key, i), c)
                            for i, c in strings_in(extra.get(key))] for key in ("preCommands", "postCommands")}
             findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
+        if not extended:
+            findings += _check_joined(commands, scopes[name])
     auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), broken=_misshapen(data) & {"$secrets"},
                        has_secrets=bool(data.get("secrets")))
     for p_index, item in mappings_in(data.get("prerequisites")):

@@ -193,6 +193,9 @@ def _explain(error) -> list[Finding]:
     if keyword == "type":
         return [_type_error(error, path)]
 
+    if path and path[-1] == "ports" and keyword in ("not", "minimum", "maximum", "maxLength", "maxItems"):
+        return [_ports_error(error.instance, path)]
+
     if keyword in ("enum", "const"):
         allowed = error.validator_value if keyword == "enum" else [error.validator_value]
         shown = ", ".join(repr(a) if isinstance(a, str) else str(a) for a in allowed)
@@ -258,6 +261,18 @@ def _unknown_keys(error, path: list[Any]) -> list[Finding]:
         hint = None if guess else (f"allowed keys: {', '.join(declared)}" if declared else None)
         findings.append(_finding("E202", message, key_path, Anchor.KEY, hint=hint))
     return findings
+
+
+def _ports_error(value: Any, path: list[Any]) -> Finding:
+    """`ports` of a shape upstream cannot use (false, 0, "", [] and null mean no ports there, and here)."""
+    if isinstance(value, list):
+        return _finding("E210", f"{_where(path)} is a list; it must be a mapping of port label to number of ports "
+                        "(OpenPAI would take the list's indexes 0, 1, ... for port labels)", path,
+                        hint="write `ports: {http: 1}`, not `ports: [- http: 1]`; the value is how many ports to "
+                        "allocate, not a port number")
+    return _finding("E203", f"{_where(path)} is {_describe(value)}; it must be a mapping of port label to number of "
+                    "ports (OpenPAI's rest-server crashes on this value; false, 0, \"\" or null mean no ports)", path,
+                    hint="write `ports: {http: 1}`, or leave the key out")
 
 
 def _type_error(error, path: list[Any]) -> Finding:

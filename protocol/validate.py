@@ -48,6 +48,26 @@ def _semantic_findings(data: dict[str, Any], text: str) -> list[Finding]:
     return check_semantics(data, tags="<%" in text or "\\" in text)
 
 
+def _compile_findings(data: dict[str, Any]) -> list[Finding]:
+    """What no compile target can build (protocol/compile_checks.py), for a schema-valid job: `validate` reports it
+    too, so a job `validate` passes is one every target compiles (or refuses for a target-specific reason)."""
+    from .compile_checks import compile_findings
+
+    return compile_findings(data)
+
+
+def _with_compile_findings(semantic: list[Finding], data: dict[str, Any]) -> list[Finding]:
+    """The semantic findings plus the compile findings; a W409 parse failure gives way to the E803 that reports the
+    same text as unrenderable (the warning checks each text alone, E803 the template upstream really renders)."""
+    compiled = _compile_findings(data)
+    if any(f.code == "E803" for f in compiled):
+        semantic = [f for f in semantic if not (f.code == "W409" and f.message.startswith(_PARSE_FAILURE))]
+    return [*semantic, *compiled]
+
+
+_PARSE_FAILURE = "OpenPAI's template parser"
+
+
 #: Validates a document that is not a job but another kind paictl knows (a marketplace item): given the plain data,
 #: the text and the path, it returns that kind's result, or None for "not mine, validate it as a job". The CLI
 #: passes one in; the protocol core itself knows no other kind (imports point one way: protocol <- the rest).
@@ -66,6 +86,8 @@ def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None
     data = load_fast(text)
     schema_valid = data is not None and fast_validator("job").is_valid(data)
     semantic = _semantic_findings(data, text) if data is not None else None
+    if schema_valid:
+        semantic = _with_compile_findings(semantic, data)  # type: ignore[arg-type]
     if schema_valid and not semantic:
         return ValidationResult(path=path, diagnostics=(), data=data)
     # Only a document that is not a clean job is offered to the other kinds: ordinary jobs pay nothing for them.
@@ -143,7 +165,12 @@ def check_document(document: Document, *, schema_valid_data: dict[str, Any] | No
     # every problem at once). They skip values of the wrong shape, and whatever they still find at or below a spot
     # the schema already rejects is dropped: the schema's error there is the one to fix first.
     rejected = _rejected_spots(findings)
-    semantic = fast[1] if fast is not None and document.data == fast[0] else _semantic_findings(document.data, document.text)
+    if fast is not None and document.data == fast[0]:
+        semantic = fast[1]  # the fast path's semantic findings, and its compile findings when the schema passed
+    else:
+        semantic = _semantic_findings(document.data, document.text)
+        if not any(f.severity is Severity.ERROR for f in findings):
+            semantic = _with_compile_findings(semantic, document.data)
     findings += [f for f in semantic if not _at_or_below(f.pointer, rejected)]
     return _in_text_order(locate(f, document) for f in _at_most(findings, MAX_DIAGNOSTICS, document.path))
 

@@ -91,11 +91,12 @@ def check_objects(objects: Iterable[dict[str, Any]]) -> None:
         problems += [f"{where} at {path}: {message}" for path, message in object_errors(obj)]
     if problems:
         shown = problems[:_MAX_REPORTED]
-        more = f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        more = f"; ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        # One line: the CLI prints an error as one line (a newline in it would be shown escaped, as `\n`).
         raise InternalError(
-            "this is a bug in paictl: an object it compiled fails its schema check, so it was not printed.\n  "
-            + "\n  ".join(shown) + more
-            + f"\nPlease report it at {_ISSUES} with the job file and the command line.")
+            "this is a bug in paictl: an object it compiled fails its schema check, so it was not printed: "
+            + "; ".join(shown) + more
+            + f". Please report it at {_ISSUES} with the job file and the command line.")
 
 
 def object_errors(obj: Any) -> list[tuple[str, str]]:

@@ -64,7 +64,7 @@ def test_merges_follow_js_yaml_explicit_keys_win_first_merge_wins():
     ("a: &a\n  <<: *a\n", "E106"), ("a: &a [*a]\n", "E106"), ("a: *nope\n", "E101"),
     ("- " * (MAX_DEPTH + 1) + "x\n", "E106"), ("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "E106"),
     ("a: &a " + "x" * 10_000 + "\nb: [" + ", ".join(["*a"] * (MAX_EXPANDED_BYTES // 10_000 + 1)) + "]\n", "E106"),
-    ("%YAML 1.3\n---\na: 1\n", "E101"), ("%YAML 2.0\n---\na: 1\n", "E101"), ("? [a]\n: 1\n", "E101"),
+    ("%YAML 2.0\n---\na: 1\n", "E101"), ("? [a]\n: 1\n", "E101"),
     ("a: 1\n---\nb: 2\n", "E103"), ("a: 1\na: 2\n", "E102"),
 ])
 def test_limits_and_shapes_are_located_diagnostics(text, code):

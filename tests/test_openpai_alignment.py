@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import string
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -23,6 +24,8 @@ from paictl.protocol.loading import load_located
 from paictl.protocol.templates import TemplateError
 from paictl.protocol.validate import validate_text
 from paictl.targets.compiled import compile_job
+
+_PROFILES = Path(__file__).resolve().parents[1] / "compiler" / "profiles"
 
 BASE = """\
 protocolVersion: 2
@@ -61,7 +64,7 @@ def _compile_hived(text: str) -> list[dict]:
     if not result.ok:
         raise InvalidJobError(list(result.diagnostics))
     document = load_located(text, "job.yaml")
-    raise_if_any(compile_findings(result.data), document, "job.yaml")
+    raise_if_any([f for f in compile_findings(result.data) if f.severity.value == "error"], document, "job.yaml")
     profile = load_profile("openpai")
     profile = dataclasses.replace(profile, hived=dataclasses.replace(profile.hived, enabled=True))
     return compile_framework(job_from_data(result.data), profile, document=document)
@@ -214,13 +217,24 @@ def test_the_default_group_is_shared_by_every_task_role_when_one_role_has_an_emp
     ("extras:\n  hivedScheduler: {taskRoles: {worker: {affinityGroupName: g, skuType: K80}, ps: "
      "{affinityGroupName: g}}}\n", "E307"),  # AffinityGroup g has inconsistent skuType or pinnedCellId.
 ])
-def test_validate_refuses_what_upstreams_hived_refuses(extra, code):
+def test_what_upstreams_hived_refuses_is_refused_with_hived_and_warned_without(extra, code, tmp_path):
+    """Upstream checks HiveD settings only on a HiveD cluster and runs the job elsewhere (issue 30: a policy is a
+    warning unless a profile asks for it)."""
     result = validate_text(BASE + extra, "job.yaml")
-    assert {d.code for d in result.errors} == {code} and all(d.line for d in result.errors)
+    warned = "W" + code[1:]
+    assert result.ok and {d.code for d in result.warnings} >= {warned} and all(d.line for d in result.warnings)
+    compile_job((BASE + extra).encode(), target="framework", profile="openpai", name="job.yaml")  # runs upstream
+    text = Path(_PROFILES / "openpai.yaml").read_text().replace("  enabled: false\n", "  enabled: true\n", 1)
+    (tmp_path / "hived.yaml").write_text(text)
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job((BASE + extra).encode(), target="framework", profile=str(tmp_path / "hived.yaml"), name="job.yaml")
+    assert {d.code for d in caught.value.diagnostics if d.is_error} == {code}
 
 
-def test_hived_shapes_upstream_ignores_or_crashes_on_are_refused_when_compiling():
-    assert refused("extras:\n  hivedScheduler: {taskRoles: 1}\n") == {"E805"}  # silently no settings upstream
+def test_hived_shapes_upstream_ignores_are_warned_and_those_it_crashes_on_refused():
+    extra = "extras:\n  hivedScheduler: {taskRoles: 1}\n"  # silently no settings upstream: a warning
+    assert {d.code for d in validate_text(BASE + extra, "job.yaml").diagnostics} == {"W805"}
+    assert compiled(extra, hived=True)
     # upstream: resourceUnits[''] is undefined, a TypeError
     assert refused("extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {skuType: ''}\n", hived=True) == {
         "E602"}
@@ -267,12 +281,18 @@ def test_a_quoted_date_is_a_string():
 
 @pytest.mark.parametrize("extra", [
     "parameters: 2020-01-01\n",  # ajv takes a Date for an object: upstream accepts and ignores it
-    "secrets: 2020-01-01\n",
     "extras: 2020-01-01\n",
 ])
-def test_a_date_where_a_mapping_belongs_is_accepted_by_validate_and_refused_by_compile(extra):
-    assert validate_text(BASE + extra, "job.yaml").ok
-    assert refused(extra) == {"E809"}
+def test_a_date_where_a_mapping_belongs_is_warned_and_ignored_as_upstream_ignores_it(extra):
+    result = validate_text(BASE + extra, "job.yaml")
+    assert result.ok and {d.code for d in result.warnings} == {"W809"}
+    assert compiled(extra)
+
+
+def test_secrets_that_are_a_date_are_refused_by_validate_and_compile():
+    """Upstream stores the date's text as the secrets file, where the runtime reads a mapping of secrets."""
+    assert {d.code for d in validate_text(BASE + "secrets: 2020-01-01\n", "job.yaml").errors} == {"E812"}
+    assert refused("secrets: 2020-01-01\n") == {"E812"}
 
 
 def test_a_date_secret_is_stored_as_a_timestamp():
@@ -354,7 +374,8 @@ def test_a_name_renders_as_mustache_js_renders_it(name, expected):
                                      "echo <% $parameters.x.constructor.fromCharCode %>"])
 def test_a_name_upstream_throws_on_or_paictl_does_not_model_is_a_located_refusal(command):
     text = BASE.replace("commands: [echo hi]", f"commands: ['{command}']") + "parameters: {x: a, p: {}}\n"
-    assert validate_text(text, "job.yaml").ok  # upstream's validate passes; its render fails
+    # upstream's validate passes and its render fails: paictl's validate refuses it as compile does
+    assert {d.code for d in validate_text(text, "job.yaml").errors} == {"E810"}
     with pytest.raises(InvalidJobError) as caught:
         compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
     [error] = caught.value.diagnostics

@@ -431,7 +431,9 @@ def test_case_file_triggers_exactly_its_code(case):
 def test_every_semantic_code_has_a_case_file():
     from paictl.protocol.codes import CODES
 
-    assert {p.stem.split("-")[0] for p in CASE_FILES} == {c for c in CODES if c[:2] in ("E3", "W2", "W4")}
+    # E306/E307 are W306/W307 raised to errors by a HiveD profile (compile); the case files show the warnings.
+    semantic = {c for c in CODES if c[:2] in ("E3", "W2", "W4", "W3")} - {"E306", "E307"}
+    assert {p.stem.split("-")[0] for p in CASE_FILES} == semantic
 
 
 VALID = sorted((CORPUS / "openpai" / "valid").glob("*.y*ml")) if (CORPUS / "openpai" / "valid").is_dir() else []

@@ -68,8 +68,8 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
     cells: dict[str, int] = {}
     groups: dict[str, list[str]] = {}
     for role in job.task_roles:
-        role_config = roles_config.get(role.name) or {}
-        role_config = role_config if isinstance(role_config, Mapping) else {}
+        role_config = roles_config.get(role.name)
+        role_config = role_config if isinstance(role_config, Mapping) else {}  # a Date: no settings, as upstream
         where = f"{base}/taskRoles/{role.name}"
         # hived.js reads these with lodash `get(..., null)` and tests `!= null`: an empty string is a value.
         sku_type, pinned = role_config.get("skuType"), role_config.get("pinnedCellId")
@@ -103,7 +103,8 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
     by_name = {role.name: role for role in job.task_roles}
     specs = {}
     for role in job.task_roles:
-        role_config = roles_config.get(role.name) or {}
+        role_config = roles_config.get(role.name)
+        role_config = role_config if isinstance(role_config, Mapping) else {}  # a Date: no settings, as upstream
         spec: dict[str, Any] = {
             "virtualCluster": virtual_cluster,
             "priority": priority,
@@ -121,10 +122,17 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
             group, members = "default", (names if job.extras.get("gangAllocation", True) is True else None)
         spec["affinityGroup"] = None if members is None else {
             "name": f"{user_job}/{group}",
-            "members": [{"podNumber": by_name[m].instances, "leafCellNumber": cells[m]} for m in members],
+            "members": [{"podNumber": by_name[m].instances_written, "leafCellNumber": cells[m]} for m in members],
         }
         specs[role.name] = spec
-    return specs, []
+        unsized = [m for m in members or () if by_name[m].instances_written is None]
+        for name in unsized if not findings else ():
+            # upstream writes `podNumber: undefined`, which js-yaml's safeDump refuses: the submission fails
+            findings.append(finding("E609", f"/taskRoles/{name}", f"task role '{name}' has no `instances`; with "
+                                    f"HiveD it is a member of affinity group '{group}', whose pod count OpenPAI "
+                                    "takes from `instances` as written, and its rest-server fails on the missing "
+                                    "value", "write `instances: 1` (the default elsewhere)", anchor=Anchor.KEY))
+    return ({}, findings) if findings else (specs, [])
 
 
 def priority_of(specs: Mapping[str, Mapping[str, Any]]) -> int:

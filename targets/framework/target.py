@@ -71,7 +71,7 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
 
         objects += barrier_rbac(job, profile)
     secrets_secret = secrets_from
-    if secrets_from is None and job.secrets:
+    if secrets_from is None and (job.secrets or job.has_secrets):
         secret = config_secret(name, job, profile)
         if profile.runtime == "native":
             from paictl.targets.framework.native import secret_files

@@ -12,7 +12,6 @@ stay, so one sees which secrets would be sent); only `submit` builds the unmaske
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from paictl.errors import UsageError
@@ -29,7 +28,7 @@ CONTENT_TYPE = "text/yaml"
 def protocol_document(data: Mapping[str, Any], *, parameters: Optional[Mapping[str, Any]] = None,
                       virtual_cluster: Optional[str] = None, masked: bool = True) -> dict[str, Any]:
     """The document to send: a copy of the validated data with the overrides applied (and secrets masked)."""
-    document: dict[str, Any] = json.loads(json.dumps(data))
+    document: dict[str, Any] = _copied(data)
     if parameters:
         document["parameters"] = {**(document.get("parameters") or {}), **parameters}
     if virtual_cluster:
@@ -44,6 +43,20 @@ def protocol_document(data: Mapping[str, Any], *, parameters: Optional[Mapping[s
             if isinstance(auth, dict):
                 item["auth"] = {key: (value if key == "registryuri" else MASK_VALUE) for key, value in auth.items()}
     return document
+
+
+def _copied(value: Any) -> Any:
+    """A copy of the job's data in which an unquoted date stays a date (a datetime, which the emitter writes as a
+    plain timestamp): js-yaml reads it back as the Date upstream would have read from the file, so a date rendered
+    into a command prints as JavaScript prints a Date, not as the quoted text (a json round trip made it a string)."""
+    moment = getattr(value, "moment", None)
+    if moment is not None:
+        return moment
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
 
 
 def protocol_text(document: Mapping[str, Any]) -> bytes:

@@ -66,11 +66,18 @@ def validate(
     by_shape: bool = typer.Option(False, "--by-shape",
                                   help="Pick the files named on the command line by their shape too, as those found "
                                        "in directories (the pre-commit hook: it is handed every staged YAML file)."),
+    target: Optional[str] = typer.Option(None, "--target", metavar="TARGET",
+                                         help="Also check what this compile target refuses (framework, jobset, mars, "
+                                              "local, grass, openpai): the verdict `compile --target` gives."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME_OR_FILE",
+                                          help="The cluster profile to check against (e.g. one with HiveD on); "
+                                               "implies --target framework unless --target is given."),
 ) -> None:
     """Check OpenPAI job files: YAML, the OpenPAI schema, OpenPAI's semantic rules and known pitfalls.
 
     Marketplace items are recognised by their shape and checked with their embedded job. In a directory, YAML
-    files that are neither (a CI config, a chart) are skipped and counted; --all-files checks them too.
+    files that are neither (a CI config, a chart) are skipped and counted; --all-files checks them too. With
+    --target or --profile, a job is also compiled (nothing is printed or written) so the verdict is `compile`'s.
 
     Exit status: 0 all valid; 1 any invalid (or any warning with --strict); 2 usage or I/O error.
     """
@@ -78,7 +85,7 @@ def validate(
 
     raise typer.Exit(run_validate(paths, json_output=output_format is OutputFormat.json, strict=strict,
                                   stdin_name=stdin_name, quiet=quiet, echo=typer.echo, all_files=all_files,
-                                  by_shape=by_shape))
+                                  by_shape=by_shape, target=target, profile=profile))
 
 
 #: `paictl schema NAME`, as its help lists them (a test holds this to the schemas the package ships).

@@ -57,9 +57,9 @@ def diagnose_command(
     report = _report(verdict, cut=[name for name, cut in (("user", user_cut), ("platform", platform_cut)) if cut])
     report["hints"] = _hints(verdict, user_text, rules.default_code) if exit_code != 0 else []
     if output_format is DiagnoseFormat.json:
-        import json
+        from paictl.compiler.emit import strict_json
 
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        typer.echo(strict_json(report, indent=2, ensure_ascii=False))
     else:
         typer.echo(_text(report))
 

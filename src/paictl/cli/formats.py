@@ -6,7 +6,6 @@ Files are written by options of their own (`compile --output-dir`, `marketplace 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from paictl.errors import UsageError
@@ -28,7 +27,9 @@ def record_text(data: Any, output_format: str) -> str:
         from paictl.compiler.emit import to_yaml
 
         return to_yaml([data]).rstrip("\n")
-    return json.dumps(data, ensure_ascii=False)
+    from paictl.compiler.emit import strict_json
+
+    return strict_json(data, ensure_ascii=False)
 
 
 def records_text(records: list, output_format: str) -> str:
@@ -37,7 +38,9 @@ def records_text(records: list, output_format: str) -> str:
         from paictl.compiler.emit import to_yaml
 
         return to_yaml(records).rstrip("\n")
-    return json.dumps(records, ensure_ascii=False)
+    from paictl.compiler.emit import strict_json
+
+    return strict_json(records, ensure_ascii=False)
 
 
 def age(created: str | None, now: float) -> str:

@@ -129,7 +129,7 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
 
     Exit status: 0; 1 invalid job; 2 bad cluster file; 3 the job does not fit (the error says what fell short).
     """
-    import json
+    from paictl.compiler.emit import strict_json
 
     from paictl.targets.compiled import compile_job
 
@@ -143,7 +143,7 @@ def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The jo
         fail(error)
     plan = compiled.objects[-1]
     if output_format is PlanFormat.json:
-        typer.echo(json.dumps(plan, indent=2))
+        typer.echo(strict_json(plan, indent=2))
         return
     typer.echo(f"{plan['metadata']['name']} on {plan['cluster']['name']}: {plan['allocation']['mode']} on "
                f"{plan['allocation']['metric']} (job, component and container ids are drawn at submit)")

@@ -300,11 +300,11 @@ def _write_or_print(text: str, output_file: Optional[str]) -> None:
 def _json_text(data, **options) -> str:
     """json.dumps, imported when JSON is printed (every command module is imported for `paictl --help`), with the
     characters a terminal acts on that JSON may carry raw (C1 controls, bidi overrides) written as escapes."""
-    import json
+    from paictl.compiler.emit import strict_json
 
     from .report import json_escaped
 
-    return json_escaped(json.dumps(data, **options))
+    return json_escaped(strict_json(data, **options))
 
 
 def _yaml_text(data) -> str:

@@ -165,9 +165,9 @@ def _place(entry) -> str:
 
 def _json_text(data, **options) -> str:
     """json.dumps, imported when JSON is printed: every command module is imported for `paictl --help`."""
-    import json
+    from paictl.compiler.emit import strict_json
 
-    return json.dumps(data, **options)
+    return strict_json(data, **options)
 
 
 def cluster_aliases() -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from paictl.compiler.emit import strict_json
 import re
 from typing import Iterable, Sequence
 
@@ -69,7 +69,7 @@ def json_report(results: Sequence[ValidationResult], strict: bool,
     if skipped:  # only when a directory held other YAML: the report of the files checked is otherwise unchanged
         summary["skipped"] = len(skipped)
         report["skipped"] = [{"file": file, "reason": reason} for file, reason in skipped]
-    return json_escaped(json.dumps(report, indent=2, ensure_ascii=False))
+    return json_escaped(strict_json(report, indent=2, ensure_ascii=False))
 
 
 #: Characters JSON may carry raw that a terminal would act on: C1 controls, DEL, line separators, bidi overrides.

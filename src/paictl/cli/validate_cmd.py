@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from paictl.errors import InputError
+from paictl.errors import InputError, UsageError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -72,7 +72,8 @@ def collect_paths(paths: Sequence[str]) -> list[Found]:
 
 
 def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin_name: str, quiet: bool,
-                 echo: Echo, all_files: bool = False, by_shape: bool = False) -> int:
+                 echo: Echo, all_files: bool = False, by_shape: bool = False,
+                 target: str | None = None, profile: str | None = None) -> int:
     """Validate `paths`, print the report through `echo`, return the exit status (0, 1 or 2).
 
     Each file's result keeps only its diagnostics once checked (`ValidationResult.summary`), not its parsed
@@ -102,7 +103,14 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
         if (searched or by_shape) and not all_files and not is_job_or_item(raw, name):
             skipped.append(name)
             continue
-        results.append(validate_bytes(raw, name, other_kinds=validate_if_item).summary())
+        result = validate_bytes(raw, name, other_kinds=validate_if_item)
+        if (target is not None or profile is not None) and result.ok and not _is_item(result.data):
+            try:
+                result = with_compile_verdict(result, raw, target=target or "framework", profile=profile or "default")
+            except UsageError as exc:
+                echo(error_line(exc), err=True)
+                return exc.exit_code
+        results.append(result.summary())
 
     if json_output:
         echo(json_report(results, strict, skipped=[(name, SKIP_REASON) for name in skipped]))
@@ -128,6 +136,30 @@ def skipped_line(skipped: Sequence[str]) -> str:
     shown = ", ".join(one_line(name) for name in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
     count = f"{len(skipped)} YAML file" + ("" if len(skipped) == 1 else "s")
     return f"{count} skipped ({shown}): {SKIP_REASON}; --all-files checks every file"
+
+
+def with_compile_verdict(result, raw: bytes, *, target: str, profile: str):
+    """`result` with what `compile --target TARGET --profile PROFILE` adds: its errors (the verdict is compile's) and
+    the target's own warnings. Nothing is printed or written."""
+    from paictl.errors import InvalidJobError
+    from paictl.targets.compiled import compile_job
+
+    seen = {(d.code, d.line, d.column, d.message) for d in result.diagnostics}
+    try:
+        added = list(compile_job(raw, target=target, profile=profile, name=result.path).warnings)
+    except InvalidJobError as exc:
+        added = list(exc.diagnostics)
+    new = [d for d in added if (d.code, d.line, d.column, d.message) not in seen]
+    if not new:
+        return result
+    ordered = sorted((*result.diagnostics, *new), key=lambda d: (d.line or 0, d.column or 0, d.code))
+    return result._replace(diagnostics=tuple(ordered))
+
+
+def _is_item(data) -> bool:
+    from paictl.marketplace.shape import looks_like_item
+
+    return isinstance(data, dict) and looks_like_item(data)
 
 
 def validate_if_item(data: dict, text: str, path: str):

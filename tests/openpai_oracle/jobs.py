@@ -1,0 +1,123 @@
+"""Jobs for the differential test: the upstream corpus's valid jobs, mutated by hypothesis strategies.
+
+A mutation picks a place in a real job and changes it the way people and tools get jobs wrong: another value of
+another shape (null, false, 0, "", a list, a mapping, an unquoted date, a huge or non-finite number), a key removed,
+a known key added where it does not belong, placeholders and mustache tags written into its strings. The result is
+written back as YAML text (PyYAML keeps a date unquoted, so js-yaml reads it as a Date again).
+"""
+
+from __future__ import annotations
+
+import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import strategies as st
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "openpai" / "valid"
+
+
+@lru_cache(maxsize=None)
+def corpus_jobs() -> tuple[tuple[str, str], ...]:
+    """(file name, text) of every valid corpus job, sorted by name."""
+    if not CORPUS.is_dir():
+        return ()
+    return tuple((path.name, path.read_text(encoding="utf-8"))
+                 for path in sorted(CORPUS.iterdir()) if path.suffix in (".yaml", ".yml"))
+
+
+@lru_cache(maxsize=None)
+def corpus_data(name: str) -> Any:
+    return yaml.safe_load(dict(corpus_jobs())[name])
+
+
+#: Values of other shapes; each is tried where any value can stand.
+SCALARS = st.sampled_from([
+    None, False, True, 0, 1, -1, 2, "", "x", "0", "null", 2 ** 31, 2 ** 53 + 1, 1e30, 0.5, -0.0,
+    float("nan"), float("inf"), datetime.date(2020, 1, 1), datetime.datetime(2020, 1, 1, 12, 30),
+    "2020-01-01", "__proto__", "constructor", "toString", "a b", "ä", "<% $parameters.a %>",
+])
+#: Keys people add, misplace or misspell.
+KEYS = st.sampled_from([
+    "ports", "auth", "secrets", "parameters", "completion", "extras", "name", "uri", "instances", "taskRetryCount",
+    "jobRetryCount", "gpu", "cpu", "memoryMB", "commands", "deployment", "virtualCluster", "hivedScheduler",
+    "gangAllocation", "storages", "com.microsoft.pai.runtimeplugin", "__proto__", "toString", "a", "skuType",
+    "shmMB", "infiniband", "minFailedInstances", "minSucceededInstances", "preCommands", "postCommands",
+])
+#: Text placed into strings: placeholders of every root, sections and parse errors of mustache.
+SNIPPETS = st.sampled_from([
+    "<% $parameters.a %>", "<% $parameters %>", "<% $parameters.a.length %>", "<% $script.uri %>",
+    "<% $data.uri[0] %>", "<% $output %>", "<% $secrets.a %>", "<% #$parameters.a %>", "<% /$parameters.a %>",
+    "<% ^$parameters.a %>", "<% !note %>", "<% >p %>", "<%& $parameters.a %>", "<%={{ }}=%>", "<% . %>",
+    "<%", "%>", "<% %>", "{{ x }}", "\t", "\n", " ", "$", "\\", "'", '"', "#", ": ", "- ",
+])
+
+
+def values(depth: int = 2) -> st.SearchStrategy[Any]:
+    if depth <= 0:
+        return SCALARS
+    inner = values(depth - 1)
+    return st.one_of(
+        SCALARS,
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(KEYS, st.sampled_from(["a", "b", "1"])), inner, max_size=3),
+    )
+
+
+def _places(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path in the data (the root excluded), depth-first in document order."""
+    found: list[tuple[Any, ...]] = []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        found.append((*path, key))
+        found += _places(value, (*path, key))
+    return found
+
+
+def _parent(data: Any, path: tuple[Any, ...]) -> Any:
+    for key in path[:-1]:
+        data = data[key]
+    return data
+
+
+@st.composite
+def mutate_once(draw: st.DrawFn, data: Any) -> Any:
+    places = _places(data)
+    if not places:
+        return data
+    path = draw(st.sampled_from(places))
+    parent, key = _parent(data, path), path[-1]
+    operation = draw(st.sampled_from(["replace", "replace", "delete", "add", "snippet", "snippet", "wrap"]))
+    if operation == "replace":
+        parent[key] = draw(values())
+    elif operation == "delete":
+        del parent[key]
+    elif operation == "add":
+        target = parent[key] if isinstance(parent[key], dict) else parent
+        if isinstance(target, dict):
+            target[draw(KEYS)] = draw(values())
+        else:
+            target.insert(draw(st.integers(0, len(target))), draw(values()))
+    elif operation == "snippet":
+        value = parent[key]
+        text = value if isinstance(value, str) else ""
+        at = draw(st.integers(0, len(text)))
+        parent[key] = text[:at] + draw(SNIPPETS) + text[at:]
+    else:  # wrap: the value one level deeper or shallower, a common indentation slip
+        value = parent[key]
+        parent[key] = draw(st.sampled_from([[value], {"a": value}]))
+    return data
+
+
+@st.composite
+def mutated_jobs(draw: st.DrawFn) -> tuple[str, str]:
+    """(description, YAML text) of a corpus job with one to three mutations."""
+    jobs = corpus_jobs()
+    name = draw(st.sampled_from([n for n, _ in jobs]))
+    data = yaml.safe_load(dict(jobs)[name])
+    for _ in range(draw(st.integers(1, 3))):
+        data = draw(mutate_once(data))
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    return name, text
