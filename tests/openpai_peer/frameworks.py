@@ -45,10 +45,14 @@ class FrameworkController:
     """Moves the Frameworks of one namespace. `node_ip` is every pod's host IP: the log-manager's address."""
 
     def __init__(self, api_url: str, *, namespace: str = "default", node_ip: str = "127.0.0.1",
-                 node_name: str = "node-0", log_writer: Optional[Callable[..., None]] = None):
+                 node_name: str = "node-0", log_writer: Optional[Callable[..., None]] = None,
+                 history_writer: Optional[Callable[[dict[str, Any]], None]] = None):
         self.api = httpx.Client(base_url=api_url, timeout=10)
         self.namespace, self.node_ip, self.node_name = namespace, node_ip, node_name
         self.log_writer = log_writer
+        # FrameworkController logs a snapshot of each completed attempt; OpenPAI's fluentd (pgjson plugin) stores
+        # it in the `framework_history` table, where the rest-server finds earlier attempts.
+        self.history_writer = history_writer
 
     def close(self) -> None:
         self.api.close()
@@ -210,9 +214,11 @@ class FrameworkController:
             now = _now()
             obj["status"]["attemptStatus"]["completionTime"] = now
             obj["status"]["state"] = "AttemptCompleted"
-        self._set(name, change)
+        completed = self._set(name, change)
+        if self.history_writer is not None:
+            self.history_writer(completed)
         if not final:
-            return self.get(name)  # type: ignore[return-value]
+            return completed
 
         def done(obj: dict[str, Any]) -> None:
             obj["status"]["state"] = "Completed"
@@ -234,9 +240,10 @@ class FrameworkController:
 
     def start(self, name: str, *, logs: Optional[dict[tuple[str, int], str]] = None, user: str = "",
               steps: bool = True) -> dict[str, Any]:
-        """Created → preparing → every task running; `logs` (role, index) → text written once running."""
-        self.wait_created(name)
-        self.create_attempt(name)
+        """Created (or the next attempt, after `next_attempt`) → preparing → every task running; `logs`
+        (role, index) → text written once running."""
+        if not (self.wait_created(name).get("status") or {}).get("attemptStatus"):
+            self.create_attempt(name)
         if steps:
             self.framework_state(name, "AttemptCreationRequested")
         self.framework_state(name, "AttemptPreparing")

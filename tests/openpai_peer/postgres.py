@@ -65,6 +65,15 @@ class Postgres:
         self._run(str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "openpai")
         return self
 
+    def sql(self, statement: str, database: str = "openpai") -> str:
+        """Run one SQL text through psql (as fluentd's pgjson plugin writes rows the database-controller doesn't)."""
+        result = subprocess.run([str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                                 "-d", database, "-v", "ON_ERROR_STOP=1", "-q", "-t"], input=statement,
+                                capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            raise RuntimeError(f"psql: {result.stderr[-1000:]}")
+        return result.stdout
+
     def url(self, database: str = "openpai") -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 

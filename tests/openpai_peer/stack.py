@@ -12,6 +12,7 @@ README "OpenPAI clusters" and in the closing note of issue 25.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -39,6 +40,29 @@ STORAGES = ("confignfs", "teamnfs")       # alice may use both; bob only confign
 
 class StackError(RuntimeError):
     pass
+
+
+@dataclasses.dataclass
+class RestServer:
+    """One rest-server process and the pylon in front of it."""
+    port: int
+    pylon: Pylon
+    hived: bool
+
+    @property
+    def rest_url(self) -> str:
+        """The REST server itself (what a deployment's REST_SERVER_URI is)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def site_url(self) -> str:
+        """The cluster's site root, as users know it: pylon in front of everything."""
+        return self.pylon.url
+
+    @property
+    def api_url(self) -> str:
+        """The REST API through pylon: `https://HOST/rest-server`."""
+        return f"{self.site_url}/rest-server"
 
 
 def unavailable_reason() -> Optional[str]:
@@ -82,37 +106,37 @@ def _tail(log: Optional[Path], size: int = 3000) -> str:
 class Stack:
     """Start with `Stack(folder, hived=False).start()`; `stop()` ends every process it started."""
 
-    def __init__(self, folder: Path, *, hived: bool = False):
-        self.folder, self.hived = folder, hived
+    def __init__(self, folder: Path):
+        self.folder = folder
         self.processes: list[tuple[str, subprocess.Popen]] = []
         self.exit_stack = contextlib.ExitStack()
         self.postgres: Optional[Postgres] = None
         self.kube: Any = None
         self.logs: Optional[LogManager] = None
-        self.pylon: Optional[Pylon] = None
         self.hived_service: Any = None
         self.fc: Optional[FrameworkController] = None
-        self.rest_port = 0
+        self.installed: Optional[Path] = None
+        self.default: Optional[RestServer] = None
+        self._hived: Optional[RestServer] = None
         self.tokens: dict[str, str] = {}
         self._watcher_stop = threading.Event()
 
-    # -- addresses ---------------------------------------------------------------------------------------------
+    # -- addresses (of the default-scheduler rest-server) --------------------------------------------------------
 
     @property
     def rest_url(self) -> str:
-        """The REST server itself (what a deployment's REST_SERVER_URI is)."""
-        return f"http://127.0.0.1:{self.rest_port}"
+        assert self.default is not None
+        return self.default.rest_url
 
     @property
     def site_url(self) -> str:
-        """The cluster's site root, as users know it: pylon in front of everything."""
-        assert self.pylon is not None
-        return self.pylon.url
+        assert self.default is not None
+        return self.default.site_url
 
     @property
     def api_url(self) -> str:
-        """The REST API through pylon: `https://HOST/rest-server`."""
-        return f"{self.site_url}/rest-server"
+        assert self.default is not None
+        return self.default.api_url
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -127,24 +151,39 @@ class Stack:
     def _start(self) -> None:
         started = time.monotonic()
         self.folder.mkdir(parents=True, exist_ok=True)
-        installed = install.ensure_installed(install.PEER)
+        self.installed = install.ensure_installed(install.PEER)
         pg_bin = find_bin()
         assert pg_bin is not None
         self.postgres = Postgres(self.folder / "pg", pg_bin).start()
         self.kube = self._start_kube()
         self.logs = self.exit_stack.enter_context(LogManager(self.folder / "node-logs", admin=LOG_ADMIN,
                                                              password=LOG_ADMIN_PASSWORD))
-        self.fc = FrameworkController(self.kube.url, log_writer=self.logs.write)
-        if self.hived:
-            from .hived import HivedService
-
-            self.hived_service = self.exit_stack.enter_context(HivedService())
-        self._start_database_controller(installed)
-        self.rest_port = free_port()
-        self._start_rest_server(installed)
-        self.pylon = self.exit_stack.enter_context(Pylon(self.rest_url))
+        self.fc = FrameworkController(self.kube.url, log_writer=self.logs.write, history_writer=self._history)
+        self._start_database_controller(self.installed)
+        self.default = self._start_rest_server(self.installed, hived=False)
         self._seed_users()
         self.startup_seconds = time.monotonic() - started
+
+    def hived(self) -> RestServer:
+        """A second rest-server with LAUNCHER_SCHEDULER=hivedscheduler over the same database, Kubernetes and users
+        (started on first use). Its start adds a group per HiveD virtual cluster; alice joins `gpu`, bob does not."""
+        if self._hived is None:
+            from .hived import HivedService
+
+            assert self.installed is not None
+            self.hived_service = self.exit_stack.enter_context(HivedService())
+            self._hived = self._start_rest_server(self.installed, hived=True)
+            admin = {"Authorization": f"Bearer {self.tokens[ADMIN]}"}
+            deadline = time.monotonic() + 30
+            while True:  # the group `gpu` is created by the new server's start, asynchronously
+                reply = httpx.put(f"{self._hived.rest_url}/api/v2/users/alice/group", headers=admin, timeout=30,
+                                  json={"groupname": "gpu"})
+                if reply.status_code in (200, 201):
+                    break
+                if time.monotonic() > deadline:
+                    raise StackError(f"alice into group gpu: HTTP {reply.status_code} {reply.text[:300]}")
+                time.sleep(0.2)
+        return self._hived
 
     def stop(self) -> None:
         self._watcher_stop.set()
@@ -173,8 +212,8 @@ class Stack:
     # -- parts -------------------------------------------------------------------------------------------------
 
     def _start_kube(self) -> Any:
-        from tests.kube_emulator import Emulator
-        from tests.kube_emulator.resources import ResourceType
+        from kube_emulator import Emulator
+        from kube_emulator.resources import ResourceType
 
         emu = Emulator()
         # kinds the rest-server reads that the emulator does not serve by default (added, not changed)
@@ -249,9 +288,14 @@ class Stack:
         src = installed / "database-controller" / "src"
         self.write_merger_port = free_port()
         env = self._db_env()
-        initializer = subprocess.run(["node", "initializer/index.js"], cwd=src, env=env, capture_output=True,
-                                     text=True, timeout=120)
-        if initializer.returncode != 0:
+        # The initializer creates its tables concurrently, and a table whose foreign key names one not yet created
+        # fails now and then (42P01); in a deployment Kubernetes restarts it: so does this loop, a few times.
+        for _ in range(5):
+            initializer = subprocess.run(["node", "initializer/index.js"], cwd=src, env=env, capture_output=True,
+                                         text=True, timeout=120)
+            if initializer.returncode == 0:
+                break
+        else:
             raise StackError(f"database-controller initializer failed: {initializer.stdout[-2000:]}"
                              f"{initializer.stderr[-2000:]}")
         merger = self._spawn("write-merger", ["node", "write-merger/index.js"], src,
@@ -273,7 +317,7 @@ class Stack:
                     return
             time.sleep(0.2)
 
-    def _write_configs(self) -> dict[str, Path]:
+    def _write_configs(self, hived: bool) -> dict[str, Path]:
         folder = self.folder / "config"
         folder.mkdir(exist_ok=True)
         group = {
@@ -284,8 +328,7 @@ class Stack:
                              "extension": {"acls": {"virtualClusters": ["default"], "admin": False,
                                                     "storageConfigs": ["confignfs"]}}},
             "grouplist": [{"groupname": "team", "description": "alice's team", "externalName": "",
-                           "extension": {"acls": {"virtualClusters": ["default", "gpu"] if self.hived
-                                                  else ["default"], "admin": False,
+                           "extension": {"acls": {"virtualClusters": ["default"], "admin": False,
                                                   "storageConfigs": ["teamnfs"]}}}],
         }
         paths = {"group": folder / "group.yaml", "exit": folder / "k8s-job-exit-spec.yaml"}
@@ -295,40 +338,59 @@ class Stack:
         spec = yaml.safe_load((install.PEER / "k8s-job-exit-spec" / "config" / "k8s-job-exit-spec.yaml")
                               .read_text())["spec"]
         paths["exit"].write_text(json.dumps(spec))
-        if self.hived:
+        if hived:
             from .hived import write_spec
 
             paths["hived"] = write_spec(folder / "hivedscheduler.yaml")
         return paths
 
-    def _start_rest_server(self, installed: Path) -> None:
+    def _start_rest_server(self, installed: Path, *, hived: bool) -> RestServer:
         assert self.postgres is not None and self.logs is not None
-        paths = self._write_configs()
+        paths = self._write_configs(hived)
+        port = free_port()
         env = self._base_env()
         env.update({
-            "LAUNCHER_TYPE": "k8s", "LAUNCHER_SCHEDULER": "hivedscheduler" if self.hived else "defaultscheduler",
+            "LAUNCHER_TYPE": "k8s", "LAUNCHER_SCHEDULER": "hivedscheduler" if hived else "defaultscheduler",
             "LAUNCHER_PRIORITY_CLASS": "true", "LAUNCHER_RUNTIME_IMAGE": "openpai/openpai-runtime:v1.8.0",
             "LAUNCHER_RUNTIME_IMAGE_PULL_SECRETS": "pai-secret",
             "HIVED_COMPUTING_DEVICE_ENVS": "NVIDIA_VISIBLE_DEVICES,HIVED_VISIBLE_DEVICES",
             "DEFAULT_COMPUTING_DEVICE_TYPE": "nvidia.com/gpu",
             "HIVED_WEBSERVICE_URI": self.hived_service.url if self.hived_service else "http://127.0.0.1:9",
             "HIVED_SPEC_PATH": str(paths.get("hived", self.folder / "no-hived.yaml")),
-            "K8S_APISERVER_URI": self.kube.url, "REST_SERVER_URI": f"http://127.0.0.1:{self.rest_port}",
+            "K8S_APISERVER_URI": self.kube.url, "REST_SERVER_URI": f"http://127.0.0.1:{port}",
             "WRITE_MERGER_URL": f"http://127.0.0.1:{self.write_merger_port}",
             "SQL_CONNECTION_STR": self.postgres.url(), "SQL_MAX_CONNECTION": "10", "JOB_HISTORY": "false",
             "ALERT_MANAGER_URL": "http://127.0.0.1:9", "PAI_REST_SERVER_EXIT_SPEC_PATH": str(paths["exit"]),
             "LOG_SERVER": "log_manager", "LOG_MANAGER_PORT": str(self.logs.port),
             "LOG_MANAGER_ADMIN_NAME": LOG_ADMIN, "LOG_MANAGER_ADMIN_PASSWORD": LOG_ADMIN_PASSWORD,
-            "SERVER_PORT": str(self.rest_port), "JWT_SECRET": "rest-server-jwt-secret-5c2a",
+            "SERVER_PORT": str(port), "JWT_SECRET": "rest-server-jwt-secret-5c2a",
             "JWT_TOKEN_EXPIRE_TIME": "7d", "AUTHN_METHOD": "basic", "DEFAULT_PAI_ADMIN_USERNAME": ADMIN,
             "DEFAULT_PAI_ADMIN_PASSWORD": ADMIN_PASSWORD, "GROUP_CONFIG_PATH": str(paths["group"]),
             "WEBPORTAL_URL": "http://127.0.0.1:9", "RATE_LIMIT_API_PER_MIN": "100000",
             "RATE_LIMIT_LIST_JOB_PER_MIN": "100000", "RATE_LIMIT_SUBMIT_JOB_PER_HOUR": "100000",
             "DEBUGGING_RESERVATION_SECONDS": "604800",
         })
-        process = self._spawn("rest-server", ["node", "index.js"], installed / "rest-server", env)
-        _wait_http(f"{self.rest_url}/api/v2/info", 90, process, self.folder / "rest-server.log",
+        name = "rest-server-hived" if hived else "rest-server"
+        process = self._spawn(name, ["node", "index.js"], installed / "rest-server", env)
+        _wait_http(f"http://127.0.0.1:{port}/api/v2/info", 90, process, self.folder / f"{name}.log",
                    ok=lambda r: r.status_code == 200)
+        pylon = self.exit_stack.enter_context(Pylon(f"http://127.0.0.1:{port}"))
+        return RestServer(port=port, pylon=pylon, hived=hived)
+
+    def _history(self, framework: dict[str, Any]) -> None:
+        """What fluentd's pgjson plugin does with FrameworkController's snapshot of a completed attempt: one
+        `framework_history` row, uid md5("{name}+{attempt}+retry"), inserted once."""
+        import hashlib
+
+        assert self.postgres is not None
+        name, attempt = framework["metadata"]["name"], framework["status"]["attemptStatus"]["id"]
+        uid = hashlib.md5(f"{name}+{attempt}+retry".encode()).hexdigest()
+        snapshot = json.dumps(framework)
+        assert "$snapshot$" not in snapshot
+        self.postgres.sql(
+            'INSERT INTO framework_history ("insertedAt", "updatedAt", "uid", "frameworkName", "attemptIndex", '
+            f'"historyType", "snapshot") VALUES (now(), now(), \'{uid}\', \'{name}\', {int(attempt)}, \'retry\', '
+            f"$snapshot${snapshot}$snapshot$) ON CONFLICT (uid) DO NOTHING;")
 
     # -- users ---------------------------------------------------------------------------------------------------
 

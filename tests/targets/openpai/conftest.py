@@ -1,0 +1,40 @@
+"""The OpenPAI tests' fixtures: one real server stack for the whole session (tests/openpai_peer), a user per test.
+
+Without ../shared/peers the real-server tests are skipped; under CI (CI set) a missing node, npm or PostgreSQL
+fails them instead, as a missing kubectl fails the kubectl tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def openpai_stack(tmp_path_factory):
+    from openpai_peer import install
+    from openpai_peer.stack import Stack, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI") and install.PEER.is_dir():
+            pytest.fail(f"the OpenPAI server stack cannot run under CI: {reason}")
+        pytest.skip(reason)
+    stack = Stack(tmp_path_factory.mktemp("openpai-stack")).start()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def pai_user(openpai_stack, tmp_path):
+    from openpai_peer.harness import PaiUser
+
+    return PaiUser(openpai_stack, tmp_path)
+
+
+@pytest.fixture
+def hived_user(openpai_stack, tmp_path):
+    from openpai_peer.harness import PaiUser
+
+    return PaiUser(openpai_stack, tmp_path, server=openpai_stack.hived())
