@@ -35,7 +35,9 @@ from .pylon import Pylon
 ADMIN, ADMIN_PASSWORD = "admin", "admin-password-1f2e"
 LOG_ADMIN, LOG_ADMIN_PASSWORD = "log-admin", "log-admin-password-77aa"
 USERS = {"alice": "alice-password-9c1d", "bob": "bob-password-2b7e"}
-STORAGES = ("confignfs", "teamnfs")       # alice may use both; bob only confignfs
+#: Persistent volume claims of the cluster: every user's group has confignfs, alice's team the others (the upstream
+#: example jobs name confignfs, nfs-storage and confignfs-data).
+STORAGES = ("confignfs", "teamnfs", "nfs-storage", "confignfs-data")
 
 
 class StackError(RuntimeError):
@@ -329,7 +331,7 @@ class Stack:
                                                     "storageConfigs": ["confignfs"]}}},
             "grouplist": [{"groupname": "team", "description": "alice's team", "externalName": "",
                            "extension": {"acls": {"virtualClusters": ["default"], "admin": False,
-                                                  "storageConfigs": ["teamnfs"]}}}],
+                                                  "storageConfigs": list(STORAGES[1:])}}}],
         }
         paths = {"group": folder / "group.yaml", "exit": folder / "k8s-job-exit-spec.yaml"}
         paths["group"].write_text(json.dumps(group))  # JSON is YAML
