@@ -44,7 +44,10 @@ class Postgres:
         command = list(args)
         if self._as_postgres:
             command = ["runuser", "-u", "postgres", "--", *command]
-        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:1])} failed ({result.returncode}): {result.stderr[-1500:]}")
+        return result
 
     def start(self) -> "Postgres":
         self.folder.mkdir(parents=True, exist_ok=True)

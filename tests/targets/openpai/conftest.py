@@ -7,12 +7,15 @@ fails them instead, as a missing kubectl fails the kubectl tests.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def openpai_stack(tmp_path_factory):
+def openpai_stack():
     from openpai_peer import install
     from openpai_peer.stack import Stack, unavailable_reason
 
@@ -21,9 +24,14 @@ def openpai_stack(tmp_path_factory):
         if os.environ.get("CI") and install.PEER.is_dir():
             pytest.fail(f"the OpenPAI server stack cannot run under CI: {reason}")
         pytest.skip(reason)
-    stack = Stack(tmp_path_factory.mktemp("openpai-stack")).start()
-    yield stack
-    stack.stop()
+    # its own folder, not pytest's: another pytest session of the same user prunes old pytest-N folders
+    folder = Path(tempfile.mkdtemp(prefix="paictl-openpai-stack-"))
+    try:
+        stack = Stack(folder).start()
+        yield stack
+        stack.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
