@@ -21,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
+import socket
 import time
 from typing import Any, Callable, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -41,6 +43,7 @@ REST_PREFIX = "/rest-server"
 #: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
 _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
 log = logging.getLogger("paictl.openpai")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 REDACTED = "***"
 _URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
 #: RFC 6750's b64token characters: what may follow "Bearer " in a credential.
@@ -97,25 +100,51 @@ class OpenPaiClient:
     def __init__(self, *, url: str, token: Optional[str], alias: str = "", attempts: int = DEFAULT_ATTEMPTS,
                  backoff: float = DEFAULT_BACKOFF, timeout: float = TIMEOUT,
                  sleep: Callable[[float], None] = time.sleep):
-        import httpx
-
         self.url = url.rstrip("/")
         self.alias = alias or self.url
-        self.attempts, self.backoff, self.sleep = max(1, attempts), backoff, sleep
+        self.attempts, self.backoff, self.sleep, self.timeout = max(1, attempts), backoff, sleep, timeout
         self.redact = Redactor(token)
-        headers = {"Accept": "application/json", "User-Agent": "paictl"}
+        self._headers = {"Accept": "application/json", "User-Agent": "paictl"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(base_url=self.url, headers=headers, follow_redirects=False,
-                                  timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)))
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._http: Any = None
         self._filter = _RedactingFilter(self.redact)
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).addFilter(self._filter)
+
+    def _client(self, what: str) -> Any:
+        """The httpx client, made on first use, after a plain TCP connect to the server: httpx takes a few hundred
+        milliseconds to import, and an unreachable cluster should answer faster than that."""
+        if self._http is None:
+            self._preflight(what)
+            import httpx
+
+            self._http = httpx.Client(base_url=self.url, headers=self._headers, follow_redirects=False,
+                                      timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)))
+            for name in ("httpx", "httpcore"):
+                logging.getLogger(name).addFilter(self._filter)
+        return self._http
+
+    def _preflight(self, what: str) -> None:
+        """Resolve and connect to the server's host and port once (not through a proxy: when the environment names
+        one, httpx goes through it and this check is skipped)."""
+        if any(os.environ.get(name) for name in PROXY_VARIABLES):
+            return
+        parts = urlsplit(self.url)
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+            if not parts.hostname or port is None:
+                return  # httpx reports an unusable URL itself
+            with socket.create_connection((parts.hostname, port), timeout=min(self.timeout, CONNECT_TIMEOUT)):
+                pass
+        except ValueError:
+            return
+        except OSError as exc:
+            raise UnreachableError(self._unreachable(exc, what, 1, True)) from None
 
     def close(self) -> None:
-        self._http.close()
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).removeFilter(self._filter)
+        if self._http is not None:
+            self._http.close()
+            for name in ("httpx", "httpcore"):
+                logging.getLogger(name).removeFilter(self._filter)
 
     # -- requests ---------------------------------------------------------------------------------------------
 
@@ -150,6 +179,7 @@ class OpenPaiClient:
     def _send(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
               what: str, auth: bool = True, raw: bool = False) -> Reply:
+        http = self._client(what or f"{method} {path}")  # first: an unreachable server fails before httpx loads
         import httpx
 
         request_headers = dict(headers or {})
@@ -157,11 +187,11 @@ class OpenPaiClient:
         for attempt in range(1, self.attempts + 1):
             last = attempt == self.attempts or not idempotent
             try:
-                request = self._http.build_request(method, path, params=params, headers=request_headers,
-                                                   content=content)
+                request = http.build_request(method, path, params=params, headers=request_headers,
+                                             content=content)
                 if not auth or not self.owns(str(request.url)):
                     request.headers.pop("Authorization", None)
-                response = self._http.send(request)
+                response = http.send(request)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
                 # nothing was sent: the server is not there (or not at this address); asking again only waits
                 raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
