@@ -13,10 +13,11 @@ The extender verbs (filter/bind/preempt) are not served: no Kubernetes scheduler
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
+
+from .loopback import LoopbackServer
 
 SKU = "K80"
 #: VC name → how many of node-0's four K80 leaf cells it owns.
@@ -60,33 +61,15 @@ def virtual_clusters() -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-class HivedService:
+class HivedService(LoopbackServer):
     """`with HivedService() as hived:` serves on `hived.url`."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
-        self._httpd: Optional[ThreadingHTTPServer] = None
-
-    def __enter__(self) -> "HivedService":
-        handler = type("Handler", (_Handler,), {"service": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
 
 class _Handler(BaseHTTPRequestHandler):
-    service: HivedService
+    owner: HivedService
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args) -> None:
@@ -101,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        self.service.requests.append(self.path)
+        self.owner.requests.append(self.path)
         path = self.path.split("?", 1)[0]
         prefix = "/v1/inspect/clusterstatus/virtualclusters/"
         if path == "/v1/inspect/clusterstatus/physicalcluster":
@@ -117,3 +100,6 @@ class _Handler(BaseHTTPRequestHandler):
         if path.rstrip("/") == "/v1/inspect/affinitygroups":
             return self._json(200, {"kind": "AffinityGroupList", "apiVersion": "v2", "items": []})
         self._json(404, {"code": 404, "message": f"no route {path}"})
+
+
+HivedService.handler = _Handler

@@ -22,12 +22,13 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Optional
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, urlsplit
+
+from .loopback import LoopbackServer
 
 VALID = re.compile(r"^[\w\-.~]+$", re.ASCII)   # lua's ^[%w_%-%.~]+$
 TAIL_BYTES = 16384
@@ -57,7 +58,7 @@ def jwt_verify(secret: str, token: str, subject: str) -> bool:
     return payload.get("sub") == subject and float(payload.get("exp", 0)) > time.time()
 
 
-class LogManager:
+class LogManager(LoopbackServer):
     """`with LogManager(root, admin=..., password=...) as lm:` serves on `lm.port` (127.0.0.1)."""
 
     def __init__(self, root: Path, *, admin: str, password: str, node: str = "node-0",
@@ -65,24 +66,6 @@ class LogManager:
         self.root, self.admin, self.password, self.node = root, admin, password, node
         self.jwt_secret, self.token_seconds, self.want_port = jwt_secret, token_seconds, port
         self.requests: list[tuple[str, str, dict[str, str]]] = []   # (method, path with query, headers)
-        self._httpd: Optional[ThreadingHTTPServer] = None
-
-    def __enter__(self) -> "LogManager":
-        handler = type("Handler", (_Handler,), {"lm": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.want_port), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None
-        return self._httpd.server_address[1]
 
     def folder(self, user: str, framework: str, taskrole: str, pod_uid: str) -> Path:
         return self.root / user / framework / taskrole / pod_uid
@@ -105,7 +88,7 @@ class LogManager:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    lm: LogManager
+    owner: LogManager
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args) -> None:
@@ -123,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _record(self) -> tuple[str, dict[str, str]]:
-        self.lm.requests.append((self.command, self.path, dict(self.headers.items())))
+        self.owner.requests.append((self.command, self.path, dict(self.headers.items())))
         parts = urlsplit(self.path)
         args = {key: values[0] for key, values in parse_qs(parts.query, keep_blank_values=True).items()}
         return parts.path, args
@@ -138,9 +121,9 @@ class _Handler(BaseHTTPRequestHandler):
             assert isinstance(data, dict)
         except (ValueError, AssertionError):
             return self._send(400)
-        if data.get("username") != self.lm.admin or data.get("password") != self.lm.password:
+        if data.get("username") != self.owner.admin or data.get("password") != self.owner.password:
             return self._send(401)
-        self._send(200, (json.dumps({"token": self.lm.token()}) + "\n").encode())
+        self._send(200, (json.dumps({"token": self.owner.token()}) + "\n").encode())
 
     def do_GET(self) -> None:
         path, args = self._record()
@@ -151,11 +134,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not path.startswith("/api/v1/logs"):
             return self._send(404, b"<html>404 Not Found</html>", "text/html")
         token = args.get("token")
-        if not token or not jwt_verify(self.lm.jwt_secret, token, f"log-manager-{self.lm.node}"):
+        if not token or not jwt_verify(self.owner.jwt_secret, token, f"log-manager-{self.owner.node}"):
             return self._send(403)
         if any(not args.get(key) for key in PARAMS) or any(not VALID.match(args[key]) for key in PARAMS):
             return self._send(400)
-        folder = self.lm.folder(*(args[key] for key in PARAMS))
+        folder = self.owner.folder(*(args[key] for key in PARAMS))
         if path in ("/api/v1/logs", "/api/v1/logs/"):
             return self._list(folder, args)
         return self._content(folder, path[len("/api/v1/logs/"):], args)
@@ -200,5 +183,4 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, data, "text/plain", {"Content-Disposition": disposition, "Accept-Ranges": "bytes"})
 
 
-def encode_query(params: dict[str, str]) -> str:
-    return "&".join(f"{key}={quote(str(value), safe='')}" for key, value in params.items())
+LogManager.handler = _Handler

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import http.client
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Optional
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from .loopback import LoopbackServer
 
 REST = re.compile(r"^/rest-server/api(.*)$")
 LOG_MANAGER = re.compile(r"^/log-manager/([^/]+):(\d+)/(.*)$")
@@ -28,34 +28,16 @@ NOT_FOUND_PAGE = b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>
                  b"</center>\r\n<hr><center>pylon</center>\r\n</body>\r\n</html>\r\n"
 
 
-class Pylon:
+class Pylon(LoopbackServer):
     """`with Pylon(rest_url) as pylon:` serves on `pylon.url`; `requests` records (method, path, headers)."""
 
     def __init__(self, rest_url: str):
         self.rest = urlsplit(rest_url)
         self.requests: list[tuple[str, str, dict[str, str]]] = []
-        self._httpd: Optional[ThreadingHTTPServer] = None
-
-    def __enter__(self) -> "Pylon":
-        handler = type("Handler", (_Handler,), {"pylon": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
 
 class _Handler(BaseHTTPRequestHandler):
-    pylon: Pylon
+    owner: Pylon
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args) -> None:
@@ -72,7 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _route(self) -> None:
-        self.pylon.requests.append((self.command, self.path, dict(self.headers.items())))
+        self.owner.requests.append((self.command, self.path, dict(self.headers.items())))
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         parts = urlsplit(self.path)
         query = f"?{parts.query}" if parts.query else ""
@@ -80,7 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._answer(200, b"Pylon ready.", [("Content-Type", "text/plain")])
         rest, logs = REST.match(parts.path), LOG_MANAGER.match(parts.path)
         if rest:
-            host, port, path = self.pylon.rest.hostname, self.pylon.rest.port, f"/api{rest.group(1)}{query}"
+            host, port, path = self.owner.rest.hostname, self.owner.rest.port, f"/api{rest.group(1)}{query}"
         elif logs:
             host, port, path = logs.group(1), int(logs.group(2)), f"/{logs.group(3)}{query}"
         elif parts.path in ("/", "/index.html"):
@@ -100,3 +82,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(response.status, data, response.getheaders())
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _route
+
+
+Pylon.handler = _Handler

@@ -166,8 +166,8 @@ def test_hived_mode_submit_and_status(hived_user, openpai_stack):
                          "--virtual-cluster", "gpu")
     assert refused.returncode == 3
     assert refused.stderr.strip().splitlines() == [
-        f"paictl: error: OpenPAI lab ({server.api_url}), virtual cluster gpu: user bob may not submit to virtual "
-        "cluster 'gpu'; theirs: default"]
+        f"paictl: error: OpenPAI lab ({server.api_url}): user bob may not submit to virtual cluster 'gpu'; theirs: "
+        "default"]
     unknown = hived_user.paictl("submit", str(hived_user.write_job(hived_user.name("hv"))), "--target", "openpai",
                                 "--virtual-cluster", "cpu")
     assert unknown.returncode == 3 and "available: default, gpu" in unknown.stderr
