@@ -8,6 +8,7 @@ import json
 import socket
 
 import yaml
+from canary import PASSWORD, SECRET
 
 from openpai_peer.harness import ALIAS, TOKEN_ENV
 from openpai_peer.stack import USERS
@@ -124,7 +125,7 @@ def test_token_canary_in_every_openpai_command(pai_user):
     stack, fc, token = pai_user.stack, pai_user.stack.fc, pai_user.token
     ok, failing, long = (pai_user.name(base) for base in ("cok", "cbad", "clong"))
     for name in (ok, failing, long):
-        pai_user.write_job(name, secret="job-secret-1", registry_password="registry-pass-2")
+        pai_user.write_job(name, secret=SECRET, registry_password=PASSWORD)
     target = ("--target", "openpai", "--cluster", ALIAS)
 
     def controller():
@@ -184,8 +185,10 @@ def test_token_canary_in_every_openpai_command(pai_user):
         "bad login": 3, "remove": 0}, {name: run.stderr for name, run in runs.items()}
     for name, run in runs.items():
         assert token not in run.stdout + run.stderr, name
-        assert "job-secret-1" not in run.stdout + run.stderr and "registry-pass-2" not in run.stdout + run.stderr
+        assert SECRET not in run.stdout + run.stderr and PASSWORD not in run.stdout + run.stderr, name
     assert "boom" in runs["logs"].stdout and "fine" in runs["logs follow"].stdout
     for path, data in pai_user.files().items():
         assert token.encode() not in data, path
+        if path.suffix != ".yaml" or path.parent != pai_user.folder:  # the job files themselves hold the secrets
+            assert SECRET.encode() not in data and PASSWORD.encode() not in data, path
     assert json.loads(runs["status json"].stdout.splitlines()[0])

@@ -192,3 +192,38 @@ def test_a_direct_rest_address_reaches_the_log_manager_as_pylon_would(pai_user):
     result = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai")
     assert result.returncode == 0 and "straight" in result.stdout, result.stderr
     assert not any("Authorization" in headers for _, _, headers in stack.logs.requests[seen:])
+
+
+def test_follow_through_a_retry_and_a_stop(pai_user):
+    """The states the other follows do not reach: a retried job restarting, then stopping and stopped (exit 4)."""
+    stack, fc = pai_user.stack, pai_user.stack.fc
+    job = pai_user.name("retry")
+    path = pai_user.write_job(job)
+    fw = pai_user.framework(job)
+
+    def controller():
+        fc.start(fw, user="alice")
+        settle(stack, "alice", job, "RUNNING")
+        fc.fail(fw, "worker", 0, 137, "ContainerSigKillReceived", final=False)
+        fc.next_attempt(fw)
+        settle(stack, "alice", job, "WAITING", attempt=1)
+        fc.start(fw, user="alice")
+        settle(stack, "alice", job, "RUNNING", attempt=1)
+        assert stack.rest("PUT", f"/api/v2/jobs/alice~{job}/executionType", user="alice",
+                          json={"value": "STOP"}).status_code == 202
+        fc.wait(fw, lambda obj: obj["spec"].get("executionType") == "Stop")
+        fc.complete_attempt(fw, -210, "StopFrameworkRequested", ["Permanent"],
+                            diagnostics="User has requested to stop the Framework")
+        settle(stack, "alice", job, "STOPPING")
+        fc.complete_tasks(fw, *ATTEMPT_COMPLETION)
+        return fc.finish(fw)
+
+    background = pai_user.in_background(controller)
+    result = pai_user.paictl("submit", str(path), "--target", "openpai", "--follow")
+    background.result()
+    assert result.returncode == 4, result.stderr + result.stdout
+    out = result.stdout
+    steps = [f"{job}: running (attempt 0)", f"{job}: restarting (attempt 1): retry 1", f"{job}: running (attempt 1)",
+             f"{job}: stopping (attempt 1)", f"{job}: stopped (attempt 1), code -210"]
+    positions = [out.find(step) for step in steps]
+    assert -1 not in positions and positions == sorted(positions), out
