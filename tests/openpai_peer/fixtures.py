@@ -1,4 +1,4 @@
-"""The OpenPAI tests' fixtures: one real server stack for the whole session (tests/openpai_peer), a user per test.
+"""The bodies of the OpenPAI fixtures declared in tests/conftest.py: one real server stack per test session.
 
 Without ../shared/peers the real-server tests are skipped; under CI (CI set) a missing node, npm or PostgreSQL
 fails them instead, as a missing kubectl fails the kubectl tests.
@@ -10,15 +10,15 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
+from . import install
+from .stack import Stack, unavailable_reason
 
-@pytest.fixture(scope="session")
-def openpai_stack():
-    from openpai_peer import install
-    from openpai_peer.stack import Stack, unavailable_reason
 
+def running_stack() -> Iterator[Stack]:
     reason = unavailable_reason()
     if reason is not None:
         if os.environ.get("CI") and install.PEER.is_dir():
@@ -32,17 +32,3 @@ def openpai_stack():
         stack.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def pai_user(openpai_stack, tmp_path):
-    from openpai_peer.harness import PaiUser
-
-    return PaiUser(openpai_stack, tmp_path)
-
-
-@pytest.fixture
-def hived_user(openpai_stack, tmp_path):
-    from openpai_peer.harness import PaiUser
-
-    return PaiUser(openpai_stack, tmp_path, server=openpai_stack.hived())
