@@ -12,7 +12,6 @@ them, keyed by the pod's uid.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import hashlib
 import time
@@ -285,6 +284,3 @@ class FrameworkController:
         self.complete_tasks(name, *ATTEMPT_COMPLETION)
         return self.finish(name)
 
-
-def copy_status(obj: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(obj.get("status") or {})

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
-
 from openpai_peer.frameworks import ATTEMPT_COMPLETION
 
 
