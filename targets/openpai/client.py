@@ -242,6 +242,11 @@ class OpenPaiClient:
         if status == 401:
             line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
                                        f"`paictl openpai login {self.alias}`")
+        elif status == 404 and not code and text.lstrip().startswith("<"):
+            # an HTML page, not the REST server's {code, message}: the address is a web site, e.g. the cluster's
+            # site root, whose REST API is under /rest-server
+            line += (f"; {self.url} answers, but not as an OpenPAI REST API: give the cluster's address to "
+                     "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
         cls = NotFoundError if status == 404 else ClusterError
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]

@@ -38,6 +38,18 @@ def test_add_finds_the_rest_api_under_the_site_root(pai_user):
     assert status.returncode == 0, status.stderr
 
 
+def test_a_site_root_stored_unchecked_says_what_to_do(pai_user):
+    site = pai_user.server.site_url
+    assert pai_user.paictl("openpai", "add", ALIAS, site, "--user", "alice", "--token-env", TOKEN_ENV,
+                           "--no-check").returncode == 0
+    result = pai_user.paictl("status", "--target", "openpai")
+    assert result.returncode == 3
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: list jobs: HTTP 404: <html>")
+    assert line.endswith(f"; {site} answers, but not as an OpenPAI REST API: give the cluster's address to "
+                         "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
+
+
 def test_add_says_what_to_type_when_the_address_is_not_openpai(pai_user):
     other = f"http://127.0.0.1:{pai_user.stack.logs.port}"  # a web server, but not OpenPAI's
     result = pai_user.paictl("openpai", "add", "other", other, "--user", "alice")
