@@ -326,7 +326,9 @@ class Stack:
             "DEBUGGING_RESERVATION_SECONDS": "604800",
         })
         name = "rest-server-hived" if hived else "rest-server"
-        process = self._spawn(name, ["node", "index.js"], installed / "rest-server", env)
+        workdir = self.folder / name  # it writes server.log into its working folder: not into the shared cache
+        workdir.mkdir(exist_ok=True)
+        process = self._spawn(name, ["node", str(installed / "rest-server" / "index.js")], workdir, env)
         _wait_http(f"http://127.0.0.1:{port}/api/v2/info", 90, process, self.folder / f"{name}.log",
                    ok=lambda r: r.status_code == 200)
         pylon = self.exit_stack.enter_context(Pylon(f"http://127.0.0.1:{port}"))
