@@ -21,7 +21,7 @@ from paictl.errors import ClusterError, NotFoundError, PaictlError, UsageError
 from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
 from paictl.targets.states import JobState, JobView, view_to_data
 
-from .clusters import ClusterEntry, get_cluster, resolve_token
+from .clusters import ClusterEntry, display_url, get_cluster, resolve_token
 from .status import job_view, summary_view
 from .target import CONTENT_TYPE, protocol_document, protocol_text
 
@@ -115,7 +115,7 @@ class OpenPaiBackend:
         return f"/api/v2/jobs/{quote(user, safe='')}~{quote(job, safe='')}"
 
     def _where(self, virtual_cluster: Optional[str] = None) -> str:
-        return f"OpenPAI {self.entry.alias} ({self.entry.url})" + (
+        return f"OpenPAI {self.entry.alias} ({display_url(self.entry.url)})" + (
             f", virtual cluster {virtual_cluster}" if virtual_cluster else "")
 
     @property
@@ -177,17 +177,24 @@ class OpenPaiBackend:
                                f"{virtual_cluster!r}; theirs: {', '.join(allowed) or 'none'}")
 
     def _check_storages(self, data: Any) -> None:
-        wanted = [item.get("name") for item in ((data.get("extras") or {}).get("storages") or [])
-                  if isinstance(item, dict) and item.get("name")]
+        """Every storage the server will look up for the job exists for the user: `extras.storages`, or, when that
+        is absent, the deprecated teamwise_storage plugin's storageConfigNames (read as the server reads them)."""
+        from paictl.protocol.storage_checks import requested_storages, storage_name
+
+        storages, pointer = requested_storages(data.get("extras"))
+        if not isinstance(storages, list):
+            return
+        wanted = [str(name) for name in map(storage_name, storages) if name is not None]
         if not wanted:
             return
         reply = self.client.get("/api/v2/storages", what="list storages").body
         have = {str(item.get("name")) for item in (reply or {}).get("storages") or [] if isinstance(item, dict)}
-        missing = [name for name in wanted if name not in have]
+        missing = [name for name in dict.fromkeys(wanted) if name not in have]
         if missing:
-            raise NotFoundError(f"{self._where()}: storage {', '.join(map(repr, missing))} named in "
-                                f"extras.storages does not exist for user {self.user}; available: "
-                                f"{', '.join(sorted(have)) or 'none'}")
+            where = ("extras.storages" if pointer[:2] == ("extras", "storages")
+                     else "the teamwise_storage plugin's storageConfigNames")
+            raise NotFoundError(f"{self._where()}: storage {', '.join(map(repr, missing))} named in {where} does "
+                                f"not exist for user {self.user}; available: {', '.join(sorted(have)) or 'none'}")
 
     # -- state ------------------------------------------------------------------------------------------------
 
@@ -256,25 +263,38 @@ class OpenPaiBackend:
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
         """Each chosen task's log locations (one note), then the preferred log's lines; with follow, new lines
-        until the job ends. The tasks are chosen now, so an unknown role or index fails before any line."""
+        until the job ends. `attempt` is a job attempt: its tasks come from `GET .../attempts/{attempt}` (the
+        server's history of that attempt). The tasks are chosen now, so an unknown role or index fails before any
+        line."""
+        if previous:
+            raise UsageError("--previous is for Kubernetes containers; for an earlier OpenPAI attempt use --attempt N")
         detail = self._detail(name)
+        latest = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
+        if attempt is not None and attempt != latest:
+            if attempt < 0 or attempt > latest:
+                raise UsageError(f"job {'~'.join(self._full_name(name))} has attempts 0 to {latest}, not {attempt}")
+            detail = self.client.get(f"{self._job_path(name)}/attempts/{attempt}",
+                                     what=f"read attempt {attempt} of {'~'.join(self._full_name(name))}").body
+            follow = False  # an earlier attempt has ended
         tasks = self._select_tasks(detail, role, index)
         chosen = tuple((task_role, int(task.get("taskIndex") or 0)) for task_role, task in tasks)
-        return Logs(tasks=chosen, lines=self._log_lines(name, detail, tasks, role, index, attempt, follow))
+        job_attempt = latest if attempt is None else attempt
+        return Logs(tasks=chosen, lines=self._log_lines(name, detail, tasks, role, index, job_attempt, follow))
 
     def _log_lines(self, name: str, detail: dict[str, Any], tasks: list[tuple[str, dict[str, Any]]],
-                   role: Optional[str], index: Optional[int], attempt: Optional[int],
+                   role: Optional[str], index: Optional[int], job_attempt: int,
                    follow: bool) -> Iterator[LogLine]:
-        job_attempt = attempt if attempt is not None else int((detail.get("jobStatus") or {}).get("attemptId") or 0)
-        shown: dict[tuple[str, int], int] = {}
+        shown: dict[tuple[str, int, int], int] = {}
         while True:
             for task_role, task in tasks:
-                key = (task_role, int(task.get("taskIndex") or 0))
+                key = (task_role, int(task.get("taskIndex") or 0), int(task.get("attemptId") or 0))
                 yield from self._task_log(name, job_attempt, task_role, task, shown, announce=key not in shown)
             if not follow or self._view(detail).state.is_final:
                 return
             self.sleep(self.min_interval)
             detail = self._detail(name)
+            if int((detail.get("jobStatus") or {}).get("attemptId") or 0) != job_attempt:
+                job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)  # the job retried
             tasks = self._select_tasks(detail, role, index)
 
     def _select_tasks(self, detail: dict[str, Any], role: Optional[str],
@@ -294,15 +314,16 @@ class OpenPaiBackend:
         return chosen
 
     def _task_log(self, name: str, job_attempt: int, role: str, task: dict[str, Any],
-                  shown: dict[tuple[str, int], int], *, announce: bool) -> Iterator[LogLine]:
+                  shown: dict[tuple[str, int, int], int], *, announce: bool) -> Iterator[LogLine]:
         task_index = int(task.get("taskIndex") or 0)
-        key = (role, task_index)
+        task_attempt = int(task.get("attemptId") or 0)
+        key = (role, task_index, task_attempt)
         path = (f"{self._job_path(name)}/attempts/{job_attempt}/taskRoles/{quote(role, safe='')}/taskIndex/"
-                f"{task_index}/attempts/{int(task.get('attemptId') or 0)}/logs")
+                f"{task_index}/attempts/{task_attempt}/logs")
         try:
             locations = (self.client.get(path, what=f"log locations of {role}-{task_index}").body or {}) \
                 .get("locations") or []
-        except NotFoundError:
+        except NotFoundError:  # NoTaskLogError: the task has not started, or its node keeps no log for it
             if announce:
                 yield LogLine(role=role, index=task_index, text="no log yet", stream="note")
             shown.setdefault(key, 0)
@@ -310,15 +331,20 @@ class OpenPaiBackend:
         by_name = {str(item.get("name")): str(item.get("uri")) for item in locations if isinstance(item, dict)}
         chosen = next((n for n in LOG_PREFERENCE if n in by_name), next(iter(by_name), None))
         if announce:
-            listed = ", ".join(f"{n} {self.client.redact(u)}" for n, u in by_name.items()) or "none"
+            listed = ", ".join(sorted(by_name)) or "none"
             yield LogLine(role=role, index=task_index, stream="note",
-                          text=f"log locations: {listed}" + (f"; showing {chosen}" if chosen else ""))
+                          text=f"logs of attempt {job_attempt}.{task_attempt}: {listed}"
+                               + (f"; showing {chosen}" if chosen else ""))
         if chosen is None:
             return
-        lines = self.client.get_absolute(by_name[chosen], what=f"{chosen} log of {role}-{task_index}").text \
-            .splitlines()
-        for text in lines[shown.get(key, 0):]:
-            yield LogLine(role=role, index=task_index, text=text)
+        try:
+            text = self.client.get_link(by_name[chosen], what=f"{chosen} log of {role}-{task_index}").text
+        except NotFoundError:  # the log-manager has no such file (yet)
+            shown.setdefault(key, 0)
+            return
+        lines = text.splitlines()
+        for line in lines[shown.get(key, 0):]:
+            yield LogLine(role=role, index=task_index, text=line)
         shown[key] = len(lines)
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:

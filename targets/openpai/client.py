@@ -1,10 +1,17 @@
 """Talking to an OpenPAI REST server (`src/rest-server/docs/swagger.yaml`): bearer token, retries, one-line errors.
 
 httpx does the HTTP (connection reuse, timeouts, proxies from the environment, TLS). What this module adds:
-- idempotent requests (GET, and the PUT of an execution type) are retried with exponential backoff when the
-  connection drops or the server answers 5xx; a POST is never repeated, since the job may have been created;
+- failing fast: a refused connection, an unknown host or a connect timeout is one line at once, never retried
+  (the cluster is not there; asking again only makes the user wait);
+- idempotent requests (GET, and the PUT of an execution type) are retried with exponential backoff when an open
+  connection drops, or the server answers 429 or 5xx; a POST is never repeated, since the job may have been created.
+  Once retrying has taken a second, each further attempt is announced (a WARNING on the `paictl.openpai` logger,
+  which reaches standard error through logging's last-resort handler unless an application configures logging);
 - the server's error body `{code, message}` becomes one `ClusterError`/`NotFoundError` line naming the server,
   the HTTP status, the code and the message, plus what to do;
+- links the server hands out (log locations) are resolved as the web portal resolves them (`resolve_link`), and the
+  bearer token goes only to URLs under the REST server's own address: never to another origin, nor to another path
+  of the same site (the log-manager behind the same proxy gets its own credential in the link);
 - a redaction guard: the token (and any `token=` in a URL, as the log-manager links carry) is replaced by `***` in
   every message this module builds and in every log record httpx writes, so no error text can carry it.
 """
@@ -14,19 +21,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
+import socket
 import time
 from typing import Any, Callable, Mapping, Optional
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from paictl.errors import ClusterError, NotFoundError
 
-#: Statuses a retry can cure: the server or a proxy in front of it failed, not the request.
-RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: Statuses a retry can cure: too many requests, or the server or a proxy in front of it failed, not the request.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_ATTEMPTS = 4
 DEFAULT_BACKOFF = 0.5          # seconds before the first retry; doubled each time up to MAX_BACKOFF
 MAX_BACKOFF = 8.0
 TIMEOUT = 30.0
+CONNECT_TIMEOUT = 10.0         # an address that swallows packets is reported after this long, once
+ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further attempt is announced
+#: The REST API's path under a deployment's site root (pylon routes `/rest-server/api/...` to the REST server).
+REST_PREFIX = "/rest-server"
+#: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
+_LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
+log = logging.getLogger("paictl.openpai")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 REDACTED = "***"
 _URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
 #: RFC 6750's b64token characters: what may follow "Bearer " in a credential.
@@ -64,6 +81,10 @@ class _RedactingFilter(logging.Filter):
         return True
 
 
+class UnreachableError(ClusterError):
+    """The REST server could not be reached at all (refused, unknown host, no route, connect timeout)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Reply:
     """An OpenPAI REST reply: status, body (parsed JSON, else text) and the ETag to poll with."""
@@ -79,24 +100,51 @@ class OpenPaiClient:
     def __init__(self, *, url: str, token: Optional[str], alias: str = "", attempts: int = DEFAULT_ATTEMPTS,
                  backoff: float = DEFAULT_BACKOFF, timeout: float = TIMEOUT,
                  sleep: Callable[[float], None] = time.sleep):
-        import httpx
-
         self.url = url.rstrip("/")
         self.alias = alias or self.url
-        self.attempts, self.backoff, self.sleep = max(1, attempts), backoff, sleep
+        self.attempts, self.backoff, self.sleep, self.timeout = max(1, attempts), backoff, sleep, timeout
         self.redact = Redactor(token)
-        headers = {"Accept": "application/json", "User-Agent": "paictl"}
+        self._headers = {"Accept": "application/json", "User-Agent": "paictl"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, follow_redirects=False)
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._http: Any = None
         self._filter = _RedactingFilter(self.redact)
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).addFilter(self._filter)
+
+    def _client(self, what: str) -> Any:
+        """The httpx client, made on first use, after a plain TCP connect to the server: httpx takes a few hundred
+        milliseconds to import, and an unreachable cluster should answer faster than that."""
+        if self._http is None:
+            self._preflight(what)
+            import httpx
+
+            self._http = httpx.Client(base_url=self.url, headers=self._headers, follow_redirects=False,
+                                      timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)))
+            for name in ("httpx", "httpcore"):
+                logging.getLogger(name).addFilter(self._filter)
+        return self._http
+
+    def _preflight(self, what: str) -> None:
+        """Resolve and connect to the server's host and port once (not through a proxy: when the environment names
+        one, httpx goes through it and this check is skipped)."""
+        if any(os.environ.get(name) for name in PROXY_VARIABLES):
+            return
+        parts = urlsplit(self.url)
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+            if not parts.hostname or port is None:
+                return  # httpx reports an unusable URL itself
+            with socket.create_connection((parts.hostname, port), timeout=min(self.timeout, CONNECT_TIMEOUT)):
+                pass
+        except ValueError:
+            return
+        except OSError as exc:
+            raise UnreachableError(self._unreachable(exc, what, 1, True)) from None
 
     def close(self) -> None:
-        self._http.close()
-        for name in ("httpx", "httpcore"):
-            logging.getLogger(name).removeFilter(self._filter)
+        if self._http is not None:
+            self._http.close()
+            for name in ("httpx", "httpcore"):
+                logging.getLogger(name).removeFilter(self._filter)
 
     # -- requests ---------------------------------------------------------------------------------------------
 
@@ -117,35 +165,50 @@ class OpenPaiClient:
         return self._send("POST", path, content=content, idempotent=False, what=what, auth=auth,
                           headers={"Content-Type": content_type})
 
-    def get_absolute(self, url: str, *, what: str = "") -> Reply:
-        """GET a link the server handed out (a log location). The bearer token goes only to the REST server's own
-        origin; a log-manager link on another host carries its own credential in the URL."""
-        same_origin = _origin(url) == _origin(self.url) or not urlsplit(url).netloc
-        return self._send("GET", url, idempotent=True, what=what, auth=same_origin, raw=True)
+    def get_link(self, link: str, *, what: str = "") -> Reply:
+        """GET a link the server handed out (a log location), resolved by `resolve_link`. The bearer token goes
+        along only when the link lies under the REST server's own address."""
+        url = resolve_link(self.url, link)
+        return self._send("GET", url, idempotent=True, what=what, auth=self.owns(url), raw=True)
+
+    def owns(self, url: str) -> bool:
+        """Whether `url` is the REST server's: same scheme, host and port, and a path under its base path."""
+        base, other = urlsplit(self.url + "/"), urlsplit(url)
+        return (_origin_of(base) == _origin_of(other) and (other.path or "/").startswith(base.path))
 
     def _send(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
               what: str, auth: bool = True, raw: bool = False) -> Reply:
+        http = self._client(what or f"{method} {path}")  # first: an unreachable server fails before httpx loads
         import httpx
 
         request_headers = dict(headers or {})
-        delay = self.backoff
+        delay, started = self.backoff, time.monotonic()
         for attempt in range(1, self.attempts + 1):
             last = attempt == self.attempts or not idempotent
             try:
-                request = self._http.build_request(method, path, params=params, headers=request_headers,
-                                                   content=content)
-                if not auth:
+                request = http.build_request(method, path, params=params, headers=request_headers,
+                                             content=content)
+                if not auth or not self.owns(str(request.url)):
                     request.headers.pop("Authorization", None)
-                response = self._http.send(request)
-            except httpx.TransportError as exc:
-                if last:
+                response = http.send(request)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
+                # nothing was sent: the server is not there (or not at this address); asking again only waits
+                raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
+            except httpx.TransportError as exc:  # the connection dropped, or the answer took too long
+                if last or isinstance(exc, httpx.TimeoutException):
                     raise ClusterError(self._unreachable(exc, what, attempt, idempotent)) from None
+                reason = " ".join(str(exc).split()) or type(exc).__name__
             except httpx.HTTPError as exc:  # an invalid URL or header: never retried
                 raise ClusterError(self.redact(f"OpenPAI {self.alias}: {what or path}: {exc}")) from None
             else:
                 if response.status_code not in RETRY_STATUSES or last:
                     return self._reply(response, what or f"{method} {path}", raw=raw)
+                reason = f"HTTP {response.status_code}"
+                delay = max(delay, min(_retry_after(response.headers.get("Retry-After")), MAX_BACKOFF))
+            if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
+                log.warning(self.redact(f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
+                                        f"attempt {attempt + 1} of {self.attempts} in {delay:.1f}s"))
             self.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -179,6 +242,11 @@ class OpenPaiClient:
         if status == 401:
             line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
                                        f"`paictl openpai login {self.alias}`")
+        elif status == 404 and not code and text.lstrip().startswith("<"):
+            # an HTML page, not the REST server's {code, message}: the address is a web site, e.g. the cluster's
+            # site root, whose REST API is under /rest-server
+            line += (f"; {self.url} answers, but not as an OpenPAI REST API: give the cluster's address to "
+                     "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
         cls = NotFoundError if status == 404 else ClusterError
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]
@@ -198,6 +266,44 @@ def server_error(text: str) -> tuple[str, str]:
     return "", (first[:200] or "(empty response)")
 
 
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme, parts.netloc
+def _origin_of(parts: Any) -> tuple[str, str, Optional[int]]:
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def _retry_after(value: Optional[str]) -> float:
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def site_root(rest_url: str) -> Optional[str]:
+    """The deployment's site root when the REST URL is `https://HOST[/PREFIX]/rest-server`, else None (a direct REST
+    server address, with no proxy in front of it)."""
+    parts = urlsplit(rest_url)
+    path = parts.path.rstrip("/")
+    if not path.endswith(REST_PREFIX):
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, path[:-len(REST_PREFIX)], "", ""))
+
+
+def resolve_link(rest_url: str, link: str) -> str:
+    """A link from the REST server as the web portal resolves it. Absolute links stay as they are; site-relative
+    ones (`/log-manager/HOST:PORT/api/v1/logs/...`) are resolved against the site root when the cluster is known by
+    its `.../rest-server` URL; given a direct REST address (no pylon in front), paictl does what pylon would do:
+    `/log-manager/HOST:PORT/PATH` goes to `http://HOST:PORT/PATH`."""
+    parts = urlsplit(link)
+    if parts.scheme and parts.netloc:
+        return link
+    if not link.startswith("/"):
+        return urljoin(rest_url.rstrip("/") + "/", link)
+    root = site_root(rest_url)
+    if root is not None:
+        return root + link
+    routed = _LOG_MANAGER_LINK.match(parts.path)
+    if routed:
+        query = f"?{parts.query}" if parts.query else ""
+        return f"http://{routed.group(1)}:{routed.group(2)}{routed.group(3) or '/'}{query}"
+    base = urlsplit(rest_url)
+    return urlunsplit((base.scheme, base.netloc, parts.path, parts.query, ""))

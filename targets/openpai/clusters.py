@@ -8,7 +8,7 @@ token and always tells where the others are.
 
     clusters:
       prod:
-        url: https://pai.example.com
+        url: https://pai.example.com/rest-server   # the REST API: under /rest-server of the site, or a direct address
         user: alice
         tokenEnv: PAI_PROD_TOKEN       # or tokenStore: keyring, or token: ... (only with --store-plaintext)
         virtualCluster: default        # optional: the virtual cluster used when the job names none
@@ -73,14 +73,39 @@ def check_alias(alias: str) -> str:
 
 
 def check_url(url: str) -> str:
+    """An http(s) URL with no credentials in it: no user:password, no query (`?token=...`), no fragment. The error
+    never repeats the URL, which may hold a token."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"{url!r} is not an http(s) URL of an OpenPAI REST server (e.g. https://pai.example.com)")
-    if parts.username or parts.password:
-        raise UsageError("put no credentials in the URL: use `paictl openpai login` or --token-env")
+    try:
+        parts = urlsplit(url)
+        parts.port  # a port that is not a number raises here
+    except ValueError:
+        raise UsageError("the URL is not a valid http(s) URL (e.g. https://pai.example.com)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{display_url(url)!r} is not an http(s) URL of an OpenPAI cluster "
+                         "(e.g. https://pai.example.com)")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise UsageError("put no credentials, query or fragment in the cluster URL (it would be stored and shown): "
+                         "give the site, e.g. https://pai.example.com, and the token with `paictl openpai login` "
+                         "or --token-env")
     return url.rstrip("/")
+
+
+def display_url(url: str) -> str:
+    """The URL as paictl shows it: without user:password, and with every query value and the fragment replaced by
+    `***` (a hand-edited clusters file may carry `?token=...`)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an invalid URL)"
+    netloc = ("***@" if parts.username or parts.password else "") + (f"[{host}]" if ":" in host else host) + port
+    query = "&".join(f"{pair.partition('=')[0]}=***" for pair in parts.query.split("&")) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
 
 
 def load_clusters(path: Optional[Path] = None) -> dict[str, ClusterEntry]:
@@ -97,7 +122,12 @@ def load_clusters(path: Optional[Path] = None) -> dict[str, ClusterEntry]:
     try:
         data = YAML(typ="safe", pure=True).load(text) or {}
     except YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        # Only where and what: ruamel's message quotes the offending line, which may be a token.
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise InputError(f"{path}: not valid YAML: {where}{problem} (the line is not shown: it may hold a "
+                         "token)") from None
     clusters = data.get("clusters") if isinstance(data, dict) else None
     if not isinstance(clusters, dict):
         raise InputError(f"{path}: expected a mapping `clusters:` of alias to cluster")
@@ -253,7 +283,7 @@ def basic_login(entry: ClusterEntry, password: str, expiration: Optional[int] = 
 
     from .client import OpenPaiClient
 
-    client = OpenPaiClient(url=entry.url, token=None, alias=entry.alias)
+    client = OpenPaiClient(url=entry.url, token=None, alias=entry.alias, attempts=1)
     client.redact.add(password)
     form = {"username": entry.user, "password": password}
     if expiration is not None:
@@ -269,14 +299,48 @@ def basic_login(entry: ClusterEntry, password: str, expiration: Optional[int] = 
     return str(body.get("user") or entry.user), str(body["token"])
 
 
-def check_token(entry: ClusterEntry) -> None:
-    """Ask the server who we are with the entry's token: a wrong token is found at login, not at the first submit."""
+def check_token(entry: ClusterEntry) -> Optional[str]:
+    """Ask the server who we are with the entry's token: a wrong token is found at login, not at the first submit.
+    Returns None when the server accepted it, or why it could not be asked (the server is unreachable: the token
+    is kept unchecked). A refusal (401, 403, ...) raises."""
     from urllib.parse import quote
 
-    from .client import OpenPaiClient
+    from .client import OpenPaiClient, UnreachableError
 
-    client = OpenPaiClient(url=entry.url, token=resolve_token(entry), alias=entry.alias)
+    client = OpenPaiClient(url=entry.url, token=resolve_token(entry), alias=entry.alias, attempts=1)
     try:
         client.get(f"/api/v2/users/{quote(entry.user, safe='')}", what=f"check the token of {entry.user}")
+    except UnreachableError as error:
+        return str(error)
     finally:
         client.close()
+    return None
+
+
+def discover_api(url: str) -> tuple[str, Optional[str]]:
+    """Where the REST API of the cluster at `url` is: `url` itself when it answers as the REST server
+    (`GET /api/v2/info`: `{"name": "PAI RESTful API", ...}`), else `url/rest-server`, where a deployment's proxy
+    serves it. Returns (REST URL, None), or (url, why it could not be asked) when nothing answers at all. A server
+    that answers, but neither way as OpenPAI, is a UsageError saying what to type."""
+    from .client import REST_PREFIX, OpenPaiClient, UnreachableError
+
+    candidates = [url] if url.endswith(REST_PREFIX) else [url, url + REST_PREFIX]
+    answers = []
+    for candidate in candidates:
+        client = OpenPaiClient(url=candidate, token=None, alias=display_url(candidate), attempts=1)
+        try:
+            reply = client.get("/api/v2/info", what="ask what it is")
+        except UnreachableError as error:
+            return url, str(error)
+        except ClusterError as error:
+            answers.append(f"{display_url(candidate)}/api/v2/info: {str(error).rsplit(': ', 1)[-1][:120]}")
+            continue
+        finally:
+            client.close()
+        body = reply.body if isinstance(reply.body, dict) else {}
+        if body.get("name") == "PAI RESTful API":
+            return candidate, None
+        answers.append(f"{display_url(candidate)}/api/v2/info does not answer as an OpenPAI REST server")
+    raise UsageError(f"no OpenPAI REST server at {display_url(url)} ({'; '.join(answers)}); give the web portal's "
+                     f"address (https://HOST, whose API is https://HOST{REST_PREFIX}) or the REST server's own "
+                     "(e.g. http://HOST:9186)")

@@ -1,8 +1,8 @@
 """The openpai target: the job document paictl sends to an OpenPAI REST server (`POST /api/v2/jobs`, text/yaml).
 
 An OpenPAI cluster compiles the job itself (rest-server renders the commands and builds the Framework), so what
-paictl produces here is the protocol document: the validated job, with `-p`/`--parameters` overrides written into
-`parameters` and, when the submission names one, `defaults.virtualCluster`.
+paictl produces here is the protocol document: the validated job, with `-p`/`--parameters` overrides of the job's own
+parameters written into `parameters` and, when the submission names one, `defaults.virtualCluster`.
 
 Secrets: OpenPAI receives a job's `secrets` and registry `auth` inside the protocol, by design (the rest-server
 moves them into Kubernetes Secrets and masks them in the stored config). `compile --target openpai` therefore
@@ -29,8 +29,12 @@ def protocol_document(data: Mapping[str, Any], *, parameters: Optional[Mapping[s
                       virtual_cluster: Optional[str] = None, masked: bool = True) -> dict[str, Any]:
     """The document to send: a copy of the validated data with the overrides applied (and secrets masked)."""
     document: dict[str, Any] = _copied(data)
-    if parameters:
-        document["parameters"] = {**(document.get("parameters") or {}), **parameters}
+    defined = document.get("parameters") if isinstance(document.get("parameters"), dict) else {}
+    # Only parameters the job defines are overridden: an override naming none (W510, e.g. a dotted
+    # `-p dataset.shards=8`, which names no top-level parameter) changes nothing, as its warning says.
+    overrides = {key: value for key, value in (parameters or {}).items() if key in defined}
+    if overrides:
+        document["parameters"] = {**defined, **overrides}
     if virtual_cluster:
         document["defaults"] = {**(document.get("defaults") or {}), "virtualCluster": virtual_cluster}
     if masked:

@@ -26,7 +26,7 @@ _VIRTUAL_CLUSTER = typer.Option(None, "--virtual-cluster", metavar="VC",
 @openpai_app.command("clusters")
 def clusters_command(output_format: str = _FORMAT) -> None:
     """List the configured clusters and print where the clusters file is. Tokens are never shown."""
-    from paictl.targets.openpai.clusters import clusters_path, load_clusters
+    from paictl.targets.openpai.clusters import clusters_path, display_url, load_clusters
 
     try:
         if output_format not in ("text", "json"):
@@ -35,7 +35,7 @@ def clusters_command(output_format: str = _FORMAT) -> None:
         entries = load_clusters(path)
     except PaictlError as error:
         _fail(error)
-    rows = [{"alias": e.alias, "url": e.url, "user": e.user, "token": e.token_source,
+    rows = [{"alias": e.alias, "url": display_url(e.url), "user": e.user, "token": e.token_source,
              "virtualCluster": e.virtual_cluster or "default"} for e in entries.values()]
     if output_format == "json":
         typer.echo(_json_text({"path": str(path), "clusters": rows}, ensure_ascii=False))
@@ -54,24 +54,38 @@ def clusters_command(output_format: str = _FORMAT) -> None:
 @openpai_app.command("add")
 def add_command(
     alias: str = typer.Argument(..., metavar="ALIAS", help="A short name for the cluster (used with --cluster)."),
-    url: str = typer.Argument(..., metavar="URL", help="The REST server, e.g. https://pai.example.com."),
+    url: str = typer.Argument(..., metavar="URL",
+                              help="The cluster as you open it in a browser, e.g. https://pai.example.com (its REST "
+                                   "API, https://pai.example.com/rest-server, is found), or the REST server's own "
+                                   "address."),
     user: str = typer.Option(..., "--user", "-u", help="Your OpenPAI user name."),
     token_env: Optional[str] = _TOKEN_ENV,
     virtual_cluster: Optional[str] = _VIRTUAL_CLUSTER,
     min_poll_interval: float = typer.Option(1.0, "--min-poll-interval", metavar="SECONDS",
                                             help="Least time between two status requests while following."),
+    no_check: bool = typer.Option(False, "--no-check",
+                                  help="Store the URL as given, without asking the server where its API is."),
 ) -> None:
-    """Add a cluster (or change an existing alias). The token comes later: --token-env here, or `login`."""
+    """Add a cluster (or change an existing alias). The token comes later: --token-env here, or `login`.
+
+    paictl asks the server where its REST API is (`GET /api/v2/info` at the URL, then at URL/rest-server) and
+    stores that; when nothing answers, the URL is stored as given and a warning says so.
+    """
     import dataclasses
 
-    from paictl.targets.openpai.clusters import (ClusterEntry, check_alias, check_url, load_clusters,
-                                                 save_clusters)
+    from paictl.targets.openpai.clusters import (ClusterEntry, check_alias, check_url, discover_api, display_url,
+                                                 load_clusters, save_clusters)
 
+    note = None
     try:
         if min_poll_interval <= 0:
             raise UsageError("--min-poll-interval must be a positive number of seconds")
         entries = load_clusters()
-        entry = ClusterEntry(alias=check_alias(alias), url=check_url(url), user=user, token_env=token_env,
+        given = check_url(url)
+        api_url = given
+        if not no_check:
+            api_url, note = discover_api(given)
+        entry = ClusterEntry(alias=check_alias(alias), url=api_url, user=user, token_env=token_env,
                              virtual_cluster=virtual_cluster, min_poll_interval=min_poll_interval)
         old = entries.get(alias)
         if old is not None and token_env is None and old.url == entry.url and old.user == user:
@@ -81,7 +95,11 @@ def add_command(
         path = save_clusters(entries)
     except PaictlError as error:
         _fail(error)
-    typer.echo(f"cluster {alias}: {entry.url} as {user}; token: {entry.token_source} ({path})")
+    if note:
+        typer.echo(f"paictl: warning: could not ask the server where its REST API is ({note}); stored the URL as "
+                   "given", err=True)
+    found = f" (the REST API of {display_url(given)})" if api_url != given else ""
+    typer.echo(f"cluster {alias}: {display_url(entry.url)}{found} as {user}; token: {entry.token_source} ({path})")
 
 
 @openpai_app.command("remove")
@@ -119,8 +137,8 @@ def login_command(
     application token from standard input, or an environment variable that holds one (--token-env)."""
     import dataclasses
 
-    from paictl.targets.openpai.clusters import (basic_login, check_token, get_cluster, load_clusters,
-                                                 save_clusters, store_token)
+    from paictl.targets.openpai.clusters import (basic_login, check_token, display_url, get_cluster,
+                                                 load_clusters, save_clusters, store_token)
 
     try:
         if sum((password_stdin, token_env is not None, token_stdin)) > 1:
@@ -130,21 +148,22 @@ def login_command(
             entry = dataclasses.replace(entry, user=user)
         if token_env is not None:
             entry = dataclasses.replace(entry, token_env=token_env, token_store=None, token=None)
-            check_token(entry)
-            how = f"token from ${token_env}"
+            unchecked = check_token(entry)
+            how = f"token from ${token_env}" + (f" (not checked: {unchecked})" if unchecked else "")
         elif token_stdin:
             token = sys.stdin.readline().strip()
             if not token:
                 raise UsageError("--token-stdin: standard input is empty")
             entry = store_token(dataclasses.replace(entry, token_env=None), token, plaintext=store_plaintext)
-            check_token(entry)
-            how = f"application token kept in the {_place(entry)}"
+            unchecked = check_token(entry)
+            how = f"application token kept in the {_place(entry)}" + (
+                f" (not checked: {unchecked})" if unchecked else "")
         else:
             if not password_stdin and not sys.stdin.isatty():  # getpass would fall back to an echoing read
                 raise UsageError("standard input is not a terminal: pass --password-stdin to read the password "
                                  "from it, or use --token-env")
             password = sys.stdin.readline().rstrip("\r\n") if password_stdin else \
-                typer.prompt(f"Password for {entry.user} at {entry.url}", hide_input=True, err=True)
+                typer.prompt(f"Password for {entry.user} at {display_url(entry.url)}", hide_input=True, err=True)
             if not password:
                 raise UsageError("empty password")
             user_name, token = basic_login(entry, password, expiration)
@@ -156,7 +175,7 @@ def login_command(
         save_clusters(entries)
     except PaictlError as error:
         _fail(error)
-    typer.echo(f"logged in to {alias} ({entry.url}) as {entry.user}; {how}")
+    typer.echo(f"logged in to {alias} ({display_url(entry.url)}) as {entry.user}; {how}")
 
 
 def _place(entry) -> str:

@@ -339,10 +339,11 @@ def logs_command(
     name: str = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet)."),
     role: Optional[str] = typer.Argument(None, metavar="[ROLE]", help="Task role (default: every role)."),
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
-    target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
+    target: Optional[str] = _target_option("local, framework, mars, jobset or openpai (default: as for status)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
     attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
-                                          help="Local runs: the job attempt to show (default: the latest)."),
+                                          help="Local runs and OpenPAI: the job attempt to show (default: the "
+                                               "latest)."),
     previous: bool = typer.Option(False, "--previous", "-p",
                                   help="Kubernetes: the previous instance of each task's container (after a "
                                        "restart), as kubectl logs -p."),

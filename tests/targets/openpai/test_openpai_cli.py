@@ -1,4 +1,5 @@
-"""`paictl openpai ...` and `paictl compile --target openpai` as a user runs them: real processes, real HTTP."""
+"""`paictl openpai ...` and `paictl compile --target openpai` as a user runs them: real processes, real HTTP, the
+unchanged OpenPAI REST server behind pylon (tests/openpai_peer)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,32 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openpai_server import OpenPaiServer
-from openpai_server.harness import ALIAS, TOKEN, TOKEN_ENV, start, write_job
+from openpai_peer.harness import ALIAS, TOKEN_ENV
+from openpai_peer.stack import USERS
 
 FAKE_KEYRING = Path(__file__).resolve().parents[2] / "openpai_server" / "fake_keyring"
+PASSWORD = USERS["alice"]
 
 
 @pytest.fixture
-def pai(tmp_path, monkeypatch):
-    with OpenPaiServer() as server:
-        yield start(tmp_path, monkeypatch, server)
+def pai(pai_user):
+    return pai_user
+
+
+def write_job(folder: Path, name: str, **options) -> Path:
+    from openpai_peer.harness import job_text
+
+    path = folder / f"{name}.yaml"
+    secrets = f"secrets:\n  apiKey: {options['secret']}\n" if options.get("secret") else ""
+    auth = (f"    auth:\n      username: robot\n      password: {options['registry_password']}\n"
+            "      registryuri: registry.example.org\n") if options.get("registry_password") else ""
+    path.write_text(job_text(name, secrets=secrets, auth=auth), encoding="utf-8")
+    return path
+
+
+def accepted(pai, token: str) -> bool:
+    return pai.stack.rest("GET", "/api/v2/users/alice", headers={"Authorization": f"Bearer {token}"}) \
+        .status_code == 200
 
 
 def _clusters(pai) -> dict:
@@ -29,16 +46,16 @@ def test_clusters_prints_the_file_and_never_a_token(pai):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"clusters file: {pai.clusters_file}"
-    assert lines[2].split() == [ALIAS, pai.server.url, "alice", "default", "env", f"${TOKEN_ENV}"]
+    assert lines[2].split() == [ALIAS, pai.server.api_url, "alice", "default", "env", f"${TOKEN_ENV}"]
     data = json.loads(pai.paictl("openpai", "clusters", "--format", "json").stdout)
     assert data == {"path": str(pai.clusters_file), "clusters": [
-        {"alias": ALIAS, "url": pai.server.url, "user": "alice", "token": f"env ${TOKEN_ENV}",
+        {"alias": ALIAS, "url": pai.server.api_url, "user": "alice", "token": f"env ${TOKEN_ENV}",
          "virtualCluster": "default"}]}
 
 
 def test_add_writes_a_private_file_and_remove_forgets(pai):
     done = pai.paictl("openpai", "add", "other", "https://pai.example.com/", "--user", "bob",
-                      "--virtual-cluster", "gpu")
+                      "--virtual-cluster", "gpu", "--no-check")
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(pai.clusters_file.stat().st_mode) == 0o600
     assert _clusters(pai)["other"] == {"url": "https://pai.example.com", "user": "bob", "virtualCluster": "gpu"}
@@ -51,8 +68,10 @@ def test_add_writes_a_private_file_and_remove_forgets(pai):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("bad alias!", "https://x"), "cluster alias 'bad alias!': use letters, digits, '.', '_' or '-' (at most 63)"),
-    (("ok", "ftp://x"), "'ftp://x' is not an http(s) URL of an OpenPAI REST server (e.g. https://pai.example.com)"),
-    (("ok", "https://me:pw@x"), "put no credentials in the URL: use `paictl openpai login` or --token-env"),
+    (("ok", "ftp://x"), "'ftp://x' is not an http(s) URL of an OpenPAI cluster (e.g. https://pai.example.com)"),
+    (("ok", "https://me:pw@x"), "put no credentials, query or fragment in the cluster URL (it would be stored and "
+                                "shown): give the site, e.g. https://pai.example.com, and the token with `paictl "
+                                "openpai login` or --token-env"),
 ])
 def test_add_refuses_bad_input_in_one_line(pai, args, message):
     done = pai.paictl("openpai", "add", *args, "--user", "u")
@@ -60,7 +79,7 @@ def test_add_refuses_bad_input_in_one_line(pai, args, message):
 
 
 def test_login_without_a_keyring_asks_before_storing_plaintext(pai):
-    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input="wonderland\n")
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input=PASSWORD + "\n")
     assert done.returncode == 2
     assert done.stderr.startswith("paictl: error: no OS keyring is available to keep the token")
     assert "--store-plaintext" in done.stderr
@@ -68,39 +87,43 @@ def test_login_without_a_keyring_asks_before_storing_plaintext(pai):
 
 
 def test_login_with_password_and_explicit_plaintext(pai):
-    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="wonderland\n")
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input=PASSWORD + "\n")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (f"logged in to {ALIAS} ({pai.server.url}) as alice; token kept in the clusters file "
+    assert done.stdout == (f"logged in to {ALIAS} ({pai.server.api_url}) as alice; token kept in the clusters file "
                            "(plaintext, mode 0600)\n")
     entry = _clusters(pai)[ALIAS]
     token = entry["token"]
-    assert entry["tokenStore"] == "plaintext" and pai.server.tokens[token] == "alice"
-    assert token not in done.stdout + done.stderr and "wonderland" not in done.stdout + done.stderr
+    assert entry["tokenStore"] == "plaintext" and accepted(pai, token)
+    assert token not in done.stdout + done.stderr and PASSWORD not in done.stdout + done.stderr
     assert stat.S_IMODE(pai.clusters_file.stat().st_mode) == 0o600
-    login = next(r for r in pai.server.requests if r.path == "/api/v2/authn/basic/login")
-    assert login.headers["Content-Type"] == "application/x-www-form-urlencoded"
-    assert "Authorization" not in login.headers
+    login = next(r for r in pai.server.pylon.requests if r[1] == "/rest-server/api/v2/authn/basic/login")
+    assert login[2]["Content-Type"] == "application/x-www-form-urlencoded"
+    assert "Authorization" not in login[2]
 
 
 def test_login_keeps_the_token_in_the_keyring(pai, tmp_path):
     store = tmp_path / "keyring.json"
     env = {"PYTHONPATH": str(FAKE_KEYRING), "FAKE_KEYRING_FILE": str(store)}
-    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input="wonderland\n", env=env)
+    done = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input=PASSWORD + "\n", env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("token kept in the OS keyring\n")
     entry = _clusters(pai)[ALIAS]
     assert entry.get("tokenStore") == "keyring" and "token" not in entry and "tokenEnv" not in entry
     (token,) = json.loads(store.read_text()).values()
-    assert pai.server.tokens[token] == "alice" and token not in pai.clusters_file.read_text()
+    assert accepted(pai, token) and token not in pai.clusters_file.read_text()
     assert pai.paictl("openpai", "remove", ALIAS, env=env).returncode == 0
     assert json.loads(store.read_text()) == {}
 
 
 def test_login_failures_are_one_line(pai):
-    wrong = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="guess\n")
+    wrong = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="guess-again\n")
     assert (wrong.returncode, wrong.stderr) == (3, f"paictl: error: OpenPAI {ALIAS}: log in as alice: HTTP 400 "
                                                    "IncorrectPasswordError: Password is incorrect.\n")
-    assert "guess" not in wrong.stderr
+    assert "guess-again" not in wrong.stderr
+    short = pai.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext", input="guess\n")
+    assert (short.returncode, short.stderr) == (3, f"paictl: error: OpenPAI {ALIAS}: log in as alice: HTTP 400 "
+                                                   "InvalidParametersError: child \"password\" fails because "
+                                                   "[\"password\" length must be at least 6 characters long]\n")
     bad_env = pai.paictl("openpai", "login", ALIAS, "--token-env", "OTHER_TOKEN", env={"OTHER_TOKEN": "nope"})
     assert bad_env.returncode == 3
     assert "HTTP 401 UnauthorizedUserError" in bad_env.stderr and bad_env.stderr.count("\n") == 1
@@ -110,12 +133,13 @@ def test_login_failures_are_one_line(pai):
 
 
 def test_login_with_an_application_token(pai):
-    pai.server.issue_token("alice", "app-token-for-alice-0042")
-    done = pai.paictl("openpai", "login", ALIAS, "--token-stdin", "--store-plaintext",
-                      input="app-token-for-alice-0042\n")
+    reply = pai.stack.rest("POST", "/api/v2/tokens/application", user="alice")
+    assert reply.status_code == 200, reply.text
+    app_token = reply.json()["token"]
+    done = pai.paictl("openpai", "login", ALIAS, "--token-stdin", "--store-plaintext", input=app_token + "\n")
     assert done.returncode == 0, done.stderr
-    assert "app-token-for-alice-0042" not in done.stdout + done.stderr
-    assert _clusters(pai)[ALIAS]["token"] == "app-token-for-alice-0042"
+    assert app_token not in done.stdout + done.stderr
+    assert _clusters(pai)[ALIAS]["token"] == app_token
     ok = pai.paictl("openpai", "login", ALIAS, "--token-env", TOKEN_ENV)
     assert ok.returncode == 0 and ok.stdout.endswith(f"token from ${TOKEN_ENV}\n")
     assert "token" not in _clusters(pai)[ALIAS]  # switching to an env var drops the stored token
@@ -135,13 +159,14 @@ def test_compile_prints_what_would_be_sent_with_secrets_masked(pai, tmp_path):
 
 def test_token_canary_in_every_stream_and_file(pai, tmp_path):
     """The token is used by every command here; it must appear in no output and in no file paictl wrote."""
+    TOKEN = pai.token
     job = write_job(tmp_path, "canary")
     runs = [
         pai.paictl("openpai", "clusters"),
         pai.paictl("openpai", "clusters", "--format", "json"),
         pai.paictl("openpai", "login", ALIAS, "--token-env", TOKEN_ENV),
-        pai.paictl("openpai", "add", "second", pai.server.url, "--user", "alice", "--token-env", TOKEN_ENV),
-        pai.paictl("compile", str(job), "--target", "openpai", "--output-dir", str(tmp_path / "compiled"), cwd=tmp_path),
+        pai.paictl("openpai", "add", "second", pai.server.api_url, "--user", "alice", "--token-env", TOKEN_ENV),
+        pai.paictl("compile", str(job), "--target", "openpai", "--output-dir", str(tmp_path / "compiled")),
         pai.paictl("openpai", "login", "second", "--token-env", "WRONG_TOKEN", env={"WRONG_TOKEN": TOKEN + "x"}),
     ]
     assert [run.returncode for run in runs] == [0, 0, 0, 0, 0, 3]
@@ -155,11 +180,12 @@ def test_token_canary_in_every_stream_and_file(pai, tmp_path):
 
 def test_login_never_reads_a_password_from_a_pipe_unasked(pai):
     # the prompt (no echo) is for terminals; from a pipe getpass would read with echo, so paictl asks for the flag
-    done = pai.paictl("openpai", "login", ALIAS, "--store-plaintext", input="wonderland\n")
+    before = len(pai.server.pylon.requests)
+    done = pai.paictl("openpai", "login", ALIAS, "--store-plaintext", input=PASSWORD + "\n")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == ("paictl: error: standard input is not a terminal: pass --password-stdin to read the "
                            "password from it, or use --token-env\n")
-    assert not [r for r in pai.server.requests if r.path == "/api/v2/authn/basic/login"]
+    assert not [r for r in pai.server.pylon.requests[before:] if r[1] == "/rest-server/api/v2/authn/basic/login"]
 
 
 def _in_a_terminal(argv: list[str], env: dict[str, str], answer: str, prompt: str) -> tuple[int, str]:
@@ -199,8 +225,8 @@ def test_login_prompts_in_a_terminal_without_echo(pai):
     import sys
 
     argv = [sys.executable, "-m", "paictl", "openpai", "login", ALIAS, "--store-plaintext"]
-    code, shown = _in_a_terminal(argv, pai.env, "wonderland", "Password for alice at ")
+    code, shown = _in_a_terminal(argv, pai.env, PASSWORD, "Password for alice at ")
     assert code == 0, shown
-    assert f"Password for alice at {pai.server.url}: " in shown and f"logged in to {ALIAS}" in shown
-    assert "wonderland" not in shown  # the terminal never displayed what was typed
+    assert f"Password for alice at {pai.server.api_url}: " in shown and f"logged in to {ALIAS}" in shown
+    assert PASSWORD not in shown  # the terminal never displayed what was typed
     assert _clusters(pai)[ALIAS]["tokenStore"] == "plaintext"

@@ -1,4 +1,8 @@
-"""The OpenPAI REST client over real HTTP: retries, dropped connections, 5xx, error bodies, the token guard."""
+"""The OpenPAI REST client over real HTTP: retries, dropped connections, 429/5xx, error bodies, the token guard.
+
+Faults are injected through the test double (tests/openpai_server): the real rest-server (test_openpai_peer_*.py)
+cannot be made to drop a connection or answer 503 on a chosen request. Link resolution and failing fast need no
+server at all."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from openpai_server import OpenPaiServer
 from openpai_server.harness import TOKEN
 
 from paictl.errors import ClusterError, NotFoundError
-from paictl.targets.openpai.client import OpenPaiClient, Redactor, server_error
+from paictl.targets.openpai.client import OpenPaiClient, Redactor, UnreachableError, resolve_link, server_error
 
 
 @pytest.fixture
@@ -60,17 +64,75 @@ def test_a_post_is_never_repeated(server):
     assert len([r for r in server.requests if r.path == "/api/v2/jobs"]) == 2
 
 
-def test_an_unreachable_server_is_one_line_without_the_token():
+def _dead_port() -> int:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    client = OpenPaiClient(url=f"http://127.0.0.1:{port}", token=TOKEN, alias="gone", backoff=0.01)
-    with pytest.raises(ClusterError) as caught:
+        return probe.getsockname()[1]
+
+
+def test_a_refused_connection_is_one_line_at_once_without_the_token():
+    port = _dead_port()
+    slept = []
+    client = OpenPaiClient(url=f"http://127.0.0.1:{port}", token=TOKEN, alias="gone", sleep=slept.append)
+    with pytest.raises(UnreachableError) as caught:
         client.get("/api/v2/jobs", what="list jobs")
     message = str(caught.value)
-    assert message.startswith(f"cannot reach the OpenPAI REST server gone (http://127.0.0.1:{port}) (tried 4 "
-                              "times): list jobs: ")
+    assert message.startswith(f"cannot reach the OpenPAI REST server gone (http://127.0.0.1:{port}): list jobs: ")
+    assert "Connection refused" in message and "tried" not in message
     assert "\n" not in message and TOKEN not in message and caught.value.exit_code == 3
+    assert slept == []  # never retried: nothing was sent, and the server is not there
+
+
+def test_an_unknown_host_is_one_line_at_once():
+    slept = []
+    client = OpenPaiClient(url="http://no-such-host.invalid", token=TOKEN, alias="typo", sleep=slept.append)
+    with pytest.raises(UnreachableError, match=r"^cannot reach the OpenPAI REST server typo "
+                                               r"\(http://no-such-host\.invalid\): list jobs: "):
+        client.get("/api/v2/jobs", what="list jobs")
+    assert slept == []
+
+
+def test_429_is_retried_and_slow_retries_are_announced(server, caplog):
+    server.faults.append(("/api/v2/virtual-clusters", "429"))
+    server.faults.append(("/api/v2/virtual-clusters", "503"))
+    slept = []
+    client = OpenPaiClient(url=server.url, token=TOKEN, alias="testpai", backoff=0.6, sleep=slept.append)
+    with caplog.at_level(logging.WARNING, logger="paictl.openpai"):
+        assert client.get("/api/v2/virtual-clusters", what="list virtual clusters").status == 200
+    assert slept == [0.6, 1.2]
+    # the first retry comes within the first second: quiet; the second would pass it: announced
+    assert [r.getMessage() for r in caplog.records] == [
+        "paictl: OpenPAI testpai: list virtual clusters: HTTP 503; attempt 3 of 4 in 1.2s"]
+
+
+@pytest.mark.parametrize(("rest", "link", "resolved"), [
+    # a deployment: the REST API under /rest-server, links resolved against the site root (through pylon)
+    ("https://pai.example.com/rest-server", "/log-manager/10.0.0.5:9103/api/v1/logs/user-all?token=t",
+     "https://pai.example.com/log-manager/10.0.0.5:9103/api/v1/logs/user-all?token=t"),
+    ("https://example.com/pai/rest-server/", "/log-manager/10.0.0.5:9103/x", "https://example.com/pai/log-manager/10.0.0.5:9103/x"),
+    # a direct REST address: no proxy, so paictl does what pylon would
+    ("http://10.0.0.1:9186", "/log-manager/10.0.0.5:9103/api/v1/logs/user-all?token=t",
+     "http://10.0.0.5:9103/api/v1/logs/user-all?token=t"),
+    ("http://10.0.0.1:9186", "/api/v2/jobs", "http://10.0.0.1:9186/api/v2/jobs"),
+    # absolute links stay; relative ones are relative to the REST URL
+    ("https://pai.example.com/rest-server", "https://blob.example.com/log?sig=1", "https://blob.example.com/log?sig=1"),
+    ("https://pai.example.com/rest-server", "api/v2/jobs", "https://pai.example.com/rest-server/api/v2/jobs"),
+])
+def test_links_are_resolved_as_the_web_portal_resolves_them(rest, link, resolved):
+    assert resolve_link(rest, link) == resolved
+
+
+def test_the_token_goes_only_under_the_rest_servers_own_address():
+    client = OpenPaiClient(url="https://pai.example.com/rest-server", token=TOKEN)
+    assert client.owns("https://pai.example.com/rest-server/api/v2/jobs")
+    assert client.owns("https://pai.example.com:443/rest-server/api/v2/jobs")
+    assert not client.owns("https://pai.example.com/log-manager/10.0.0.5:9103/api/v1/logs")
+    assert not client.owns("https://pai.example.com/rest-server-evil/api")
+    assert not client.owns("http://pai.example.com/rest-server/api/v2/jobs")
+    assert not client.owns("https://pai.example.com.evil.org/rest-server/api")
+    assert not client.owns("https://other.example.com/rest-server/api/v2/jobs")
+    direct = OpenPaiClient(url="http://10.0.0.1:9186", token=TOKEN)
+    assert direct.owns("http://10.0.0.1:9186/api/v2/jobs") and not direct.owns("http://10.0.0.5:9103/api/v1/logs")
 
 
 def test_a_wrong_token_says_to_log_in(server):
