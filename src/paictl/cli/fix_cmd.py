@@ -59,7 +59,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
         echo(error_line(exc), err=True)
         return exc.exit_code
     results, records, io_errors, fixed_total, changed_files = [], [], [], 0, 0
-    for file in files:
+    for file, _searched in files:  # fix looks at every file's shape itself (fixes.looks_like_job_or_item)
         name = stdin_name if file == "-" else file
         try:
             raw = read_stdin() if file == "-" else read_source(file)
@@ -97,7 +97,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
             for f in outcome.applied]})
 
     # Standard output carries the fixed text for `-` and the diff for --diff: the report then goes to standard error.
-    report_err = diff or "-" in files
+    report_err = diff or any(found.path == "-" for found in files)
     if json_output:
         payload = {"summary": {"files": len(results), "changed": changed_files, "fixes": fixed_total,
                                "invalid": sum(1 for r in results if not r.ok or (strict and r.warnings)),

@@ -36,7 +36,7 @@ def item_checks(paths: Sequence[str]) -> list:
     for given in paths:
         searched = given != "-" and Path(given).is_dir()
         found = 0
-        for path in collect_paths([given]):
+        for path, _searched in collect_paths([given]):
             if not searched:
                 checks.append((path, check_item_file(path)))
                 continue

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from paictl.compiler.emit import strict_json
 import re
 from typing import Iterable, Sequence
 
+from paictl.compiler.emit import strict_json
 from paictl.protocol.diagnostics import Diagnostic, one_line
 from paictl.protocol.validate import ValidationResult
 
