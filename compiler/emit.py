@@ -12,6 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from paictl.protocol.jsonout import js_timestamp as _timestamp
+from paictl.protocol.jsonout import strict_json  # noqa: F401 - every JSON printer imports it from here too
+
 
 # Why not a YAML library: OpenPAI puts every task role's variables into every pod, so a Framework grows with the
 # square of its task roles. For 100 roles (5.5 MB of YAML) ruamel's emitter took 16 s and PyYAML's (libyaml, through
@@ -46,14 +49,6 @@ def _float(value: float) -> str:
 
 
 _INF = float("inf")
-
-
-def _timestamp(value: datetime.datetime) -> str:
-    """An instant as js-yaml writes a Date (`toISOString`, UTC): a plain YAML timestamp, read back as an instant."""
-    if value.tzinfo is not None:
-        value = value.astimezone(datetime.timezone.utc)
-    return (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
-            f"{value.second:02d}.{value.microsecond // 1000:03d}Z")
 
 
 def _scalar(value: Any) -> str:
@@ -250,42 +245,6 @@ def to_yaml_document(data: Mapping[str, Any]) -> str:
 def to_json_list(objects: Iterable[Mapping[str, Any]]) -> str:
     """One `v1` `List`, as `kubectl get -o json` prints several objects."""
     return strict_json({"apiVersion": "v1", "kind": "List", "items": list(objects)}, indent=2, ensure_ascii=False)
-
-
-def strict_json(data: Any, **options: Any) -> str:
-    """`json.dumps` that always prints JSON (RFC 8259): every `-o json` output goes through it.
-
-    A non-finite number (YAML's `.nan`, `.inf`, `-.inf`; JSON has none) is written as `null`, as JavaScript's
-    `JSON.stringify` writes it (the rest-server stores a job's numbers that way); a date (an unquoted YAML
-    timestamp) as its ISO text, as `JSON.stringify` writes a `Date`. Python's default would print `NaN` and
-    `Infinity`, which JSON readers refuse. The common case pays one `json.dumps`; only output holding a non-finite
-    number is walked.
-    """
-    try:
-        return json.dumps(data, allow_nan=False, default=_json_default, **options)
-    except ValueError:
-        return json.dumps(_finite(data), allow_nan=False, default=_json_default, **options)
-
-
-def _json_default(value: Any) -> Any:
-    moment = getattr(value, "moment", value)  # a protocol.timestamps.Timestamp is a str and never gets here
-    if isinstance(moment, datetime.datetime):
-        return _timestamp(moment)
-    if isinstance(moment, datetime.date):
-        return moment.isoformat()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if value - value == 0 else None
-    if isinstance(value, Mapping):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
 
 
 def file_name(obj: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-from paictl.compiler.emit import strict_json
+from paictl.protocol.jsonout import strict_json
 from paictl.errors import InputError, NotFoundError, UsageError
 from paictl.protocol.diagnostics import one_line
 

@@ -7,7 +7,7 @@ committed, diffed and reviewed.
 
 from __future__ import annotations
 
-from paictl.compiler.emit import strict_json
+from paictl.protocol.jsonout import strict_json
 
 from .item import Item
 

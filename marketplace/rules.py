@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from paictl.compiler.emit import strict_json
+from paictl.protocol.jsonout import strict_json
 from paictl.protocol.codes import finding
 from paictl.protocol.diagnostics import Anchor, Finding, pointer_of
 
