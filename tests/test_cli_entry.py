@@ -317,7 +317,8 @@ def openpai_env(tmp_path):
 
 @pytest.mark.parametrize("alias", ["refused", "unknown"])
 @pytest.mark.parametrize("command", [["status", "job"], ["stop", "alice~job"], ["logs", "job"],
-                                     ["status", "job", "-o", "json"], ["logs", "job", "--output", "json"]])
+                                     ["status", "job", "-o", "json"], ["logs", "job", "--output", "json"],
+                                     ["status"], ["status", "-o", "wide"]])
 def test_an_unreachable_openpai_cluster_is_answered_before_typer(openpai_env, command, alias):
     args = [*command, "--target", "openpai", "--cluster", alias]
     code, out, err = run(TYPER, args, b"", openpai_env)
@@ -338,6 +339,8 @@ def test_an_unreachable_openpai_cluster_is_answered_before_typer(openpai_env, co
     ["logs", "job", "--target", "openpai", "--cluster", "refused", "-o", "yaml"],
     ["logs", "job", "worker", "0", "--target", "openpai", "--cluster", "refused"],  # not a plain form: typer's
     ["status", "job", "--target", "openpai", "--cluster", "refused", "--cluster", "unknown"],
+    ["status", "--target", "openpai", "--cluster", "refused", "-o", "json"],  # a listing prints [] first
+    ["status", "--cluster", "refused"],                       # a listing without --target starts with local runs
 ])
 def test_what_the_early_answer_does_not_claim_is_typers(openpai_env, args):
     code, out, err = run(TYPER, args, b"", openpai_env)
@@ -371,3 +374,19 @@ def test_submit_to_an_unreachable_openpai_cluster_is_one_line_at_once(openpai_en
     status = run(TYPER, ["status", "job", "--target", "openpai", "--cluster", alias], b"", openpai_env)
     assert code == 3 and out == b"" and err == status[2] and b"tried" not in err, err
     assert CANARY.encode() not in err
+
+
+@pytest.mark.parametrize("command", [["status", "--target", "framework"], ["status", "--target", "jobset", "-o", "name"],
+                                     ["status", "demo", "--target", "mars"]])
+def test_an_unreachable_kubernetes_listing_is_answered_before_typer(tmp_path, command):
+    """The same mechanism for `status --target KIND` without NAME: the probe's line is the listing's."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(f"apiVersion: v1\nkind: Config\ncurrent-context: team\nclusters: [{{name: c, cluster: "
+                      f"{{server: 'http://127.0.0.1:{_refused_port()}'}}}}]\nusers: [{{name: u, user: {{}}}}]\n"
+                      f"contexts: [{{name: team, context: {{cluster: c, user: u}}}}]\n")
+    args = [*command, "--kubeconfig", str(config)]
+    code, out, err = run(TYPER, args, b"")
+    fast_code, fast_out, fast_err = run(FAST, args, b"")
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"False", args
+    assert (fast_code, fast_out, fast_err) == (code, out, err) and code == 3, (args, err)

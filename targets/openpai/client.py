@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import re
 import socket
@@ -42,7 +41,9 @@ ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further at
 REST_PREFIX = "/rest-server"
 #: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
 _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
-log = logging.getLogger("paictl.openpai")
+#: The logger retries are announced on (`logging.getLogger(LOGGER)`); logging is imported once httpx is, not
+#: before: an unreachable cluster's answer (cli/entry.py) needs neither.
+LOGGER = "paictl.openpai"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 REDACTED = "***"
 _URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
@@ -68,14 +69,15 @@ class Redactor:
         return _URL_TOKEN.sub(lambda m: m.group(1) + REDACTED, text)
 
 
-class _RedactingFilter(logging.Filter):
-    """Installed on httpx's and httpcore's loggers: a debug log of this process never shows the token."""
+class _RedactingFilter:
+    """Installed on httpx's and httpcore's loggers: a debug log of this process never shows the token. (logging
+    takes any object with a `filter` method.)"""
 
     def __init__(self, redact: Redactor):
         super().__init__()
         self.redact = redact
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def filter(self, record: Any) -> bool:
         record.msg = self.redact(record.getMessage())
         record.args = ()
         return True
@@ -115,6 +117,8 @@ class OpenPaiClient:
         takes a few hundred milliseconds to import, and an unreachable cluster should answer faster than that."""
         if self._http is None:
             self.check_reachable()
+            import logging
+
             import httpx
 
             self._http = httpx.Client(base_url=self.url, headers=self._headers, follow_redirects=False,
@@ -133,6 +137,8 @@ class OpenPaiClient:
 
     def close(self) -> None:
         if self._http is not None:
+            import logging
+
             self._http.close()
             for name in ("httpx", "httpcore"):
                 logging.getLogger(name).removeFilter(self._filter)
@@ -171,6 +177,8 @@ class OpenPaiClient:
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
               what: str, auth: bool = True, raw: bool = False) -> Reply:
         http = self._client()  # first: an unreachable server fails before httpx loads
+        import logging
+
         import httpx
 
         request_headers = dict(headers or {})
@@ -198,8 +206,9 @@ class OpenPaiClient:
                 reason = f"HTTP {response.status_code}"
                 delay = max(delay, min(_retry_after(response.headers.get("Retry-After")), MAX_BACKOFF))
             if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
-                log.warning(self.redact(f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
-                                        f"attempt {attempt + 1} of {self.attempts} in {delay:.1f}s"))
+                logging.getLogger(LOGGER).warning(self.redact(
+                    f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
+                    f"attempt {attempt + 1} of {self.attempts} in {delay:.1f}s"))
             self.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -18,10 +18,8 @@ token and always tells where the others are.
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -174,6 +172,9 @@ def _entry(alias: str, value: Any, path: Path) -> ClusterEntry:
 
 def save_clusters(entries: dict[str, ClusterEntry], path: Optional[Path] = None) -> Path:
     """Write the file atomically, mode 0600 from the first byte (created by mkstemp, then renamed over)."""
+    import io
+    import tempfile
+
     from ruamel.yaml import YAML
 
     path = path or clusters_path()
