@@ -318,7 +318,8 @@ def openpai_env(tmp_path):
 @pytest.mark.parametrize("alias", ["refused", "unknown"])
 @pytest.mark.parametrize("command", [["status", "job"], ["stop", "alice~job"], ["logs", "job"],
                                      ["status", "job", "-o", "json"], ["logs", "job", "--output", "json"],
-                                     ["status"], ["status", "-o", "wide"]])
+                                     ["status"], ["status", "-o", "wide"], ["status", "job", "-f"],
+                                     ["status", "job", "--watch", "-o", "yaml"], ["logs", "job", "--follow"]])
 def test_an_unreachable_openpai_cluster_is_answered_before_typer(openpai_env, command, alias):
     args = [*command, "--target", "openpai", "--cluster", alias]
     code, out, err = run(TYPER, args, b"", openpai_env)
@@ -341,6 +342,9 @@ def test_an_unreachable_openpai_cluster_is_answered_before_typer(openpai_env, co
     ["status", "job", "--target", "openpai", "--cluster", "refused", "--cluster", "unknown"],
     ["status", "--target", "openpai", "--cluster", "refused", "-o", "json"],  # a listing prints [] first
     ["status", "--cluster", "refused"],                       # a listing without --target starts with local runs
+    ["status", "--target", "openpai", "--cluster", "refused", "-w"],          # watching a listing: typer's
+    ["stop", "job", "--target", "openpai", "--cluster", "refused", "-f"],     # stop takes no --follow
+    ["status", "job", "--target", "openpai", "--cluster"],                    # an option without its value
 ])
 def test_what_the_early_answer_does_not_claim_is_typers(openpai_env, args):
     code, out, err = run(TYPER, args, b"", openpai_env)

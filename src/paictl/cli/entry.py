@@ -177,6 +177,8 @@ _JOB_OPTIONS = {"--target": "target", "-t": "target", "--kubeconfig": "kubeconfi
 _JOB_FORMATS = {"status": ("text", "json", "yaml"), "stop": ("text", "json", "yaml"), "logs": ("text", "json")}
 #: `status --target T` without NAME lists T's jobs; as json or yaml it prints the empty list before the error.
 _LIST_FORMATS = ("text", "wide", "name")
+#: Following a job makes the same first request as showing it once.
+_FOLLOW_FLAGS = {"status": ("-f", "--follow", "-w", "--watch"), "logs": ("-f", "--follow"), "stop": ()}
 
 
 def unreachable_cluster(args: Sequence[str]) -> str | None:
@@ -190,14 +192,19 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
         return None
     name = args[1] if len(args) > 1 and not args[1].startswith("-") else None
     rest = args[2:] if name is not None else args[1:]
-    if len(rest) % 2 or (name is None and args[0] != "status"):
+    if name is None and args[0] != "status":
         return None
     given: dict[str, str] = {}
-    for flag, value in zip(rest[::2], rest[1::2]):
-        key = _JOB_OPTIONS.get(flag)
-        if key is None or key in given or value.startswith("-"):
+    index = 0
+    while index < len(rest):
+        if name is not None and rest[index] in _FOLLOW_FLAGS[args[0]]:
+            index += 1
+            continue
+        key = _JOB_OPTIONS.get(rest[index])
+        if key is None or key in given or index + 1 == len(rest) or rest[index + 1].startswith("-"):
             return None  # another option, a repeated one or a value like an option: typer's rules apply
-        given[key] = value
+        given[key] = rest[index + 1]
+        index += 2
     if given.get("output", "text") not in (_JOB_FORMATS[args[0]] if name is not None else _LIST_FORMATS):
         return None
     from paictl.targets import RUNS_ON
