@@ -16,9 +16,9 @@ from paictl.errors import InputError, InvalidJobError
 
 from .diagnostics import Diagnostic, Severity
 from .source import MAX_FILE_BYTES, read_source, read_stdin
-from .validate import ValidationResult, validate_bytes, validate_text
 
 if TYPE_CHECKING:
+    from .validate import ValidationResult, validate_bytes, validate_text
     from .model import (Completion, Defaults, Deployment, DeploymentTaskRole, DockerAuth, Job, Prerequisite,
                         Resources, TaskRole)
 
@@ -26,7 +26,16 @@ _MODEL_NAMES = {"Completion", "Defaults", "Deployment", "DeploymentTaskRole", "D
                 "Resources", "TaskRole", "job_from_data"}
 
 
+_VALIDATE_NAMES = {"ValidationResult", "validate_bytes", "validate_text"}
+
+
 def __getattr__(name: str):
+    # The validator too: a reader of another input (a profile, the OpenPAI clusters file) through `.source` imports
+    # this package first, and an unreachable cluster's early answer (cli/entry.py) should not load the validator.
+    if name in _VALIDATE_NAMES:
+        from . import validate
+
+        return getattr(validate, name)
     # The model is imported on first use: `paictl validate` never builds it, and creating its frozen dataclasses
     # is a measurable share of start-up.
     if name in _MODEL_NAMES:
@@ -44,11 +53,15 @@ __all__ = [
 
 
 def validate_file(path: str | os.PathLike[str]) -> ValidationResult:
+    from .validate import validate_bytes
+
     return validate_bytes(read_source(path), str(path))
 
 
 def load_job_text(text: str, path: str = "<string>", *, strict: bool = False) -> Job:
     """The typed job for a document, or InvalidJobError carrying every diagnostic (warnings fail when strict)."""
+    from .validate import validate_text
+
     result = validate_text(text, path)
     if not result.ok or (strict and result.diagnostics):
         raise InvalidJobError(list(result.diagnostics))

@@ -25,9 +25,9 @@ FAST = ("import atexit, sys; from paictl.cli.entry import main; sys.argv[0] = 'p
         "main()")
 
 
-def run(code: str, args: list[str], stdin: bytes) -> tuple[int, bytes, bytes]:
+def run(code: str, args: list[str], stdin: bytes, env: dict | None = None) -> tuple[int, bytes, bytes]:
     done = subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True, timeout=60,
-                          cwd=ROOT)
+                          cwd=ROOT, env=env)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -278,3 +278,119 @@ def test_parsed_submit_options_have_typer_types():
     assert (options["run_dir"], options["exit_spec"], options["parameter_files"]) == \
         (Path("r"), Path("e.yaml"), [Path("p.yaml")])
     assert options["cluster"] == ["a", "b"] and parse_submit(["j.yaml"])["cluster"] is None
+
+
+# -- an unreachable OpenPAI cluster (entry.unreachable_cluster, OpenPaiBackend.check_reachable) ---------------------
+
+CANARY = "canary-token-5f0e1d"
+# the early answer must load neither typer nor httpx nor ruamel: each marker is written by an atexit handler
+LIGHT = FAST.replace("'typer imported: %s' % ('typer' in sys.modules)",
+                     "'typer imported: %s' % sorted({'typer', 'httpx', 'ruamel.yaml'} & set(sys.modules))")
+
+
+def _refused_port() -> int:
+    import socket
+
+    with socket.socket() as probe:  # bound, never listening: a connect is refused
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def openpai_env(tmp_path):
+    """A clusters file (written by paictl's own writer) naming a refused port and a host that cannot exist."""
+    import os
+
+    from paictl.targets.openpai.clusters import ClusterEntry, save_clusters
+
+    config = tmp_path / "config"
+    save_clusters({alias: ClusterEntry(alias=alias, url=url, user="alice", token_env="PAICTL_TEST_TOKEN")
+                   for alias, url in (("refused", f"http://127.0.0.1:{_refused_port()}"),
+                                      ("unknown", "http://paictl-test.invalid/rest-server"),
+                                      ("tokenless", "http://paictl-test.invalid"))},
+                  config / "paictl" / "openpai-clusters.yaml")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config), "PAICTL_TEST_TOKEN": CANARY}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize("alias", ["refused", "unknown"])
+@pytest.mark.parametrize("command", [["status", "job"], ["stop", "alice~job"], ["logs", "job"],
+                                     ["status", "job", "-o", "json"], ["logs", "job", "--output", "json"],
+                                     ["status"], ["status", "-o", "wide"], ["status", "job", "-f"],
+                                     ["status", "job", "--watch", "-o", "yaml"], ["logs", "job", "--follow"]])
+def test_an_unreachable_openpai_cluster_is_answered_before_typer(openpai_env, command, alias):
+    args = [*command, "--target", "openpai", "--cluster", alias]
+    code, out, err = run(TYPER, args, b"", openpai_env)
+    fast_code, fast_out, fast_err = run(LIGHT, args, b"", openpai_env)
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"[]", (args, imported)
+    assert (fast_code, fast_out, fast_err) == (code, out, err), args
+    url = "http://paictl-test.invalid/rest-server" if alias == "unknown" else "http://127.0.0.1:"
+    assert code == 3 and out == b"" and err.count(b"\n") == 1, err
+    assert err.startswith(f"paictl: error: cannot reach the OpenPAI REST server {alias} ({url}".encode()), err
+    assert CANARY.encode() not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["status", "job", "--target", "openpai", "--cluster", "nowhere"],         # no such alias: exit 2
+    ["status", "job", "--target", "openpai"],                                 # several aliases: choose one
+    ["stop", "job", "--target", "openpai", "--cluster", "refused", "-o", "wide"],  # a format stop refuses
+    ["logs", "job", "--target", "openpai", "--cluster", "refused", "-o", "yaml"],
+    ["logs", "job", "worker", "0", "--target", "openpai", "--cluster", "refused"],  # not a plain form: typer's
+    ["status", "job", "--target", "openpai", "--cluster", "refused", "--cluster", "unknown"],
+    ["status", "--target", "openpai", "--cluster", "refused", "-o", "json"],  # a listing prints [] first
+    ["status", "--cluster", "refused"],                       # a listing without --target starts with local runs
+    ["status", "--target", "openpai", "--cluster", "refused", "-w"],          # watching a listing: typer's
+    ["stop", "job", "--target", "openpai", "--cluster", "refused", "-f"],     # stop takes no --follow
+    ["status", "job", "--target", "openpai", "--cluster"],                    # an option without its value
+])
+def test_what_the_early_answer_does_not_claim_is_typers(openpai_env, args):
+    code, out, err = run(TYPER, args, b"", openpai_env)
+    fast_code, fast_out, fast_err = run(FAST, args, b"", openpai_env)
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"True", args
+    assert (fast_code, fast_out, fast_err) == (code, out, err), args
+    assert CANARY.encode() not in err + out
+
+
+def test_a_missing_token_is_said_before_the_cluster_is_asked(openpai_env):
+    """The token is looked up before any connection, on both paths: no token is exit 2 even when the server is
+    unreachable too."""
+    env = {key: value for key, value in openpai_env.items() if key != "PAICTL_TEST_TOKEN"}
+    args = ["status", "job", "--target", "openpai", "--cluster", "tokenless"]
+    code, out, err = run(TYPER, args, b"", env)
+    assert (code, out) == (2, b"") and b"takes its token from $PAICTL_TEST_TOKEN, which is not set" in err
+    assert run(FAST, args, b"", env)[:2] == (code, out)
+
+
+@pytest.mark.parametrize("alias", ["refused", "unknown"])
+def test_submit_to_an_unreachable_openpai_cluster_is_one_line_at_once(openpai_env, alias):
+    """`submit --target openpai` runs without typer already; its first request meets the same check, so the line
+    is the one status gives, never retried (no "tried N times")."""
+    args = ["submit", "examples/hello-world.yaml", "--target", "openpai", "--cluster", alias]
+    code, out, err = run(TYPER, args, b"", openpai_env)
+    fast_code, fast_out, fast_err = run(FAST, args, b"", openpai_env)
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"False"
+    assert (fast_code, fast_out, fast_err) == (code, out, err)
+    status = run(TYPER, ["status", "job", "--target", "openpai", "--cluster", alias], b"", openpai_env)
+    assert code == 3 and out == b"" and err == status[2] and b"tried" not in err, err
+    assert CANARY.encode() not in err
+
+
+@pytest.mark.parametrize("command", [["status", "--target", "framework"], ["status", "--target", "jobset", "-o", "name"],
+                                     ["status", "demo", "--target", "mars"]])
+def test_an_unreachable_kubernetes_listing_is_answered_before_typer(tmp_path, command):
+    """The same mechanism for `status --target KIND` without NAME: the probe's line is the listing's."""
+    config = tmp_path / "kubeconfig"
+    config.write_text(f"apiVersion: v1\nkind: Config\ncurrent-context: team\nclusters: [{{name: c, cluster: "
+                      f"{{server: 'http://127.0.0.1:{_refused_port()}'}}}}]\nusers: [{{name: u, user: {{}}}}]\n"
+                      f"contexts: [{{name: team, context: {{cluster: c, user: u}}}}]\n")
+    args = [*command, "--kubeconfig", str(config)]
+    code, out, err = run(TYPER, args, b"")
+    fast_code, fast_out, fast_err = run(FAST, args, b"")
+    fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+    assert imported == b"False", args
+    assert (fast_code, fast_out, fast_err) == (code, out, err) and code == 3, (args, err)

@@ -91,6 +91,12 @@ class OpenPaiBackend:
             return False
         return True
 
+    def check_reachable(self) -> None:
+        """Raise the one-line UnreachableError (exit 3) when the alias's REST server cannot be reached (refused,
+        unknown host): the CLI asks this before typer is imported (cli/entry.py), and it is the line the first
+        request of any command raises. A missing alias or token is raised first, as a command would."""
+        self.client.check_reachable()
+
     def not_found(self, name: str) -> str:
         user, job = self._full_name(name)
         return f"no OpenPAI job {user}~{job} on {self.entry.alias}"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import re
 import socket
@@ -42,7 +41,9 @@ ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further at
 REST_PREFIX = "/rest-server"
 #: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
 _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
-log = logging.getLogger("paictl.openpai")
+#: The logger retries are announced on (`logging.getLogger(LOGGER)`); logging is imported once httpx is, not
+#: before: an unreachable cluster's answer (cli/entry.py) needs neither.
+LOGGER = "paictl.openpai"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 REDACTED = "***"
 _URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
@@ -68,14 +69,15 @@ class Redactor:
         return _URL_TOKEN.sub(lambda m: m.group(1) + REDACTED, text)
 
 
-class _RedactingFilter(logging.Filter):
-    """Installed on httpx's and httpcore's loggers: a debug log of this process never shows the token."""
+class _RedactingFilter:
+    """Installed on httpx's and httpcore's loggers: a debug log of this process never shows the token. (logging
+    takes any object with a `filter` method.)"""
 
     def __init__(self, redact: Redactor):
         super().__init__()
         self.redact = redact
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def filter(self, record: Any) -> bool:
         record.msg = self.redact(record.getMessage())
         record.args = ()
         return True
@@ -110,11 +112,13 @@ class OpenPaiClient:
         self._http: Any = None
         self._filter = _RedactingFilter(self.redact)
 
-    def _client(self, what: str) -> Any:
-        """The httpx client, made on first use, after a plain TCP connect to the server: httpx takes a few hundred
-        milliseconds to import, and an unreachable cluster should answer faster than that."""
+    def _client(self) -> Any:
+        """The httpx client, made on first use, after a plain TCP connect to the server (`check_reachable`): httpx
+        takes a few hundred milliseconds to import, and an unreachable cluster should answer faster than that."""
         if self._http is None:
-            self._preflight(what)
+            self.check_reachable()
+            import logging
+
             import httpx
 
             self._http = httpx.Client(base_url=self.url, headers=self._headers, follow_redirects=False,
@@ -123,25 +127,18 @@ class OpenPaiClient:
                 logging.getLogger(name).addFilter(self._filter)
         return self._http
 
-    def _preflight(self, what: str) -> None:
-        """Resolve and connect to the server's host and port once (not through a proxy: when the environment names
-        one, httpx goes through it and this check is skipped)."""
-        if any(os.environ.get(name) for name in PROXY_VARIABLES):
-            return
-        parts = urlsplit(self.url)
-        try:
-            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-            if not parts.hostname or port is None:
-                return  # httpx reports an unusable URL itself
-            with socket.create_connection((parts.hostname, port), timeout=min(self.timeout, CONNECT_TIMEOUT)):
-                pass
-        except ValueError:
-            return
-        except OSError as exc:
-            raise UnreachableError(self._unreachable(exc, what, 1, True)) from None
+    def check_reachable(self) -> None:
+        """UnreachableError when the server's host does not resolve or its port refuses a TCP connection. The line
+        names the server, not the request that was about to be made (none was sent), so that the CLI's early answer
+        (cli/entry.py, before any command code runs) and a command's own first request say the same thing."""
+        exc = connect_error(self.url, min(self.timeout, CONNECT_TIMEOUT))
+        if exc is not None:
+            raise UnreachableError(self._unreachable(exc, "", 1, True))
 
     def close(self) -> None:
         if self._http is not None:
+            import logging
+
             self._http.close()
             for name in ("httpx", "httpcore"):
                 logging.getLogger(name).removeFilter(self._filter)
@@ -179,7 +176,9 @@ class OpenPaiClient:
     def _send(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
               what: str, auth: bool = True, raw: bool = False) -> Reply:
-        http = self._client(what or f"{method} {path}")  # first: an unreachable server fails before httpx loads
+        http = self._client()  # first: an unreachable server fails before httpx loads
+        import logging
+
         import httpx
 
         request_headers = dict(headers or {})
@@ -207,8 +206,9 @@ class OpenPaiClient:
                 reason = f"HTTP {response.status_code}"
                 delay = max(delay, min(_retry_after(response.headers.get("Retry-After")), MAX_BACKOFF))
             if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
-                log.warning(self.redact(f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
-                                        f"attempt {attempt + 1} of {self.attempts} in {delay:.1f}s"))
+                logging.getLogger(LOGGER).warning(self.redact(
+                    f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
+                    f"attempt {attempt + 1} of {self.attempts} in {delay:.1f}s"))
             self.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -251,6 +251,25 @@ class OpenPaiClient:
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]
         return error
+
+
+def connect_error(url: str, timeout: float = CONNECT_TIMEOUT) -> Optional[OSError]:
+    """Resolve and connect once to the host and port of `url`: the error when that fails, else None. Nothing is
+    checked when the environment names a proxy (httpx goes through it) or the URL has no usable host and port
+    (httpx reports that itself)."""
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    parts = urlsplit(url)
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        if not parts.hostname or port is None:
+            return None
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return None
+    except ValueError:
+        return None
+    except OSError as exc:
+        return exc
 
 
 def server_error(text: str) -> tuple[str, str]:

@@ -171,43 +171,61 @@ def _interrupted(signum: int, frame: object) -> None:
 
 _ON_A_JOB = {"status", "stop", "logs"}
 _JOB_OPTIONS = {"--target": "target", "-t": "target", "--kubeconfig": "kubeconfig", "--context": "context",
-                "--run-dir": "run_dir"}
+                "--run-dir": "run_dir", "--cluster": "cluster", "-n": "namespace", "--namespace": "namespace",
+                "-o": "output", "--output": "output", "--format": "output"}
+#: The -o values each command takes (run_cmds.py): another one is typer's usage error (exit 2), not this answer.
+_JOB_FORMATS = {"status": ("text", "json", "yaml"), "stop": ("text", "json", "yaml"), "logs": ("text", "json")}
+#: `status --target T` without NAME lists T's jobs; as json or yaml it prints the empty list before the error.
+_LIST_FORMATS = ("text", "wide", "name")
+#: Following a job makes the same first request as showing it once.
+_FOLLOW_FLAGS = {"status": ("-f", "--follow", "-w", "--watch"), "logs": ("-f", "--follow"), "stop": ()}
 
 
 def unreachable_cluster(args: Sequence[str]) -> str | None:
-    """`status|stop|logs NAME` that will ask the cluster (a Kubernetes --target, or no --target and no local run
-    of that name, as `run_cmds._backend_for` looks) while the cluster cannot be reached: its one-line error, found
-    before typer is imported (a third of the answer's time), else None (typer runs the command, which probes too).
-    Only plain command lines: anything unusual goes to typer."""
-    if len(args) < 2 or args[0] not in _ON_A_JOB or args[1].startswith("-"):
+    """`status|stop|logs NAME` (and `status --target T`, a listing) that will ask a cluster while that cluster
+    cannot be reached: its one-line error, found before typer is imported (most of the answer's time), else None
+    (typer runs the command, whose first request raises the same line). The cluster is the one
+    `run_cmds._backend_for` would open: the --target's (a Kubernetes one, or openpai with --cluster ALIAS), or
+    without --target the Kubernetes cluster when there is no local run of that name. Any backend with a
+    `check_reachable` takes part. Only plain command lines: anything unusual goes to typer."""
+    if not args or args[0] not in _ON_A_JOB:
+        return None
+    name = args[1] if len(args) > 1 and not args[1].startswith("-") else None
+    rest = args[2:] if name is not None else args[1:]
+    if name is None and args[0] != "status":
         return None
     given: dict[str, str] = {}
-    rest = args[2:]
-    for flag, value in zip(rest[::2], rest[1::2]):
-        if flag not in _JOB_OPTIONS and not (flag.startswith("-") and flag in ("-n", "--namespace", "-o", "--output",
-                                                                              "--format")):
-            return None
-        given[_JOB_OPTIONS.get(flag, flag)] = value
-    if len(rest) % 2:
+    index = 0
+    while index < len(rest):
+        if name is not None and rest[index] in _FOLLOW_FLAGS[args[0]]:
+            index += 1
+            continue
+        key = _JOB_OPTIONS.get(rest[index])
+        if key is None or key in given or index + 1 == len(rest) or rest[index + 1].startswith("-"):
+            return None  # another option, a repeated one or a value like an option: typer's rules apply
+        given[key] = rest[index + 1]
+        index += 2
+    if given.get("output", "text") not in (_JOB_FORMATS[args[0]] if name is not None else _LIST_FORMATS):
         return None
     from paictl.targets import RUNS_ON
 
     target = given.get("target")
-    if target is not None and RUNS_ON.get(target) != "kube":
-        return None
-    from pathlib import Path
-
+    if (target is not None and target not in RUNS_ON) or (name is None and target is None):
+        return None  # a listing without --target shows the local runs before any cluster's error
     from paictl.errors import PaictlError
 
     from .submit_run import backend_options, open_target
 
     try:
         if target is None:
+            from pathlib import Path
+
             run_dir = Path(given["run_dir"]) if "run_dir" in given else None
-            if open_target("local", backend_options(run_dir=run_dir)).has_job(args[1]):
+            if open_target("local", backend_options(run_dir=run_dir)).has_job(name):
                 return None
-        cluster = open_target(target or "framework", backend_options(kubeconfig=given.get("kubeconfig"),
-                                                                     context=given.get("context")))
+        cluster = open_target(target or "framework", backend_options(
+            kubeconfig=given.get("kubeconfig"), context=given.get("context"),
+            cluster=[given["cluster"]] if "cluster" in given else None))
         check = getattr(cluster, "check_reachable", None)
         if check is not None:
             check()

@@ -69,3 +69,47 @@ def test_token_sources(monkeypatch):
         resolve_token(ClusterEntry(alias="a", url="https://a", user="u"))
     with pytest.raises(UsageError, match="keeps its token in the OS keyring, but no keyring is available"):
         resolve_token(ClusterEntry(alias="a", url="https://a", user="u", token_store="keyring"))
+
+
+@pytest.mark.parametrize("text", [
+    "# written by paictl\nclusters:\n  a:\n    tokenEnv: A_TOKEN\n    url: https://a/rest-server\n    user: alice\n",
+    "clusters:\n  b: {url: 'http://b:9186', user: bob, tokenStore: keyring, minPollInterval: 2}\n",
+    "clusters:\n  c:\n    url: http://c\n    user: yes\n    virtualCluster: 2020-01-01\n",   # 1.2: a string; a date
+    "clusters:\n  d:\n    url: http://d\n    user: 0o17\n",                            # 1.2 octal: not a string
+    "clusters:\n  e:\n    url: http://e\n    user: u\n    minPollInterval: .inf\n    token: 1_000\n",
+    "clusters:\n  f:\n    url: http://f\n    user: u\n  f:\n    url: http://g\n    user: v\n",  # duplicate key
+    "clusters:\n  g: &x {url: http://g, user: u}\n  h: *x\n",                          # anchors: ruamel decides
+    "%YAML 1.1\n---\nclusters:\n  i: {url: http://i, user: yes}\n",                   # 1.1: user is a boolean
+    "clusters:\n  j: {url: http://j, user: !!str 12}\n",
+    "clusters: [1, 2]\n",
+    "clusters:\n  k: {url: http://k, user: u\n",                                      # bad syntax
+    "",
+])
+def test_the_fast_reader_agrees_with_ruamel(tmp_path, monkeypatch, text):
+    """The clusters file is read through yaml-rs when it can be (an unreachable cluster's answer is mostly start-up),
+    else through ruamel: both readings give the same entries, or the same error."""
+    from paictl.targets.openpai import clusters
+
+    path = tmp_path / "openpai-clusters.yaml"
+    path.write_text(text)
+
+    def outcome():
+        try:
+            return load_clusters(path)
+        except InputError as error:
+            return str(error)
+
+    fast = outcome()
+    monkeypatch.setattr(clusters, "_load_fast", lambda text: None)
+    assert fast == outcome()
+
+
+def test_what_paictl_writes_is_read_by_the_fast_reader(tmp_path):
+    from paictl.targets.openpai.clusters import _load_fast
+
+    path = tmp_path / "openpai-clusters.yaml"
+    save_clusters({"a": ClusterEntry(alias="a", url="https://a/rest-server", user="u", token_env="A_TOKEN",
+                                     virtual_cluster="vc", min_poll_interval=2.5)}, path)
+    assert _load_fast(path.read_text()) == {"clusters": {"a": {"url": "https://a/rest-server", "user": "u",
+                                                               "tokenEnv": "A_TOKEN", "virtualCluster": "vc",
+                                                               "minPollInterval": 2.5}}}
