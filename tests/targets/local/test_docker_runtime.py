@@ -42,8 +42,10 @@ def test_a_detached_container_as_a_grass_node_runs_it(docker_engine, tmp_path):
                                   env={"A": "1"}, mounts=[(str(tmp_path), "/data", False)], log_driver="json-file"))
     subprocess.run(argv, check=True, capture_output=True, env=docker_engine.env(), timeout=120)
     try:
-        (listed,) = engine.containers({"container_name": None})
+        # the engine is the session's: other tests' containers may carry the label too, so this one is asked by value
+        (listed,) = engine.containers({"container_name": "grass-like"})
         assert listed["Labels"]["job_id"] == "j1" and engine.containers({"job_id": "j2"}) == []
+        assert any(c["Labels"].get("container_name") == "grass-like" for c in engine.containers({"container_name": None}))
         details = engine.inspect("grass-like")
         assert details["State"]["Running"] and details["HostConfig"]["NanoCpus"] == 5 * 10 ** 8
         assert "A=1" in details["Config"]["Env"]
