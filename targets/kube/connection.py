@@ -24,21 +24,7 @@ def kubectl_current_context(config_file: str) -> Optional[str]:
     """The current context as kubectl merges a KUBECONFIG list: the first file that sets a non-empty
     `current-context` wins (the python client's merger lets the last one win). Named clusters, contexts and users
     are merged first-wins by both."""
-    import yaml
-
-    for path in config_file.split(os.pathsep):
-        path = os.path.expanduser(path)
-        if not path or not os.path.isfile(path):
-            continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError):
-            continue
-        current = data.get("current-context") if isinstance(data, dict) else None
-        if current:
-            return str(current)
-    return None
+    return _kubeconfig_entries(config_file)[0]
 
 
 def _chosen_context(kubernetes: Any, config_file: str, context: Optional[str]) -> tuple[list, Optional[dict]]:
