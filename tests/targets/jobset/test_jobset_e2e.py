@@ -129,7 +129,10 @@ def test_stop_suspend_keeps_the_jobset_suspended(emulator):
     jobset = wait_for(lambda: next((j for j in [emulator.get_object(API, "JobSet", "default", name)]
                                     if any(c["type"] == "Suspended" for c in j["status"]["conditions"])), None))
     assert jobset["spec"]["suspend"] is True
-    assert emulator.list_objects("v1", "Pod", "default") == []  # the controller deleted them
+    # the Job controller deleted the pods when the condition was written: each is terminating (its grace period
+    # runs on the emulator's clock), then gone
+    assert all(p["metadata"].get("deletionTimestamp") for p in emulator.list_objects("v1", "Pod", "default"))
+    wait_for(lambda: emulator.list_objects("v1", "Pod", "default") == [])
     assert "paictl-stop" in {entry["manager"] for entry in jobset["metadata"]["managedFields"]}
     shown = paictl(emulator, "status", name, "--follow")
     assert shown.returncode == 4, shown.stderr
