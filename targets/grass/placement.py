@@ -8,9 +8,19 @@ For each container it pops nodes until one fits on cpu, memory and gpu alike, pl
 that node and every node it set aside back. When two keys are equal, heapq compares the resources themselves with
 MARO's `BasicResource` ordering: two resources are equal when all three amounts are; `a < b` when `a` is not at
 least `b` on every amount. That ordering is not a total order, so which of two tied nodes comes first depends on
-the heap's shape; the only way to land where MARO lands is to run the same heap operations with the same
-comparison, which is what `_Rest` and `place` do (our code, MARO's semantics; tests/targets/grass checks the two
-orderings agree on every pair of a grid of amounts, and the placements against MARO's own ResourceController).
+the heap's shape: the only way to land where MARO lands is to run the same heap operations on entries whose `<`
+answers as MARO's does for every pair heapq compares.
+
+Why the entries are floats: MARO's time goes into Python-level comparisons (each tie calls `__cmp__`); here an
+entry is a float (`_Entry`) compared by heapq in C, carrying its amounts in a slot. The float encodes (key, the
+other two amounts) exactly and in tuple order (`_weights`), which agrees with MARO's answer for every pair except
+two amounts on one key that are incomparable (more memory but fewer GPUs: MARO calls each less than the other).
+Such an entry is a `_Tied`, compared in Python as MARO compares. Which entries must be tied is decided per run of
+equal containers (`_parallel_chain`): while one container shape is placed, every node moves along the same line,
+so two nodes that meet on one key always differ by the same amounts, and if no two can cross, nothing is tied;
+otherwise each new entry is checked against the nodes on its key (`groups`). Amounts that cannot be encoded
+(not finite, too wide for 53 bits, negative needs) make every entry tied: slower, never different.
+tests/targets/grass checks the placements against MARO's own ResourceController, on many tie-heavy clusters.
 
 Two things MARO does that paictl does not copy: a job that does not fit leaves its partial subtractions on the free
 resources the rest of the pass uses (here the job's placement works on a copy and is committed only when every
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import operator
 from typing import Iterable, Sequence
 
@@ -63,42 +74,80 @@ class PlacementError(ClusterError):
         self.component, self.resource, self.shortfall, self.node = component, resource, shortfall, node
 
 
-class _Amounts:
-    """A node's or a container's cpu, memory and gpu (a node's change as containers are placed on it)."""
+class _Entry(float):
+    """A heap entry: a float whose C comparison gives MARO's answer, and in `n` what it stands for (a node:
+    `[metric, a, b, name, (a, b)]`, the other two amounts in field order; a container: `(metric, a, b, position)`)."""
 
-    __slots__ = ("label", "cpu", "memory", "gpu")
-
-    def __init__(self, label: str, cpu: float, memory: float, gpu: float):
-        self.label, self.cpu, self.memory, self.gpu = label, cpu, memory, gpu
+    __slots__ = ("n",)
 
 
-class _Rest(tuple):
-    """The two amounts other than the heap's metric, as the second item of a heap entry.
-
-    MARO's heaps hold `(key, BasicResource)`; on equal keys a tuple asks the resources `==` (all three amounts
-    equal: the tuples are equal, so neither is less) and then `<` ("not at least as much of all three"). Here an
-    entry is `(key, _Rest, nan, _Amounts)`: on equal keys the metric is equal, so `==` of the other two (tuple's
-    own, in C) is MARO's `==`, and `_Rest.__lt__` is MARO's `<` on them. When they are equal too, the next items
-    are two distinct NaNs, which are neither equal nor less: the entries compare as MARO's equal resources do,
-    and the `_Amounts` after them is never compared. Same answers as MARO's, with a Python call only for ties
-    between different amounts (most ties are between equal ones: nodes of one shape, containers of one size).
-    """
+class _Tied(_Entry):
+    """An entry compared in Python, as MARO compares: its key may hold an amount incomparable with it."""
 
     __slots__ = ()
 
-    def __lt__(self, other: tuple) -> bool:  # type: ignore[override]
-        return not (self[0] >= other[0] and self[1] >= other[1])
+    def __lt__(self, other: float) -> bool:  # type: ignore[override]
+        x, y = self.n, other.n  # type: ignore[attr-defined]
+        if x[0] != y[0]:
+            return float.__lt__(self, other)
+        return not (x[1] >= y[1] and x[2] >= y[2])
 
-
-_OTHERS = {"cpu": ("memory", "gpu"), "memory": ("cpu", "gpu"), "gpu": ("cpu", "memory")}
+    def __gt__(self, other: float) -> bool:  # type: ignore[override]  # Python asks a subclass first
+        x, y = self.n, other.n  # type: ignore[attr-defined]
+        if x[0] != y[0]:
+            return float.__gt__(self, other)
+        return not (y[1] >= x[1] and y[2] >= x[2])
 
 
 _INF = float("inf")
+_OTHERS = {"cpu": ("memory", "gpu"), "memory": ("cpu", "gpu"), "gpu": ("cpu", "memory")}
 
 
-def _entry(key: float, amounts: _Amounts, metric: str) -> tuple:
-    first, second = _OTHERS[metric]
-    return (key, _Rest((getattr(amounts, first), getattr(amounts, second))), _INF - _INF, amounts)
+def _weights(columns: Sequence[set], key_sign: int) -> tuple[tuple[float, float, float], tuple, tuple] | None:
+    """(A, B, C) such that `m * A + a * B + b * C` is computed exactly and orders (key_sign * m, a, b) as tuples
+    do, for every m, a and b in the ranges of `columns` (each the values one amount takes, 0 among them), and the
+    power of two that makes each amount an integer; None when there are none (a value that is not a finite
+    number, or ranges too wide for 53 bits), and the largest magnitude of each in those units."""
+    units, spans, scales = [], [], []
+    for values in columns:
+        if not all(isinstance(v, (int, float)) and abs(v) < _INF for v in values):
+            return None
+        ratios = [v.as_integer_ratio() for v in values]
+        scale = max(denominator for _, denominator in ratios)  # a power of two: every finite float is dyadic
+        ints = [numerator * (scale // denominator) for numerator, denominator in ratios]
+        scales.append(scale)
+        spans.append(max(ints) - min(ints) + 1)
+        units.append(max(-min(ints), max(ints)))
+    a_weight = scales[0] * spans[1] * spans[2]
+    if units[0] * spans[1] * spans[2] + units[1] * spans[2] + units[2] >= 2 ** 53 or a_weight >= 2 ** 53:
+        return None
+    weights = float(key_sign * a_weight), float(scales[1] * spans[2]), float(scales[2])
+    return weights, (scales[0], scales[1], scales[2]), (units[0], units[1], units[2])
+
+
+def _crossing(rests: Iterable[tuple[float, float]], a: float, b: float) -> bool:
+    """Whether one of `rests` is incomparable with (a, b): more of one amount and less of the other."""
+    for x, y in rests:
+        if (x > a and y < b) or (x < a and y > b):
+            return True
+    return False
+
+
+def _parallel_chain(nodes: list[list], need: tuple, scales: tuple[int, int, int], bounds: tuple) -> bool:
+    """Whether no two nodes can be incomparable on one key while containers of size `need` are placed.
+
+    Each placement moves a node by `need`; two nodes on one key m then differ by their difference projected along
+    `need` onto m = 0, whatever each has taken: if those projections form a chain, no two cross. Computed in
+    integers held exactly by floats (`bounds`: the largest amount of each, in units); False when they would not be.
+    """
+    sm, sa, sb = scales
+    cm, ca, cb = need[0] * sm, need[1] * sa, need[2] * sb  # integers: `need` is one of the encoded amounts
+    if max(bounds[1] * cm + bounds[0] * ca, bounds[2] * cm + bounds[0] * cb) >= 2 ** 53:
+        return False
+    a_m, a_a, b_m, b_b = sm * ca, sa * cm, sm * cb, sb * cm
+    points = sorted({(a * a_a - m * a_m, b * b_b - m * b_m) for m, a, b, _, _ in nodes})
+    ordinates = [y for _, y in points]
+    return all(map(operator.le, ordinates, itertools.islice(ordinates, 1, None)))
 
 
 def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric: str) -> dict[str, str]:
@@ -112,42 +161,108 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     if metric not in METRICS:
         raise PlacementError(f"allocation metric {metric!r} is not one of {', '.join(METRICS)}")
     sign = -1 if mode == "single-metric-balanced" else 1
-    pop, push, key = heapq.heappop, heapq.heappush, operator.attrgetter(metric)
-    first, second = _OTHERS[metric]
-    wanted: list[tuple] = []
-    by_label = {}
-    for demand in demands:
-        amounts = _Amounts(demand.name, demand.cpu, demand.memory, demand.gpu)
-        by_label[demand.name] = demand
-        push(wanted, _entry(-key(amounts), amounts, metric))
-    nodes: list[tuple] = []
-    for item in free:
-        amounts = _Amounts(item.node, item.cpu, item.memory, item.gpu)
-        push(nodes, _entry(sign * key(amounts), amounts, metric))
+    dims = (metric, *_OTHERS[metric])
+    fields = operator.attrgetter(*dims)
+    pop, push = heapq.heappop, heapq.heappush
+    # Containers, largest need first. They never change: an entry is tied when its key holds an incomparable one.
+    sizes = [fields(demand) for demand in demands]
+    distinct = set(sizes)
+    needs = [{size[dim] for size in distinct} | {0} for dim in range(3)]
+    encoding = _weights(needs, -1)
+    kinds = {}
+    for m, a, b in distinct:
+        if encoding is None:
+            kinds[m, a, b] = _Tied, -m
+        else:
+            (first, second, third), _, _ = encoding
+            tied = _crossing([(x, y) for n, x, y in distinct if n == m], a, b)
+            kinds[m, a, b] = (_Tied if tied else _Entry), m * first + a * second + b * third
+    heap: list[_Entry] = []
+    for position, size in enumerate(sizes):
+        kind, value = kinds[size]
+        entry = kind(value)
+        entry.n = (*size, position)
+        push(heap, entry)
+    order = [pop(heap) for _ in range(len(sizes))]  # equal floats: equal sizes (encoded or not, all alike)
+    # Nodes. A node's amounts stay between 0 (or its start, when below) and its start, as multiples of the finest
+    # precision of its own and the containers' (needs are never negative, or every entry is tied).
+    nodes = [[*fields(item), item.node, None] for item in free]
+    starts = [{node[dim] for node in nodes} for dim in range(3)]
+    encoding = None
+    if all(x >= 0 for need in needs for x in need):
+        encoding = _weights([start | need for start, need in zip(starts, needs)], sign)
+    (first, second, third), scales, bounds = encoding or ((0.0, 0.0, 0.0), (1, 1, 1), (0, 0, 0))
+    # Two nodes can be incomparable only if both other amounts differ between nodes, at the start or once taken.
+    possible = encoding is not None and all(len(start) > 1 or len(need) > 1
+                                            for start, need in zip(starts[1:], needs[1:]))
+    groups: dict = {}  # key -> (a, b) -> how many nodes have them, while watched
+    for node in nodes:
+        m, a, b = node[:3]
+        node[4] = a, b
+        rests = groups.setdefault(m, {})
+        tied = encoding is None or (possible and _crossing(rests, a, b))
+        rests[a, b] = rests.get((a, b), 0) + 1
+        entry = _Tied(sign * m) if encoding is None else (_Tied if tied else _Entry)(m * first + a * second
+                                                                                     + b * third)
+        entry.n = node
+        push(heap, entry)
+    watched = possible
     plan: dict[str, str] = {}
-    rest, inf = _Rest, _INF
-    others = operator.attrgetter(first, second)
-    while wanted:  # the hot loop: heap calls and attribute tests inlined
-        needed = pop(wanted)[3]
-        cpu, memory, gpu = needed.cpu, needed.memory, needed.gpu
-        set_aside = []  # heap entries as popped: they go back unchanged, so the same tuple goes back
-        chosen = None
-        while nodes:
-            entry = pop(nodes)
-            candidate = entry[3]
-            if candidate.cpu >= cpu and candidate.memory >= memory and candidate.gpu >= gpu:
-                chosen = candidate
-                break
-            set_aside.append(entry)
-        if chosen is None:
-            raise _misfit(by_label[needed.label], [entry[3] for entry in set_aside], demands)
-        plan[needed.label] = chosen.label
-        chosen.cpu -= cpu
-        chosen.memory -= memory
-        chosen.gpu -= gpu
-        push(nodes, (sign * key(chosen), rest(others(chosen)), inf - inf, chosen))  # inf - inf: a new NaN
-        for entry in set_aside:
-            push(nodes, entry)
+    names = [demand.name for demand in demands]
+    for _, run in itertools.groupby(order):  # runs of equal containers
+        run = list(run)
+        if possible:
+            watch = (run[0].n[0] == 0 or len(run) < len(nodes) // 2
+                     or not _parallel_chain(nodes, run[0].n, scales, bounds))
+            if watch and not watched:  # the nodes as they are now
+                groups = {}
+                for node in nodes:
+                    rest = node[4] = node[1], node[2]
+                    rests = groups.setdefault(node[0], {})
+                    rests[rest] = rests.get(rest, 0) + 1
+            watched = watch
+        for entry in run:  # the hot loop
+            cm, ca, cb, position = entry.n
+            set_aside = None  # entries as popped: their amounts have not changed, so the same entry goes back
+            entry = pop(heap) if heap else None
+            while entry is not None:
+                node = entry.n
+                if node[0] >= cm and node[1] >= ca and node[2] >= cb:
+                    break
+                if set_aside is None:
+                    set_aside = [entry]
+                else:
+                    set_aside.append(entry)
+                entry = pop(heap) if heap else None
+            else:
+                raise _misfit(demands[position], [Free(node=entry.n[3], **dict(zip(dims, entry.n)))
+                                                  for entry in set_aside or ()], demands)
+            plan[names[position]] = node[3]
+            if watched:
+                rests = groups[node[0]]
+                rest = node[4]
+                if rests[rest] == 1:
+                    del rests[rest]
+                else:
+                    rests[rest] -= 1
+            m = node[0] = node[0] - cm
+            a = node[1] = node[1] - ca
+            b = node[2] = node[2] - cb
+            if encoding is None:
+                entry = _Tied(sign * m)
+            else:
+                entry = _Entry(m * first + a * second + b * third)
+                if watched:
+                    rest = node[4] = a, b
+                    rests = groups.setdefault(m, {})
+                    if _crossing(rests, a, b):
+                        entry = _Tied(entry)
+                    rests[rest] = rests.get(rest, 0) + 1
+            entry.n = node
+            push(heap, entry)
+            if set_aside is not None:
+                for entry in set_aside:
+                    push(heap, entry)
     return plan
 
 
@@ -164,7 +279,7 @@ def commit(plan: dict[str, str], demands: Iterable[Demand], free: Sequence[Free]
                  gpu=item.gpu - used[item.node][2]) for item in free]
 
 
-def _misfit(demand: Demand, nodes: list[_Amounts], demands: Sequence[Demand]) -> PlacementError:
+def _misfit(demand: Demand, nodes: list[Free], demands: Sequence[Demand]) -> PlacementError:
     """The error for the first container that fits nowhere: its component, and on the node that comes closest
     (fewest resources short, then the smallest shortfall relative to the need, then node order), what is short and by how much."""
     total = sum(1 for d in demands if d.component == demand.component)
@@ -184,9 +299,9 @@ def _misfit(demand: Demand, nodes: list[_Amounts], demands: Sequence[Demand]) ->
     metric, shortfall = shorts[0]
     parts = [f"{name} short by {_amount(short)} {UNITS[name]} (free {_amount(getattr(node, name))}, needs "
              f"{_amount(getattr(demand, name))})" for name, short in shorts]
-    return PlacementError(f"{where} does not fit: on the best node {node.label!r}, " + "; ".join(parts)
+    return PlacementError(f"{where} does not fit: on the best node {node.node!r}, " + "; ".join(parts)
                           + " (every container of a job is placed at once or none)",
-                          component=demand.component, resource=metric, shortfall=shortfall, node=node.label)
+                          component=demand.component, resource=metric, shortfall=shortfall, node=node.node)
 
 
 def _amount(value: float) -> str:
