@@ -3,9 +3,9 @@
 Targets: placing 2,000 containers on 200 nodes takes <= 0.2 s in each allocation mode (shown at 1x, 10x and 100x:
 20 containers on 2 nodes, 200 on 20, 2,000 on 200) and at most 0.5x the CPU time of MARO's own
 `ResourceController` (imported from ../shared/peers/maro, run in this process on the same workload, interleaved),
-with identical placements; a master pass over 100 pending jobs takes <= 1 s (real redis-server on loopback, two real
-node agents serving MARO's node API over HTTP, containers recorded by a runtime that starts nothing, so the pass
-itself is what is measured).
+with identical placements (the "crossing" workload is shown without a target); a master pass over 100 pending jobs
+takes <= 1 s (real redis-server on loopback, two real node agents serving MARO's node API over HTTP, containers
+recorded by a runtime that starts nothing, so the pass itself is what is measured).
 
     python benchmarks/grass_placement.py [--runs 5]
 """
@@ -34,10 +34,16 @@ MODES = ("single-metric-balanced", "single-metric-compacted")
 #: Container sizes (cpu, MB, gpu) of each workload, used in turn. "mixed" fragments nodes (half-core containers
 #: last, GPU containers first), the hard case for compacted placement: every container pops every node left too
 #: full for it, as MARO's loop does. "uniform" is a MARO-shaped job: many equal actors, a few learners.
+#: "crossing" (shown, not a target) gives nodes of one cpu count more memory or more GPUs, so tied nodes are
+#: incomparable, each "less" than the other in MARO's ordering: those comparisons stay in Python (targets/grass/
+#: placement.py says why).
 WORKLOADS = {
     "mixed": [(1, 1024, 0), (2, 4096, 0), (4, 8192, 1), (0.5, 512, 0)],
     "uniform": [(2, 4096, 0)] * 199 + [(4, 8192, 0)],
+    "crossing": [(1, 1024, 0), (2, 4096, 0), (4, 8192, 1), (0.5, 512, 0)],
 }
+NODE_SHAPES = {"crossing": [(32, 131072, 2), (32, 65536, 6), (32, 98304, 4)]}
+TARGETED = ("mixed", "uniform")
 
 
 def workload(scale: int, name: str = "mixed") -> tuple[list[Demand], list[Free]]:
@@ -45,7 +51,7 @@ def workload(scale: int, name: str = "mixed") -> tuple[list[Demand], list[Free]]
     sizes = WORKLOADS[name]
     demands = [Demand(name=f"c{i}", component=f"k{i % len(sizes)}", index=i // len(sizes), cpu=sizes[i % len(sizes)][0],
                       memory=sizes[i % len(sizes)][1], gpu=sizes[i % len(sizes)][2]) for i in range(20 * scale)]
-    shapes = [(32, 65536, 4), (24, 49152, 2), (32, 65536, 4)]
+    shapes = NODE_SHAPES.get(name, [(32, 65536, 4), (24, 49152, 2), (32, 65536, 4)])
     nodes = [Free(node=f"n{i}", cpu=shapes[i % 3][0], memory=shapes[i % 3][1], gpu=shapes[i % 3][2])
              for i in range(2 * scale)]
     return demands, nodes
@@ -96,10 +102,11 @@ def compare_with_maro(runs: int) -> bool:
                 ours.append(time.process_time() - started)
                 assert plan == maro_plan, f"{name} {mode}: placements differ from MARO's"
             ratio = min(ours) / min(theirs)
-            ok &= ratio <= MARO_RATIO_TARGET
-            print(f"{name:7} {mode:24} 2,000 on 200: paictl {min(ours) * 1000:7.1f} ms cpu, MARO "
-                  f"{min(theirs) * 1000:7.1f} ms cpu: {ratio:.2f}x (target <= {MARO_RATIO_TARGET}x), "
-                  f"placements identical")
+            if name in TARGETED:
+                ok &= ratio <= MARO_RATIO_TARGET
+            target = f"target <= {MARO_RATIO_TARGET}x" if name in TARGETED else "no target"
+            print(f"{name:8} {mode:24} 2,000 on 200: paictl {min(ours) * 1000:7.1f} ms cpu, MARO "
+                  f"{min(theirs) * 1000:7.1f} ms cpu: {ratio:.2f}x ({target}), placements identical")
     return ok
 
 
@@ -117,7 +124,7 @@ def time_placement(runs: int) -> bool:
                     walls.append(time.perf_counter() - started)
                     cpus.append(time.process_time() - started_cpu)
                 assert len(plan) == len(demands)
-                line = (f"{name:7} {mode:24} {scale:>3}x: {len(demands):>5} containers on {len(nodes):>3} nodes  "
+                line = (f"{name:8} {mode:24} {scale:>3}x: {len(demands):>5} containers on {len(nodes):>3} nodes  "
                         f"{min(walls) * 1000:8.2f} ms wall {min(cpus) * 1000:8.2f} ms cpu")
                 if scale == 100:
                     ok &= min(cpus) <= PLACEMENT_TARGET_S

@@ -82,20 +82,39 @@ class _Entry(float):
 
 
 class _Tied(_Entry):
-    """An entry compared in Python, as MARO compares: its key may hold an amount incomparable with it."""
+    """An entry compared in Python, as MARO compares: its key may hold an amount incomparable with it. The key is
+    the metric itself (compacted nodes); different keys are compared on the metric, not through the float."""
 
     __slots__ = ()
 
     def __lt__(self, other: float) -> bool:  # type: ignore[override]
         x, y = self.n, other.n  # type: ignore[attr-defined]
         if x[0] != y[0]:
-            return float.__lt__(self, other)
+            return x[0] < y[0]
         return not (x[1] >= y[1] and x[2] >= y[2])
 
     def __gt__(self, other: float) -> bool:  # type: ignore[override]  # Python asks a subclass first
         x, y = self.n, other.n  # type: ignore[attr-defined]
         if x[0] != y[0]:
-            return float.__gt__(self, other)
+            return x[0] > y[0]
+        return not (y[1] >= x[1] and y[2] >= x[2])
+
+
+class _TiedDown(_Entry):
+    """A `_Tied` whose key is minus the metric (balanced nodes, containers)."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: float) -> bool:  # type: ignore[override]
+        x, y = self.n, other.n  # type: ignore[attr-defined]
+        if x[0] != y[0]:
+            return x[0] > y[0]
+        return not (x[1] >= y[1] and x[2] >= y[2])
+
+    def __gt__(self, other: float) -> bool:  # type: ignore[override]
+        x, y = self.n, other.n  # type: ignore[attr-defined]
+        if x[0] != y[0]:
+            return x[0] < y[0]
         return not (y[1] >= x[1] and y[2] >= x[2])
 
 
@@ -172,11 +191,11 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     kinds = {}
     for m, a, b in distinct:
         if encoding is None:
-            kinds[m, a, b] = _Tied, -m
+            kinds[m, a, b] = _TiedDown, -m
         else:
             (first, second, third), _, _ = encoding
             tied = _crossing([(x, y) for n, x, y in distinct if n == m], a, b)
-            kinds[m, a, b] = (_Tied if tied else _Entry), m * first + a * second + b * third
+            kinds[m, a, b] = (_TiedDown if tied else _Entry), m * first + a * second + b * third
     heap: list[_Entry] = []
     for position, size in enumerate(sizes):
         kind, value = kinds[size]
@@ -195,6 +214,7 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     # Two nodes can be incomparable only if both other amounts differ between nodes, at the start or once taken.
     possible = encoding is not None and all(len(start) > 1 or len(need) > 1
                                             for start, need in zip(starts[1:], needs[1:]))
+    slow = _Tied if sign == 1 else _TiedDown
     groups: dict = {}  # key -> (a, b) -> how many nodes have them, while watched
     for node in nodes:
         m, a, b = node[:3]
@@ -202,7 +222,7 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
         rests = groups.setdefault(m, {})
         tied = encoding is None or (possible and _crossing(rests, a, b))
         rests[a, b] = rests.get((a, b), 0) + 1
-        entry = _Tied(sign * m) if encoding is None else (_Tied if tied else _Entry)(m * first + a * second
+        entry = slow(sign * m) if encoding is None else (slow if tied else _Entry)(m * first + a * second
                                                                                      + b * third)
         entry.n = node
         push(heap, entry)
@@ -249,14 +269,14 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
             a = node[1] = node[1] - ca
             b = node[2] = node[2] - cb
             if encoding is None:
-                entry = _Tied(sign * m)
+                entry = slow(sign * m)
             else:
                 entry = _Entry(m * first + a * second + b * third)
                 if watched:
                     rest = node[4] = a, b
                     rests = groups.setdefault(m, {})
                     if _crossing(rests, a, b):
-                        entry = _Tied(entry)
+                        entry = slow(entry)
                     rests[rest] = rests.get(rest, 0) + 1
             entry.n = node
             push(heap, entry)

@@ -207,13 +207,13 @@ def test_amounts_that_cannot_be_encoded_are_refused():
 
 
 def test_both_entry_kinds_compare_as_maro_does_on_every_pair_of_a_grid():
-    """A `_Tied` against anything answers as MARO; two plain entries answer as MARO whenever their amounts are
-    comparable (the only pairs `place` lets meet)."""
+    """A `_Tied` (`_TiedDown` for keys that are minus the metric) against anything answers as MARO; two plain
+    entries answer as MARO whenever their amounts are comparable (the only pairs `place` lets meet)."""
     from itertools import product
 
-    from paictl.targets.grass.placement import _Entry, _Tied, _weights
+    from paictl.targets.grass.placement import _Entry, _Tied, _TiedDown, _weights
 
-    for sign in (1, -1):
+    for sign, tied in ((1, _Tied), (-1, _TiedDown)):
         (first, second, third), _, _ = _weights([{x[dim] for x in GRID} for dim in range(3)], sign)
 
         def entry(kind, x):
@@ -223,7 +223,7 @@ def test_both_entry_kinds_compare_as_maro_does_on_every_pair_of_a_grid():
 
         for x, y in product(GRID, GRID):
             theirs = (sign * x[0], ReferenceResource("x", *x)) < (sign * y[0], ReferenceResource("y", *y))
-            for left, right in product((_Entry, _Tied), repeat=2):
+            for left, right in product((_Entry, tied), repeat=2):
                 if left is right is _Entry and (x[1] - y[1]) * (x[2] - y[2]) < 0 and x[0] == y[0]:
                     continue
                 assert (entry(left, x) < entry(right, y)) == theirs, (x, y, sign, left, right)
@@ -367,7 +367,7 @@ def test_tie_heavy_clusters_take_every_path_and_land_where_maros_loop_puts_them(
     from paictl.targets.grass import placement
 
     seen = {"tied": 0, "chain": 0, "watched": 0, "unencoded": 0, "misfit": 0}
-    chain, tied_new = placement._parallel_chain, placement._Tied.__new__
+    chain = placement._parallel_chain
 
     def counting_chain(*args):
         result = chain(*args)
@@ -376,10 +376,11 @@ def test_tie_heavy_clusters_take_every_path_and_land_where_maros_loop_puts_them(
 
     def counting_tied(cls, value):
         seen["tied"] += 1
-        return tied_new(cls, value)
+        return float.__new__(cls, value)
 
     monkeypatch.setattr(placement, "_parallel_chain", counting_chain)
     monkeypatch.setattr(placement._Tied, "__new__", counting_tied)
+    monkeypatch.setattr(placement._TiedDown, "__new__", counting_tied)
     rng = random.Random(27)
     for _ in range(300):
         demands, free = random_cluster(rng.randint, rng.choice)
