@@ -76,7 +76,9 @@ def maro_controller():
 
 def compare_with_maro(runs: int) -> bool:
     """paictl's `place` against MARO's get_allocation_plan on 2,000 containers / 200 nodes, both modes: identical
-    plans, and CPU time (best of `runs`, interleaved A B A B) at most MARO_RATIO_TARGET of MARO's."""
+    plans, and CPU time (best of at least `runs` rounds, interleaved A B A B, and of at least 0.5 s of both sides'
+    time, so a 3 ms case is sampled as often as a 200 ms one) at most MARO_RATIO_TARGET of MARO's. The target is
+    on the cpu metric (the issue's); the memory metric is shown too."""
     import logging
 
     found = maro_controller()
@@ -86,27 +88,29 @@ def compare_with_maro(runs: int) -> bool:
     controller, container_resource, node_resource = found
     logging.getLogger("services.master_agent.agent").setLevel(logging.ERROR)
     ok = True
-    for name in WORKLOADS:
-        demands, nodes = workload(100, name)
-        for mode in MODES:
-            ours, theirs = [], []
-            for _ in range(runs):
-                required = [container_resource(container_name=d.name, cpu=d.cpu, memory=d.memory, gpu=d.gpu)
-                            for d in demands]
-                free = [node_resource(node_name=n.node, cpu=n.cpu, memory=n.memory, gpu=n.gpu) for n in nodes]
-                started = time.process_time()
-                maro_plan = controller.get_allocation_plan({"mode": mode, "metric": "cpu"}, required, free)
-                theirs.append(time.process_time() - started)
-                started = time.process_time()
-                plan = place(demands, nodes, mode=mode, metric="cpu")
-                ours.append(time.process_time() - started)
-                assert plan == maro_plan, f"{name} {mode}: placements differ from MARO's"
-            ratio = min(ours) / min(theirs)
-            if name in TARGETED:
-                ok &= ratio <= MARO_RATIO_TARGET
-            target = f"target <= {MARO_RATIO_TARGET}x" if name in TARGETED else "no target"
-            print(f"{name:8} {mode:24} 2,000 on 200: paictl {min(ours) * 1000:7.1f} ms cpu, MARO "
-                  f"{min(theirs) * 1000:7.1f} ms cpu: {ratio:.2f}x ({target}), placements identical")
+    for metric in ("cpu", "memory"):
+        for name in WORKLOADS:
+            demands, nodes = workload(100, name)
+            for mode in MODES:
+                ours, theirs = [], []
+                while len(ours) < runs or (sum(ours) + sum(theirs) < 0.5 and len(ours) < 100):
+                    required = [container_resource(container_name=d.name, cpu=d.cpu, memory=d.memory, gpu=d.gpu)
+                                for d in demands]
+                    free = [node_resource(node_name=n.node, cpu=n.cpu, memory=n.memory, gpu=n.gpu) for n in nodes]
+                    started = time.process_time()
+                    maro_plan = controller.get_allocation_plan({"mode": mode, "metric": metric}, required, free)
+                    theirs.append(time.process_time() - started)
+                    started = time.process_time()
+                    plan = place(demands, nodes, mode=mode, metric=metric)
+                    ours.append(time.process_time() - started)
+                    assert plan == maro_plan, f"{name} {mode} {metric}: placements differ from MARO's"
+                ratio = min(ours) / min(theirs)
+                targeted = name in TARGETED and metric == "cpu"
+                if targeted:
+                    ok &= ratio <= MARO_RATIO_TARGET
+                target = f"target <= {MARO_RATIO_TARGET}x" if targeted else "no target"
+                print(f"{name:8} {mode:24} {metric:6} 2,000 on 200: paictl {min(ours) * 1000:6.1f} ms cpu, MARO "
+                      f"{min(theirs) * 1000:6.1f} ms cpu: {ratio:.2f}x ({target}), placements identical")
     return ok
 
 
