@@ -218,10 +218,12 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     groups: dict = {}  # key -> (a, b) -> how many nodes have them, while watched
     for node in nodes:
         m, a, b = node[:3]
-        node[4] = a, b
-        rests = groups.setdefault(m, {})
-        tied = encoding is None or (possible and _crossing(rests, a, b))
-        rests[a, b] = rests.get((a, b), 0) + 1
+        tied = encoding is None
+        if possible:  # the later of two incomparable nodes is tied
+            rest = node[4] = a, b
+            rests = groups.setdefault(m, {})
+            tied = _crossing(rests, a, b)
+            rests[rest] = rests.get(rest, 0) + 1
         entry = slow(sign * m) if encoding is None else (slow if tied else _Entry)(m * first + a * second
                                                                                      + b * third)
         entry.n = node
