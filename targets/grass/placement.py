@@ -15,10 +15,11 @@ Why the entries are floats: MARO's time goes into Python-level comparisons (each
 entry is a float (`_Entry`) compared by heapq in C, carrying its amounts in a slot. The float encodes (key, the
 other two amounts) exactly and in tuple order (`_weights`), which agrees with MARO's answer for every pair except
 two amounts on one key that are incomparable (more memory but fewer GPUs: MARO calls each less than the other).
-Such an entry is a `_Tied`, compared in Python as MARO compares. Which entries must be tied is decided per run of
-equal containers (`_parallel_chain`): while one container shape is placed, every node moves along the same line,
-so two nodes that meet on one key always differ by the same amounts, and if no two can cross, nothing is tied;
-otherwise each new entry is checked against the nodes on its key (`groups`). Amounts that cannot be encoded
+The later entry of such a pair is a `_Tied` (`_TiedDown` when the key is minus the metric), compared in Python as
+MARO compares. Which pairs can meet is decided per run of equal containers (`_parallel_chain`): while one
+container size is placed, every node moves along the same line, so two nodes that meet on one key always differ
+by the same amounts; if no two can cross, no entry of that run is tied, otherwise each new entry is checked
+against the nodes on its key (`groups`). Amounts that cannot be encoded
 (not finite, too wide for 53 bits, negative needs) make every entry tied: slower, never different.
 tests/targets/grass checks the placements against MARO's own ResourceController, on many tie-heavy clusters.
 
@@ -76,7 +77,8 @@ class PlacementError(ClusterError):
 
 class _Entry(float):
     """A heap entry: a float whose C comparison gives MARO's answer, and in `n` what it stands for (a node:
-    `[metric, a, b, name, (a, b)]`, the other two amounts in field order; a container: `(metric, a, b, position)`)."""
+    `[metric, a, b, name, (a, b) as recorded in groups]`, the other two amounts in field order; a container:
+    `(metric, a, b, position in the demands)`)."""
 
     __slots__ = ("n",)
 
