@@ -103,7 +103,7 @@ class MasterAgent:
         for job in jobs.values():
             self._track_job(job, containers, nodes, now)
         self._reconcile(jobs, nodes)
-        self._pending(jobs, nodes, containers)
+        self._pending(nodes, containers)
         for key, problem in self.records.problems.items():
             if key not in self._reported:
                 log.warning("skipped the malformed record %s: %s", key, problem)
@@ -157,7 +157,9 @@ class MasterAgent:
 
     def _killed(self, jobs: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> bool:
         stopped = False
-        for name in dict.fromkeys(self.records.killed()):
+        names = list(dict.fromkeys(self.records.killed()))
+        jobs.update(self.records.jobs_named(names))  # a job submitted and stopped since `jobs` was read
+        for name in names:
             job = jobs.get(name)
             if job is not None:
                 self._stop_containers(job, nodes)
@@ -277,11 +279,12 @@ class MasterAgent:
                 except node_api.NodeApiError as exc:
                     log.warning("cannot stop %s: %s", container, exc)
 
-    def _pending(self, jobs: dict[str, dict[str, Any]], nodes: dict[str, dict[str, Any]],
-                 containers: dict[str, dict[str, Any]]) -> None:
+    def _pending(self, nodes: dict[str, dict[str, Any]], containers: dict[str, dict[str, Any]]) -> None:
         free = free_resources(nodes)
-        for name in dict.fromkeys(self.records.pending()):
-            job = jobs.get(name)
+        names = list(dict.fromkeys(self.records.pending()))
+        current = self.records.jobs_named(names)  # read now: a job submitted since the pass began has a ticket too
+        for name in names:
+            job = current.get(name)
             if job is None or job.get("status") != "pending":
                 self.records.drop_ticket(PENDING, name)
                 continue
