@@ -22,7 +22,8 @@ Each pass, in this order:
    decided while some of its containers still run has them stopped (OpenPAI ends a completed job's other tasks).
    **Reconciling**: a running container of a final job, or of no job at all (a node that comes back with
    containers the master already gave up on), is stopped.
-6. **Pending tickets**, in queue order, against the free resources of `Running` nodes computed once per pass:
+6. **Pending tickets**, in queue order, each job read as its ticket is taken (a job submitted during the pass
+   keeps its ticket), against the free resources of `Running` nodes computed once per pass:
    every container of a job is placed at once or none (placement.py; a misfit stays pending, its reason in
    `message`), then created through each node's API with MARO's create config and the environment of env.py. A
    job whose container cannot be created fails (MARO drops its ticket and leaves it pending forever).
