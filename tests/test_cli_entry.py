@@ -394,3 +394,47 @@ def test_an_unreachable_kubernetes_listing_is_answered_before_typer(tmp_path, co
     fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
     assert imported == b"False", args
     assert (fast_code, fast_out, fast_err) == (code, out, err) and code == 3, (args, err)
+
+
+@pytest.mark.parametrize("command", [["status", "job"], ["stop", "alice~job"], ["logs", "job"], ["status"]])
+def test_a_reachable_openpai_cluster_is_probed_once_per_invocation(openpai_env, tmp_path, command):
+    """The early check (entry.unreachable_cluster) connects to the REST server before typer loads; when it
+    answers, the command's client must not connect once more to check. A check is a connection that sends nothing:
+    counted at the wire, in front of a server that knows no job."""
+    import http.server
+    import threading
+
+    from tcp_counter import CountingForwarder
+
+    from paictl.targets.openpai.clusters import ClusterEntry, save_clusters
+
+    class NoJobs(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = b'[]' if self.path.startswith("/api/v2/jobs?") else \
+                b'{"code": "NoJobError", "message": "Job alice~job is not found."}'
+            self.send_response(200 if body == b"[]" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PUT = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoJobs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    forwarder = CountingForwarder(("127.0.0.1", server.server_address[1]))
+    try:
+        config = tmp_path / "reachable"
+        save_clusters({"here": ClusterEntry(alias="here", url=f"http://127.0.0.1:{forwarder.port}", user="alice",
+                                            token_env="PAICTL_TEST_TOKEN")}, config / "paictl" / "openpai-clusters.yaml")
+        code, out, err = run(FAST, [*command, "--target", "openpai", "--cluster", "here"], b"",
+                             {**openpai_env, "XDG_CONFIG_HOME": str(config)})
+        assert b"Traceback" not in err and b"cannot reach" not in err, err
+        assert forwarder.bare_connections() == 1, (code, out, err)
+    finally:
+        forwarder.close()
+        server.shutdown()
+        server.server_close()

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 
 class KubeBackend:
-    """Runs the Kubernetes targets (see the module docstring). `options.target` narrows lookups to one kind."""
+    """Runs the Kubernetes targets (see the module docstring). `options.target` narrows lookups to one kind;
+    "kube" in `options.extra["reachable"]`: the caller has just run `check_reachable` with these options (the CLI
+    does before typer loads), so connecting does not probe the cluster again."""
 
     targets = tuple(WORKLOADS)
 
@@ -49,7 +51,8 @@ class KubeBackend:
             from .connection import connect
 
             self._connection = connect(context=self.options.context, namespace=self._namespace,
-                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"))
+                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"),
+                                       probed="kube" in self.options.extra.get("reachable", ()))
         return self._connection
 
     def diagnoser(self) -> Callable[[int, str], str]:
