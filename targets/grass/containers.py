@@ -20,7 +20,6 @@ import dataclasses
 import datetime
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -30,13 +29,11 @@ from typing import Any, Callable, Optional
 
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, run_argv
 
+from .create_config import PLAIN_NAME, RuntimeFailure, checked_name
+
 #: Every host process a node starts carries this variable (value: the container name), so leftovers can be found.
 CONTAINER_MARKER = "PAICTL_GRASS_CONTAINER"
 _INHERITED_PREFIXES = ("PAI_", "FC_", CONTAINER_MARKER)
-
-
-class RuntimeFailure(Exception):
-    """A container could not be created, stopped or removed (the node API answers 400, as MARO's does)."""
 
 
 def _now() -> str:
@@ -112,13 +109,13 @@ class ProcessRuntime:
         checked to stay below the work dir all the same."""
         job_id = str((config.get("labels") or {}).get("job_id", "unknown"))
         logs = (self.work_dir / "logs").resolve()
-        path = (logs / job_id / f"{_checked_name(config)}.log").resolve()
-        if not _NAME.match(job_id) or logs not in path.parents:
+        path = (logs / job_id / f"{checked_name(config)}.log").resolve()
+        if not PLAIN_NAME.match(job_id) or logs not in path.parents:
             raise RuntimeFailure("create config: labels.job_id must be a plain name")
         return path
 
     def create(self, config: dict[str, Any]) -> dict[str, Any]:
-        name = _checked_name(config)
+        name = checked_name(config)
         with self._lock:
             if name in self._containers:
                 raise RuntimeFailure(f"container {name} already exists")
@@ -267,60 +264,6 @@ def _terminate(popen: subprocess.Popen, grace: float) -> None:
             continue
 
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}\Z")  # docker's container names, at most 255 characters
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
-_LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
-_MEMORY = re.compile(r"[0-9]{1,9}m?\Z")
-_SCALARS = (str, int, float, bool)
-
-
-def checked_config(config: dict[str, Any]) -> dict[str, Any]:
-    """MARO's create config, checked before anything runs: names a container, an image and a command; labels and
-    environments are maps of names to scalars; resources are numbers. RuntimeFailure (400) says what is wrong."""
-    def fail(what: str) -> RuntimeFailure:
-        return RuntimeFailure(f"create config: {what}")
-
-    _checked_name(config)
-    if not isinstance(config.get("image_name"), str) or not config["image_name"] or len(config["image_name"]) > 1024:
-        raise fail("image_name must be a non-empty string")
-    if not isinstance(config.get("command", ""), str) or len(config.get("command", "")) > 512 * 1024:
-        raise fail("command must be a string")
-    for key, pattern in (("environments", _ENV_NAME), ("labels", _LABEL)):
-        value = config.get(key) or {}
-        if not isinstance(value, dict) or len(value) > 10_000:
-            raise fail(f"{key} must be an object")
-        for name, item in value.items():
-            if not pattern.match(name) or not isinstance(item, _SCALARS) or len(str(item)) > 128 * 1024:
-                raise fail(f"{key}: {name[:60]!r} must be a name with a string or number value")
-    job_id = (config.get("labels") or {}).get("job_id", "unknown")
-    if not isinstance(job_id, str) or not _NAME.match(job_id):
-        raise fail("labels.job_id must be a plain name")
-    cpu = config.get("cpu", 1)
-    if isinstance(cpu, bool) or not isinstance(cpu, (int, float, str)) or not _number_text(cpu):
-        raise fail("cpu must be a number")
-    if not _MEMORY.match(str(config.get("memory", "0m"))):
-        raise fail("memory must be <MB>m")
-    volumes = config.get("volumes") or []
-    if not isinstance(volumes, list) or not all(isinstance(v, str) and ":" in v for v in volumes):
-        raise fail("volumes must be a list of source:target strings")
-    return config
-
-
-def _number_text(value: Any) -> bool:
-    try:
-        return 0 < float(value) < 1e6
-    except (TypeError, ValueError):
-        return False
-
-
-def _checked_name(config: dict[str, Any]) -> str:
-    name = config.get("container_name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise RuntimeFailure("create config: container_name must be a plain name of at most 255 characters "
-                             "(letters, digits, _ . -)")
-    return name
-
-
 class DockerRuntime:
     """Containers as MARO runs them, on the engine `DOCKER_HOST` names (used when it answers): `docker run -d` by
     the docker CLI, which pulls a missing image as MARO's own `docker run` does; every other call (inspect, list,
@@ -351,7 +294,7 @@ class DockerRuntime:
             raise RuntimeFailure(f"docker {what}: {str(error)[:300]}") from None
 
     def create(self, config: dict[str, Any]) -> dict[str, Any]:
-        name = _checked_name(config)
+        name = checked_name(config)
         self.data_dir.mkdir(parents=True, exist_ok=True)  # a bind mount's source must exist (`-v` made it)
         spec = ContainerSpec(
             # MARO formats `... IMAGE COMMAND` into one shell line: the shell splits COMMAND into the container's argv.

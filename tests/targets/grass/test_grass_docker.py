@@ -10,7 +10,8 @@ import pytest
 
 from docker_engine import docker_engine  # noqa: F401 - the session's engine
 
-from paictl.targets.grass.containers import DockerRuntime, RuntimeFailure, checked_config
+from paictl.targets.grass.containers import DockerRuntime
+from paictl.targets.grass.create_config import RuntimeFailure, checked_config
 
 
 def config(name: str, command: str, *, job: str = "j1", node: str = "node-a") -> dict:
