@@ -13,8 +13,8 @@ Processes. Each task attempt is `bash -o errexit -o nounset -o pipefail -c <comm
 process group holds what it starts. A task can leave its group (`timeout`, `set -m`, `setsid`), so the runner is also
 a child subreaper and every task carries the run's and its own marker variables (procs.py, run_processes.py): when
 the shell exits, what is left of its group and every process marked as that task's is killed, as a container ends
-with its main process; at the verdict every process of the run is. A watchdog process (watchdog.py) does the same if the runner
-dies, even by SIGKILL. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to every
+with its main process; at the verdict every process of the run is. A watchdog process (watchdog.py) does the same
+if the runner dies, even by SIGKILL. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to every
 task, waits the plan's grace period, then sends SIGKILL; a second interrupt skips the wait.
 
 A run folder that cannot be written (disk full) or vanishes stops the job: every task is killed and `views()`

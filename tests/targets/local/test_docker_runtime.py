@@ -76,7 +76,7 @@ def test_a_pull_from_nowhere_says_why(docker_engine):
 
 
 def test_a_pull_reports_its_progress(docker_engine, docker_registry):
-    from paictl.targets.local.containers import PullProgress
+    from paictl.targets.local.images import PullProgress
 
     import os
 
