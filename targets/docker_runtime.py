@@ -12,14 +12,9 @@ Two ways in, each used where it is cheaper (measured in benchmarks/local_docker.
   container streaming its attach socket to the log, for no gain: the engine's own work (create, mount, start,
   wait, remove: ~200 ms) dominates either way.
 
-A Grass node's docker runtime (targets/grass/containers.py `DockerRuntime`) maps onto this module one to one:
-`available()` is `Engine().ping()`; `create(config)` is `run_argv(ContainerSpec(image=config["image_name"],
-command=shlex.split(config["command"]), name=..., cpus=config["cpu"], memory_mb=<config["memory"] without "m">,
-gpus=config.get("gpu"), mounts=[(data_dir, target, False) ...], env=config["environments"],
-labels=config["labels"], detach=True, remove=False, init=False, log_driver="json-file"))` run once; `inspect` is
-`Engine.inspect(name)` (the same `State` record); `names()` is `Engine.containers({"container_name": None})`;
-`stop` is `Engine.stop(name, grace)`; `remove` is `Engine.remove(name)`; `logs` is `Engine.logs(name)`. That
-spares a docker CLI process (35-85 ms measured) for every inspect the node agent makes in its loop.
+A Grass node's docker runtime (targets/grass/containers.py `DockerRuntime`) runs MARO's create config with
+`run_argv(..., detach=True, remove=False, init=False, log_driver="json-file")` and does everything else through
+`Engine`: inspecting each container the node agent reports in its loop costs ~1 ms instead of a docker CLI process.
 
 Only the standard library: the local run's watchdog loads this file by path (`python -I -S`, no site-packages)
 to remove a run's containers when paictl itself was killed.
@@ -302,7 +297,7 @@ def run_argv(spec: ContainerSpec, docker: str = "docker") -> list[str]:
     if spec.log_driver:
         argv += ["--log-driver", spec.log_driver]
     for host, target, read_only in spec.mounts:
-        argv += ["--mount", f"type=bind,source={host},target={target}" + (",readonly" if read_only else "")]
+        argv += ["--mount", _mount_value(host, target, read_only)]
     for key, value in spec.labels.items():
         argv += ["--label", f"{key}={value}"]
     for key, value in spec.env.items():
@@ -311,6 +306,14 @@ def run_argv(spec: ContainerSpec, docker: str = "docker") -> list[str]:
         argv += ["--env", key]
     argv += [*spec.extra, spec.image, *spec.command]
     return argv
+
+
+def _mount_value(host: str, target: str, read_only: bool) -> str:
+    """`--mount`'s value for a bind. The CLI reads it as one CSV record (encoding/csv), so a field holding a comma
+    or a quote is quoted: a path with a comma stays one path, never an extra mount option."""
+    fields = ["type=bind", f"source={host}", f"target={target}"] + (["readonly"] if read_only else [])
+    return ",".join('"' + field.replace('"', '""') + '"' if "," in field or '"' in field else field
+                    for field in fields)
 
 
 def split_reference(reference: str) -> tuple[str, str]:

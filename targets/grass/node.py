@@ -34,7 +34,8 @@ from typing import Any, Optional
 from urllib.parse import unquote
 
 from .cluster import Cluster, Node
-from .containers import DockerRuntime, ProcessRuntime, RuntimeFailure, checked_config
+from .containers import DockerRuntime, ProcessRuntime
+from .create_config import RuntimeFailure, checked_config
 from .redis_records import NODES, memory_mb, node_lock
 
 log = logging.getLogger("paictl.grass.node")

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 
 class KubeBackend:
-    """Runs the Kubernetes targets (see the module docstring). `options.target` narrows lookups to one kind."""
+    """Runs the Kubernetes targets (see the module docstring). `options.target` narrows lookups to one kind;
+    "kube" in `options.extra["reachable"]`: the caller has just run `check_reachable` with these options (the CLI
+    does before typer loads), so connecting does not probe the cluster again."""
 
     targets = tuple(WORKLOADS)
 
@@ -49,7 +51,8 @@ class KubeBackend:
             from .connection import connect
 
             self._connection = connect(context=self.options.context, namespace=self._namespace,
-                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"))
+                                       kubeconfig=self.options.kubeconfig, notice=self.options.extra.get("notice"),
+                                       probed="kube" in self.options.extra.get("reachable", ()))
         return self._connection
 
     def diagnoser(self) -> Callable[[int, str], str]:
@@ -75,12 +78,14 @@ class KubeBackend:
 
     def submit(self, compiled: CompiledJob, *, dry_run: bool = False, attach: bool = False) -> Submission:
         from .apply import WORKLOAD_KINDS, apply_objects
+        from .resubmit import make_room
 
         if attach:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        replaced, existing_uid = self._make_room(job, namespace, compiled.objects, dry_run=dry_run)
+        replaced, existing_uid = make_room(self._cluster(), job, namespace, compiled.objects, dry_run=dry_run,
+                                           replace=bool(self.options.extra.get("replace")))
         applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
         if replaced:
@@ -95,81 +100,6 @@ class KubeBackend:
         return Submission(name=name, where=f"{namespace}/{job['kind']}", uid=None if dry_run else uid,
                           dry_run=dry_run, lines=tuple(lines),
                           data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
-
-    def _make_room(self, job: dict, namespace: str, objects, *, dry_run: bool) -> tuple[str, Optional[str]]:
-        """A finished job of that name would only be "configured" by an apply and never run again: refuse, or with
-        `--replace` (options.extra["replace"]) delete it, wait until it is gone, and let the apply create it anew.
-        A job still being deleted (a `stop` of a MarsJob or JobSet deletes it in the foreground, which lasts as long
-        as its pods' grace period) would take the apply with it: wait until it is gone first.
-        Returns the line saying what was replaced ("" when nothing was) and the uid of the workload that stays."""
-        from .apply import delete_and_wait, wait_companions_released, wait_gone
-        from .client import ApiFailure, describe_failure, resource_for
-
-        connection = self._cluster()
-        resource = resource_for(job)
-        name = job["metadata"]["name"]
-        try:
-            current = connection.json("GET", resource.item(name, namespace))
-        except ApiFailure as failure:
-            if failure.status == 404:
-                return "", None
-            raise describe_failure(connection, failure, verb="get", resource=resource, name=name,
-                                   namespace=namespace) from None
-        except Exception as exc:  # noqa: BLE001
-            raise describe_failure(connection, exc, verb="get", resource=resource, name=name,
-                                   namespace=namespace) from None
-        view = workload(target_of(job["kind"])).view(current, [])
-        old_uid = str((current.get("metadata") or {}).get("uid") or "")
-        if (current.get("metadata") or {}).get("deletionTimestamp"):
-            if dry_run:
-                return f"{resource.label(name)} is being deleted; the submit would wait until it is gone", None
-            wait_gone(connection, resource, name, namespace)
-            wait_companions_released(connection, objects, old_uid)
-            return f"{resource.label(name)} was still being deleted; waited until it was gone", None
-        replace = bool(self.options.extra.get("replace"))
-        if not replace:
-            if view.state.is_final:
-                raise ClusterError(f"{resource.label(name)} already ran and {view.state.value}"
-                                   f"{f' ({view.message})' if view.message else ''}; applying it again would not run "
-                                   f"it again: `paictl submit --replace` deletes it and runs the job anew")
-            edited = self._edited_fields(connection, resource, job, current)
-            if edited:
-                consequence = ("be refused: JobSet's webhook keeps spec.replicatedJobs immutable"
-                               if resource.kind == "JobSet" else
-                               f"reach only the pods created from now on ({_controller_of(resource.kind)} builds each "
-                               "new pod from the current spec): a run mixing both versions")
-                raise ClusterError(f"{resource.label(name)} is {view.state.value} with another version of the job "
-                                   f"({', '.join(edited)} changed); applying the edited one would {consequence}; "
-                                   f"`paictl submit --replace` deletes it and runs the edited job")
-            return "", old_uid or None
-        if dry_run:
-            return f"{resource.label(name)} would be deleted and created anew (--replace)", None
-        delete_and_wait(connection, resource, name, namespace)
-        wait_companions_released(connection, objects, old_uid)
-        return f"{resource.label(name)} deleted (--replace; it was {view.state.value})", None
-
-    @staticmethod
-    def _edited_fields(connection: Cluster, resource, job: dict, current: dict) -> list[str]:
-        """The spec fields an apply of `job` would change on the running workload, found by a server-side dry run
-        (the server's defaulting and webhooks included). [] when nothing in the spec changes, or when the dry run
-        fails for another reason (the real apply then reports it)."""
-        import json as json_module
-
-        from .client import APPLY_PATCH, FIELD_MANAGER, ApiFailure
-
-        try:
-            after = connection.json("PATCH", resource.item(job["metadata"]["name"], current["metadata"].get(
-                "namespace")), query=[("fieldManager", FIELD_MANAGER), ("force", "false"), ("dryRun", "All")],
-                body=json_module.dumps(job), content_type=APPLY_PATCH, retry=False)
-        except ApiFailure as failure:
-            if failure.status == 422 and "field is immutable" in failure.message:
-                causes = (failure.body.get("details") or {}).get("causes") or []
-                return [str(c.get("field")) for c in causes if "immutable" in str(c.get("message"))] or ["spec"]
-            return []
-        except Exception:  # noqa: BLE001 - the apply itself reports a connection failure
-            return []
-        before, later = current.get("spec") or {}, after.get("spec") or {}
-        return [f"spec.{key}" for key in sorted(set(before) | set(later)) if before.get(key) != later.get(key)]
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
@@ -209,26 +139,13 @@ class KubeBackend:
         for kind in kinds:
             chosen = workload(kind)
             resource = chosen.resource
-            try:
-                connection.json("GET", resource.item(name, connection.namespace))
+            if _exists(connection, resource, name):
                 return chosen, name
-            except ApiFailure as failure:
-                if failure.status != 404:
-                    raise describe_failure(connection, failure, verb="get", resource=resource, name=name) from None
-            except Exception as exc:  # noqa: BLE001
-                raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             installed = self._installed(kind)
             if installed is not None and installed.resource != resource:  # the older API group
                 chosen, resource = installed, installed.resource
-                try:
-                    connection.json("GET", resource.item(name, connection.namespace))
+                if _exists(connection, resource, name):
                     return chosen, name
-                except ApiFailure as failure:
-                    if failure.status != 404:
-                        raise describe_failure(connection, failure, verb="get", resource=resource,
-                                               name=name) from None
-                except Exception as exc:  # noqa: BLE001
-                    raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
             try:
                 listed = connection.list_all(resource.collection(connection.namespace)) if installed else {}
             except Exception as exc:  # noqa: BLE001
@@ -451,8 +368,19 @@ class KubeBackend:
                                                              previous=previous))))
 
 
-def _controller_of(kind: str) -> str:
-    return {"Framework": "FrameworkController", "MarsJob": "KubeDL"}.get(kind, f"the {kind} controller")
+def _exists(connection: Cluster, resource, name: str) -> bool:
+    """Whether the connection's namespace has `name` of `resource` (a 404 is no; any other failure is raised)."""
+    from .client import ApiFailure, describe_failure
+
+    try:
+        connection.json("GET", resource.item(name, connection.namespace))
+        return True
+    except ApiFailure as failure:
+        if failure.status != 404:
+            raise describe_failure(connection, failure, verb="get", resource=resource, name=name) from None
+    except Exception as exc:  # noqa: BLE001
+        raise describe_failure(connection, exc, verb="get", resource=resource, name=name) from None
+    return False
 
 
 def _either(kinds: list[str]) -> str:

@@ -121,16 +121,19 @@ def kubeconfig_path(kubeconfig: Optional[str] = None) -> str:
 
 
 def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
-            kubeconfig: Optional[str] = None, notice: Optional[Callable[[str], None]] = None) -> Cluster:
+            kubeconfig: Optional[str] = None, notice: Optional[Callable[[str], None]] = None,
+            probed: bool = False) -> Cluster:
     """kubectl's precedence: --kubeconfig, else $KUBECONFIG (a list), else ~/.kube/config; --context, else the
-    current context; --namespace, else the context's namespace, else `default`."""
+    current context; --namespace, else the context's namespace, else `default`. `probed`: the caller has just
+    run `probe` on the same kubeconfig and context, so it is not run again."""
     config_file = kubeconfig_path(kubeconfig)
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
         if in_cluster(kubeconfig, context):
             return _connect_in_cluster(namespace, notice)
         raise NotFoundError(f"no kubeconfig at {config_file}: give --kubeconfig FILE (or set KUBECONFIG), "
                            "or run the job on this machine with --target local")
-    probe(config_file, context)
+    if not probed:
+        probe(config_file, context)
     kubernetes = _kubernetes()
     from kubernetes.config.config_exception import ConfigException
 

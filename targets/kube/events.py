@@ -1,6 +1,6 @@
 """Why a pod waits, when only its events say it: FailedScheduling, FailedMount, an image pull's real error.
 
-Read by the follower (`follow.PodDiagnoser`) for pods pending `EVENTS_AFTER` seconds or more, at most every
+Read by the follower (`pods.PodDiagnoser`) for pods pending `EVENTS_AFTER` seconds or more, at most every
 `EVENTS_EVERY` seconds per pod, and at once by `status`: a pending pod costs a request now and then, a running job
 none.
 """

@@ -105,8 +105,10 @@ class LocalBackend:
 
     def _runtime(self, plan: dict, compiled: CompiledJob, *, dry_run: bool) -> tuple[dict, tuple[str, ...]]:
         """Choose where the tasks run (containers.py), and for docker check the limits and make every image present
-        (pulling none in a dry run); the plan as the run folder keeps it (with `spec.runtime`), and the notes."""
-        from .containers import check_limits, choose_runtime, ensure_images, images
+        (images.py; pulling none in a dry run); the plan as the run folder keeps it (with `spec.runtime`), and the
+        notes."""
+        from .containers import check_limits, choose_runtime
+        from .images import ensure_images, images
 
         choice = choose_runtime(self.runtime)
         notes: list[str] = []

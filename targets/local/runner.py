@@ -11,10 +11,10 @@ container of the run at the end of the run, by the runner or else by its watchdo
 
 Processes. Each task attempt is `bash -o errexit -o nounset -o pipefail -c <commands>` in a new session, so its
 process group holds what it starts. A task can leave its group (`timeout`, `set -m`, `setsid`), so the runner is also
-a child subreaper and every task carries the run's and its own marker variables (procs.py): when the shell exits,
-what is left of its group and every process marked as that task's is killed, as a container ends with its main
-process; at the verdict every process of the run is. A watchdog process (watchdog.py) does the same if the runner
-dies, even by SIGKILL. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to every
+a child subreaper and every task carries the run's and its own marker variables (procs.py, run_processes.py): when
+the shell exits, what is left of its group and every process marked as that task's is killed, as a container ends
+with its main process; at the verdict every process of the run is. A watchdog process (watchdog.py) does the same
+if the runner dies, even by SIGKILL. Stopping (a stop request, Ctrl-C, SIGTERM, the end of a job attempt) sends SIGTERM to every
 task, waits the plan's grace period, then sends SIGKILL; a second interrupt skips the wait.
 
 A run folder that cannot be written (disk full) or vanishes stops the job: every task is killed and `views()`
@@ -39,6 +39,7 @@ from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUES
     attempt_completion, decide_retry
 from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.local import procs
+from paictl.targets.local.run_processes import RunProcesses
 from paictl.targets.local.store import PORTS, append_note, folder_error, log_tail, owner_record, stop_requested, \
     task_log, write_json, write_state
 from paictl.targets.states import JobState, JobView, TaskView
@@ -100,11 +101,8 @@ class LocalRunner:
         self._peers: dict[str, str] = {}
         self._shared_env: dict[str, str] = {}
         self._spawner: Optional[Spawner] = None
-        self._watchdog: Optional[watchdog.Link] = None
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
-        #: Children this process had before the run (a Python program's own): never the run's, nor their trees.
-        self._foreign: set[int] = set()
         self._failed = False
         self._closed = False
         #: The docker runtime's side of the run (containers.py), when the plan's tasks run in containers.
@@ -113,6 +111,7 @@ class LocalRunner:
             from paictl.targets.local.containers import DockerTasks
 
             self._docker = DockerTasks(plan, self.run_id, self.secrets)
+        self._processes = RunProcesses(self.run_id, lambda: self.tasks, self._docker)
 
     # -- the run ------------------------------------------------------------------------------------------------
 
@@ -128,12 +127,13 @@ class LocalRunner:
                 self.close()
 
     def _views(self) -> Iterator[JobView]:
+        processes = self._processes
         table = procs.process_table()
-        self._foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}
-        self._subreaper = procs.become_subreaper()
+        processes.foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}
+        processes.subreaper = procs.become_subreaper()
         if self._docker is not None:
             self._docker.prepare()
-        self._watchdog = watchdog.Link(self.run_id, os.getpid(),
+        processes.watchdog = watchdog.Link(self.run_id, os.getpid(),
                                        self._docker.watchdog_args() if self._docker is not None else ())
         job_policy = RetryPolicy.from_plan(self.plan["spec"]["jobRetry"])
         yield self._publish(JobState.PENDING, message="starting")
@@ -156,7 +156,7 @@ class LocalRunner:
                     pause = min(pause * 2, POLL_SECONDS)
                     polls += 1
                     if polls % _REAP_EVERY == 0:
-                        self._reap_adopted()
+                        processes.reap_adopted()
             trigger = self._task(*completion.trigger) if completion.trigger else None
             code = trigger.rule.code if completion.outcome == "failed" and trigger else 0
             if any(t.state == "running" for t in self.tasks):  # the others are stopped with -220 first
@@ -194,41 +194,22 @@ class LocalRunner:
         so a second (the caller's clean-up after the verdict) has nothing to do; its search of /proc cost 10 ms."""
         if self._closed:
             return
+        processes = self._processes
         for task in self.tasks:
-            self._kill_group(task)
-        procs.kill_until_gone(lambda: self._adopted() | procs.marked(self.run_id), keep=self._shells())
+            processes.kill_group(task)
+        procs.kill_until_gone(lambda: processes.adopted() | procs.marked(self.run_id), keep=processes.shells())
         if self._docker is not None:
             self._docker.close()
-        if self._watchdog is not None:
-            self._watchdog.release()
-            self._watchdog = None
-        if getattr(self, "_subreaper", False):
+        if processes.watchdog is not None:
+            processes.watchdog.release()
+            processes.watchdog = None
+        if processes.subreaper:
             procs.stop_subreaping()
-            self._subreaper = False
+            processes.subreaper = False
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
         self._closed = True  # only once all of it is done: a close interrupted half-way is run again
-
-    def _reap_adopted(self) -> None:
-        table = procs.process_table()
-        me = os.getpid()
-        for pid, (ppid, state, start) in table.items():
-            if ppid == me and state == "Z" and pid not in self._foreign and pid not in self._shells() and \
-                    (self._watchdog is None or pid != self._watchdog.pid):
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-
-    def _shells(self) -> set[int]:
-        return {t.process.pid for t in self.tasks if t.process is not None}
-
-    def _adopted(self) -> set[int]:
-        """Processes below the runner that it did not start (orphans it adopted as subreaper), not the watchdog."""
-        table = procs.process_table()
-        watchdog = {self._watchdog.pid} if self._watchdog is not None else set()
-        return procs.descendants(os.getpid(), table, skip=self._foreign | watchdog) - self._shells()
 
     # -- attempts and tasks -------------------------------------------------------------------------------------
 
@@ -254,7 +235,7 @@ class LocalRunner:
             self._start_task(task)
             if early is None and number % _POLL_EVERY_STARTS == 0:
                 early = self._poll()
-        self._flush_watchdog()
+        self._processes.flush_watchdog()
         return early
 
     def _start_task(self, task: _Task) -> None:
@@ -277,14 +258,15 @@ class LocalRunner:
             task.offset = log.tell()
             task.process = self._spawner.spawn(argv, env, log)
         task.group_gone = False
-        self._tell_watchdog(str(task.process.pid))
+        self._processes.tell_watchdog(str(task.process.pid))
         task.state, task.exit_code, task.diagnosis = "running", None, None
 
     def _poll(self) -> Optional[Completion]:
         """Handle every task that exited since the last poll; the attempt's Completion once one is decided.
 
         Every shell that ended is reaped first, so whatever any of them left behind is already a child of this
-        runner (the subreaper), and one read of the runner's children serves each of them (`_left_nothing`).
+        runner (the subreaper), and one read of the runner's children serves each of them
+        (`RunProcesses.left_nothing`).
         A task handled after another's retry or kill may see a child that is gone by then: it then searches in
         full, never less."""
         ended = [task for task in self.tasks
@@ -303,7 +285,7 @@ class LocalRunner:
         assert task.process is not None and task.log is not None
         code = task.process.returncode
         code = 128 - code if code < 0 else code  # killed by signal N: 128+N, as a container reports it
-        self._kill_group(task, children)
+        self._processes.kill_group(task, children)
         rule = self._docker.rule(task.label) if self._docker is not None else None  # OOM-killed: as on a cluster
         if rule is None:
             rule = analyse(code, self._log_text(task) if code else "", "", self.rules).rule  # 0 needs no log
@@ -357,7 +339,7 @@ class LocalRunner:
         """SIGTERM to every running task's group, SIGKILL after the grace period; they complete with `code`."""
         running = [t for t in self.tasks if t.state == "running" and t.process is not None]
         for task in running:
-            self._signal(task, signal.SIGTERM)
+            self._processes.signal(task, signal.SIGTERM)
         interrupted: Optional[BaseException] = None
         deadline = time.monotonic() + self.grace
         try:
@@ -366,7 +348,7 @@ class LocalRunner:
         except (SystemExit, KeyboardInterrupt) as exc:
             interrupted = exc
         for task in running:
-            self._kill_group(task)
+            self._processes.kill_group(task)
             returned = task.process.returncode  # type: ignore[union-attr]
             task.exit_code = 128 - returned if returned is not None and returned < 0 else returned
             task.state, task.diagnosis = "stopped", f"{code} {PHRASES[code]}"
@@ -374,78 +356,11 @@ class LocalRunner:
         if interrupted is not None:
             raise interrupted
 
-    def _signal(self, task: _Task, signum: int) -> None:
-        try:
-            os.killpg(task.process.pid, signum)  # type: ignore[union-attr]
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in self._task_processes(task):  # what left the group (timeout, set -m, setsid)
-            try:
-                os.kill(pid, signum)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-    def _task_processes(self, task: _Task) -> set[int]:
-        """The task's live processes outside its shell: the runner's descendants that carry its marker."""
-        if self._left_nothing(task):
-            return set()
-        table = procs.process_table()
-        return procs.marked_among(procs.descendants(os.getpid(), table) - self._shells(), self.run_id, task.label)
-
-    def _left_nothing(self, task: _Task, children: Optional[set[int]] = None) -> bool:
-        """True when the task's shell has ended and been reaped, its process group is empty, and no process of the
-        run lives outside the task shells.
-
-        The runner is the run's subreaper, so a process leaves a task's tree only by being re-parented to the
-        runner, which happens as its parent exits: once every member of the task's group is reaped, whatever they
-        left behind is a child of the runner. With no child but task shells (and the watchdog, and the host
-        program's own), nothing is left to find. This spares a read of every process in /proc as each of 200 tasks
-        ends (7 ms a task); in any other case the full search runs. `children`: the runner's children as read after
-        the shell was reaped (`_poll`); read now if not given.
-        """
-        if not getattr(self, "_subreaper", False) or task.process is None or task.process.returncode is None:
-            return False
-        try:
-            os.killpg(task.process.pid, 0)
-            return False  # the group still has members, alive or not yet reaped
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            return False
-        mine = procs.children(os.getpid()) if children is None else children
-        if mine is None:
-            return False
-        watchdog = {self._watchdog.pid} if self._watchdog is not None else set()
-        return not (mine - self._shells() - self._foreign - watchdog)
-
-    def _kill_group(self, task: _Task, children: Optional[set[int]] = None) -> None:
-        """SIGKILL whatever is left of the task (its group and its marked processes), reap its shell and any orphan
-        it left, and tell the watchdog the group is gone. `children`: as for `_left_nothing`, from `_poll`; when it
-        shows nothing could be left, there is nothing to kill."""
-        if task.process is None or task.group_gone:
-            return
-        if children is None or not self._left_nothing(task, children):
-            self._signal(task, signal.SIGKILL)
-            task.process.wait()
-            procs.kill_until_gone(lambda: self._task_processes(task), keep=self._shells())
-        if self._docker is not None:  # the CLI is gone: its container must not outlive it
-            self._docker.ended(task.label)
-        task.group_gone = True
-        self._tell_watchdog(f"-{task.process.pid}")
-
-    def _tell_watchdog(self, line: str) -> None:
-        if self._watchdog is not None:
-            self._watchdog.tell(line)
-
-    def _flush_watchdog(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.flush()
-
     # -- publishing ---------------------------------------------------------------------------------------------
 
     def _publish(self, state: JobState, *, code: Optional[int] = None, message: str = "",
                  trigger: Optional[tuple[str, int]] = None) -> JobView:
-        self._flush_watchdog()  # every poll and every change publishes: the watchdog is never a poll behind
+        self._processes.flush_watchdog()  # every poll and every change publishes: the watchdog is never behind
         view = JobView(name=self.plan["metadata"]["name"], state=state, attempt=self.attempt,
                        tasks=tuple(t.view() for t in self.tasks), completion_code=code, message=message,
                        triggered_by=trigger, where=str(self.folder))

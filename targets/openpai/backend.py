@@ -35,7 +35,9 @@ EXCERPT_LINES = 20
 
 class OpenPaiBackend:
     """One alias of the clusters file. Options: `cluster` (the alias), `exit_spec`, `pending_timeout`, and in
-    `extra`: `virtual_cluster`, `clusters_file`, `min_poll_interval`, `max_poll_interval`, `retry_backoff`."""
+    `extra`: `virtual_cluster`, `clusters_file`, `min_poll_interval`, `max_poll_interval`, `retry_backoff`, and
+    `reachable` (with "openpai" in it, the caller has just run `check_reachable` for this alias: the client does
+    not connect once more to check)."""
 
     targets = ("openpai",)
 
@@ -72,7 +74,8 @@ class OpenPaiBackend:
             from .client import OpenPaiClient
 
             self._client = OpenPaiClient(url=self.entry.url, token=resolve_token(self.entry),
-                                         alias=self.entry.alias, backoff=self.retry_backoff)
+                                         alias=self.entry.alias, backoff=self.retry_backoff,
+                                         reachable="openpai" in self.options.extra.get("reachable", ()))
         return self._client
 
     @property

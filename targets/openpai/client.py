@@ -101,7 +101,7 @@ class OpenPaiClient:
 
     def __init__(self, *, url: str, token: Optional[str], alias: str = "", attempts: int = DEFAULT_ATTEMPTS,
                  backoff: float = DEFAULT_BACKOFF, timeout: float = TIMEOUT,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, reachable: bool = False):
         self.url = url.rstrip("/")
         self.alias = alias or self.url
         self.attempts, self.backoff, self.sleep, self.timeout = max(1, attempts), backoff, sleep, timeout
@@ -111,12 +111,14 @@ class OpenPaiClient:
             self._headers["Authorization"] = f"Bearer {token}"
         self._http: Any = None
         self._filter = _RedactingFilter(self.redact)
+        self._reachable = reachable  # `check_reachable` passed (here or for the caller): not asked again
 
     def _client(self) -> Any:
         """The httpx client, made on first use, after a plain TCP connect to the server (`check_reachable`): httpx
         takes a few hundred milliseconds to import, and an unreachable cluster should answer faster than that."""
         if self._http is None:
-            self.check_reachable()
+            if not self._reachable:
+                self.check_reachable()
             import logging
 
             import httpx
@@ -134,6 +136,7 @@ class OpenPaiClient:
         exc = connect_error(self.url, min(self.timeout, CONNECT_TIMEOUT))
         if exc is not None:
             raise UnreachableError(self._unreachable(exc, "", 1, True))
+        self._reachable = True
 
     def close(self) -> None:
         if self._http is not None:

@@ -1,4 +1,5 @@
-"""Objects, resourceVersions, the event history watches replay, and the garbage collector.
+"""Objects, resourceVersions, the event history watches replay, and deletion (the garbage collector that follows
+ownerReferences is garbage_collector.py).
 
 One global resourceVersion counter (as etcd's revision), stored as a string on every object. Every write appends an
 event to a bounded history; a watch from resourceVersion N replays the events after N, or fails with 410 Gone when N
@@ -16,7 +17,6 @@ import json
 import random
 import string
 import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from . import apply, errors, kinds
 from .clock import Clock
+from .garbage_collector import GarbageCollector
 from .resources import Registry, ResourceType
 
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
@@ -72,7 +73,6 @@ class Store:
         self.oldest = 0  # a watch from a resourceVersion below this gets 410 Gone
         self.listeners: list[Callable[[Event], None]] = []
         self._next_ip = 10
-        self._gc_wakeup = threading.Event()
         self._stopping = False
         #: Simulated seconds a pod's containers take to exit after SIGTERM (None: they ignore it and are killed when
         #: the grace period ends).
@@ -81,17 +81,15 @@ class Store:
         #: owner's foreground deletion and the DELETE itself (its work queue and the API round trip): such a
         #: dependent may outlive its owner (garbagecollector.go attemptToDeleteItem, processDeletingDependentsItem).
         self.gc_lag_seconds: float = 0.0
-        self._gc_pending: set[str] = set()
         #: Mutating admission webhooks run on create: (resource type, object) -> None, changing the object.
         self.mutators: list[Callable[[ResourceType, dict], None]] = []
-        self._gc = threading.Thread(target=self._gc_loop, name="emulator-gc", daemon=True)
-        self._gc.start()
+        self.collector = GarbageCollector(self)
         for ns in ("default", "kube-system", "kube-public"):
             self.create(registry.by_kind("v1", "Namespace"), "", {"metadata": {"name": ns}}, "emulator")
 
     def close(self) -> None:
         self._stopping = True
-        self._gc_wakeup.set()
+        self.collector.wakeup.set()
         with self.changed:
             self.changed.notify_all()
 
@@ -146,7 +144,7 @@ class Store:
         for listener in list(self.listeners):
             listener(event)
         self.changed.notify_all()
-        self._gc_wakeup.set()
+        self.collector.wakeup.set()
 
     @staticmethod
     def _check_size(obj: dict) -> None:
@@ -302,8 +300,8 @@ class Store:
                 self._later(exits_after, lambda: self._reap(rt, key, meta["uid"]))
                 return copy.deepcopy(new), False
             if propagation == "Orphan":
-                for dependent_key in self._dependents(meta["uid"]):
-                    self._drop_owner(dependent_key, meta["uid"])
+                for dependent_key in self.collector.dependents(meta["uid"]):
+                    self.collector.drop_owner(dependent_key, meta["uid"])
             finalizers = list(meta.get("finalizers") or [])
             if propagation == "Foreground" and "foregroundDeletion" not in finalizers:
                 finalizers.append("foregroundDeletion")
@@ -357,97 +355,3 @@ class Store:
                 obj = self.objects.pop(key)
                 self._bump(obj)
                 self._record("DELETED", rt, key[2], obj, None)
-
-    # -- garbage collection --------------------------------------------------------------------------------------
-
-    def _dependents(self, uid: str) -> list[Key]:
-        return [k for k, o in self.objects.items()
-                if any(ref.get("uid") == uid for ref in o["metadata"].get("ownerReferences") or [])]
-
-    def _drop_owner(self, key: Key, uid: str) -> None:
-        rt = self.registry.by_path(key[0], self._version_of(key), key[1])
-        old = self.objects[key]
-        new = copy.deepcopy(old)
-        refs = [r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
-        if refs:
-            new["metadata"]["ownerReferences"] = refs
-        else:
-            new["metadata"].pop("ownerReferences", None)
-        if rt is not None:
-            self.commit(rt, old, new)
-
-    def _version_of(self, key: Key) -> str:
-        obj = self.objects[key]
-        return obj["apiVersion"].split("/")[-1]
-
-    def _rt_of(self, key: Key) -> ResourceType | None:
-        return self.registry.by_path(key[0], self._version_of(key), key[1])
-
-    def _gc_loop(self) -> None:
-        while not self._stopping:
-            self._gc_wakeup.wait()
-            self._gc_wakeup.clear()
-            if self._stopping:
-                return
-            try:
-                self._gc_sweep()
-            except errors.ApiError:  # raced with a client write; look again shortly
-                time.sleep(0.01)
-                self._gc_wakeup.set()
-
-    def _gc_sweep(self) -> None:
-        with self.lock:
-            uids = {o["metadata"]["uid"] for o in self.objects.values()}
-            for key, obj in list(self.objects.items()):
-                if key not in self.objects:
-                    continue
-                meta = obj["metadata"]
-                rt = self._rt_of(key)
-                if rt is None:
-                    continue
-                refs = meta.get("ownerReferences") or []
-                if refs and not any(r.get("uid") in uids for r in refs) and not meta.get("deletionTimestamp"):
-                    if self.gc_lag_seconds <= 0:
-                        self.delete(rt, key[2], key[3], propagation="Background")
-                    elif meta["uid"] not in self._gc_pending:
-                        self._gc_pending.add(meta["uid"])
-                        self._later(self.gc_lag_seconds, self._lagged_delete(rt, key, meta["uid"], "Background"))
-                    continue
-                if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
-                    # garbagecollector.go: every dependent is queued for deletion; only those whose reference has
-                    # blockOwnerDeletion: true hold the owner back (node.blockingDependents).
-                    dependents = self._dependents(meta["uid"])
-                    blocking = [d for d in dependents if any(
-                        r.get("uid") == meta["uid"] and r.get("blockOwnerDeletion") is True
-                        for r in self.objects[d]["metadata"].get("ownerReferences") or [])]
-                    for dependent in dependents:
-                        dependent_rt = self._rt_of(dependent)
-                        dependent_meta = self.objects[dependent]["metadata"]
-                        if dependent_rt is None or dependent_meta.get("deletionTimestamp"):
-                            continue
-                        has_own = bool(self._dependents(dependent_meta["uid"]))
-                        policy = "Foreground" if has_own else "Background"
-                        if dependent in blocking or self.gc_lag_seconds <= 0:
-                            self.delete(dependent_rt, dependent[2], dependent[3], propagation=policy)
-                        elif dependent_meta["uid"] not in self._gc_pending:
-                            self._gc_pending.add(dependent_meta["uid"])
-                            self._later(self.gc_lag_seconds, self._lagged_delete(
-                                dependent_rt, dependent, dependent_meta["uid"], policy))
-                    if not blocking:
-                        new = copy.deepcopy(obj)
-                        new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != "foregroundDeletion"]
-                        self.commit(rt, obj, new)
-                        continue
-
-    def _lagged_delete(self, rt: ResourceType, key: Key, uid: str, policy: str) -> Callable[[], None]:
-        """The collector's DELETE, sent with a uid precondition only (as deleteObject does): it removes the object it
-        decided about, even if its owner references changed meanwhile."""
-        def run() -> None:
-            self._gc_pending.discard(uid)
-            if self._stopping:
-                return
-            try:
-                self.delete(rt, key[2], key[3], propagation=policy, preconditions={"uid": uid})
-            except errors.ApiError:
-                pass  # gone already, or another object of that name now
-        return run

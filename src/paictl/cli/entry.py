@@ -187,7 +187,8 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
     (typer runs the command, whose first request raises the same line). The cluster is the one
     `run_cmds._backend_for` would open: the --target's (a Kubernetes one, or openpai with --cluster ALIAS), or
     without --target the Kubernetes cluster when there is no local run of that name. Any backend with a
-    `check_reachable` takes part. Only plain command lines: anything unusual goes to typer."""
+    `check_reachable` takes part, once: a cluster found reachable is not probed again by the command
+    (submit_run.note_reachable). Only plain command lines: anything unusual goes to typer."""
     if not args or args[0] not in _ON_A_JOB:
         return None
     name = args[1] if len(args) > 1 and not args[1].startswith("-") else None
@@ -214,7 +215,7 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
         return None  # a listing without --target shows the local runs before any cluster's error
     from paictl.errors import PaictlError
 
-    from .submit_run import backend_options, open_target
+    from .submit_run import backend_options, note_reachable, open_target
 
     try:
         if target is None:
@@ -223,12 +224,13 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
             run_dir = Path(given["run_dir"]) if "run_dir" in given else None
             if open_target("local", backend_options(run_dir=run_dir)).has_job(name):
                 return None
-        cluster = open_target(target or "framework", backend_options(
-            kubeconfig=given.get("kubeconfig"), context=given.get("context"),
-            cluster=[given["cluster"]] if "cluster" in given else None))
+        flags = {"kubeconfig": given.get("kubeconfig"), "context": given.get("context"),
+                 "cluster": [given["cluster"]] if "cluster" in given else None}
+        cluster = open_target(target or "framework", backend_options(**flags))
         check = getattr(cluster, "check_reachable", None)
         if check is not None:
             check()
+            note_reachable(RUNS_ON[target or "framework"], **flags)  # the command's backend need not ask again
     except PaictlError as error:
         from paictl.errors import ClusterError
 

@@ -44,13 +44,35 @@ def check_format(output_format: str, allowed: tuple[str, ...] = OUTPUT_FORMATS) 
     check_output(output_format, allowed)
 
 
+#: The clusters this invocation found reachable a moment ago: (backend, kubeconfig, context, cluster). entry.py
+#: checks a cluster before typer is imported (`unreachable_cluster`); the command then opens its own backend with
+#: the same flags, and `backend_options` tells it the check is done (`extra["reachable"]`), so one invocation
+#: probes a cluster once: one TCP connect and one read of the kubeconfig for it, not two.
+_REACHED: set[tuple[str, Optional[str], Optional[str], Optional[str]]] = set()
+
+
+def _connection_flags(kubeconfig: object, context: object, cluster: Optional[List[str]]) -> tuple:
+    return (None if kubeconfig is None else str(kubeconfig), context, cluster[0] if cluster else None)
+
+
+def note_reachable(backend: str, *, kubeconfig: Optional[str], context: Optional[str],
+                   cluster: Optional[List[str]]) -> None:
+    """Record that `backend` (a `BACKENDS` name) answered for these flags: see `_REACHED`."""
+    _REACHED.add((backend, *_connection_flags(kubeconfig, context, cluster)))
+
+
 def backend_options(*, cluster: Optional[List[str]] = None, **given) -> "BackendOptions":
     """The shared flags as BackendOptions; `--cluster` may name several files (MARO's create and node-join files),
-    so the first is `cluster` and all of them are `extra["cluster_files"]`."""
+    so the first is `cluster` and all of them are `extra["cluster_files"]`. `extra["reachable"]`: the backends
+    whose cluster for these flags this invocation already found reachable (`_REACHED`)."""
     from paictl.targets.backend import BackendOptions
 
     extra = dict(given.pop("extra", None) or {})
     extra.setdefault("notice", _notice)  # a backend's word while it waits (a retry the user would otherwise wonder at)
+    flags = _connection_flags(given.get("kubeconfig"), given.get("context"), cluster)
+    reached = frozenset(backend for backend, *checked in _REACHED if tuple(checked) == flags)
+    if reached:
+        extra["reachable"] = reached
     if cluster:
         given["cluster"] = cluster[0]
         extra["cluster_files"] = list(cluster)

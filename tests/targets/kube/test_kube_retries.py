@@ -182,3 +182,29 @@ def test_a_lost_answer_to_an_apply_is_applied_again_and_reads_as_created(emulato
     applies = [r.status for r in emulator.requests if r.method == "PATCH" and r.path.endswith(f"/frameworks/{name}")]
     assert applies == [0, 200]
     assert len(emulator.list_objects(FC, "Framework", "default")) == 1
+
+
+@pytest.mark.parametrize("command", [["status", "{name}", "--target", "framework"], ["status", "{name}"],
+                                     ["status", "--target", "framework"], ["stop", "{name}", "-o", "json"],
+                                     ["logs", "{name}"]])
+def test_a_reachable_cluster_is_probed_once_per_invocation(emulator, tmp_path, command):
+    """The early answer (cli/entry.py) probes the cluster before typer loads; when it answers, the command's own
+    connection must not probe it again. A probe is a connection that sends nothing: counted at the wire."""
+    from urllib.parse import urlsplit
+
+    from tcp_counter import CountingForwarder
+
+    emulator.scenario("Framework", "*", "running", seconds=100000)
+    done, name = submit(emulator, HELLO)
+    assert done.returncode == 0, done.stderr
+    upstream = urlsplit(emulator.url)
+    forwarder = CountingForwarder((upstream.hostname, upstream.port))
+    try:
+        config = emulator.write_kubeconfig(tmp_path / "through-the-counter")  # what paictl() passes from now on
+        config.write_text(config.read_text().replace(emulator.url, f"http://127.0.0.1:{forwarder.port}"))
+        args = [part.format(name=name) for part in command]
+        answered = paictl(emulator, *args, "--run-dir", str(tmp_path / "runs"))
+        assert answered.returncode == 0 and "Traceback" not in answered.stderr, answered.stderr
+        assert forwarder.bare_connections() == 1
+    finally:
+        forwarder.close()

@@ -57,6 +57,17 @@ def test_a_detached_container_as_a_grass_node_runs_it(docker_engine, tmp_path):
     assert engine.remove("grass-like") is False and engine.inspect("grass-like") is None
 
 
+def test_a_path_with_a_comma_or_a_quote_is_one_mount(docker_engine, tmp_path):
+    """`--mount` is a CSV record: a comma in a path must not end the field (and so add a mount option)."""
+    host = tmp_path / 'in,put "x"'
+    host.mkdir()
+    (host / "seen").write_text("mounted\n")
+    argv = run_argv(ContainerSpec(image=docker_engine.base_image(), name="comma-mount",
+                                  command=["cat", "/in,readonly/seen"], mounts=[(str(host), "/in,readonly", False)]))
+    done = subprocess.run(argv, capture_output=True, env=docker_engine.env(), timeout=120)
+    assert (done.returncode, done.stdout) == (0, b"mounted\n"), done.stderr
+
+
 def test_a_pull_from_nowhere_says_why(docker_engine):
     engine = Engine(engine_address({"DOCKER_HOST": docker_engine.host}))
     with pytest.raises(EngineError) as raised:
@@ -65,7 +76,7 @@ def test_a_pull_from_nowhere_says_why(docker_engine):
 
 
 def test_a_pull_reports_its_progress(docker_engine, docker_registry):
-    from paictl.targets.local.containers import PullProgress
+    from paictl.targets.local.images import PullProgress
 
     import os
 
