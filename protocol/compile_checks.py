@@ -222,8 +222,12 @@ def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
     roles = data.get("taskRoles")
     if not isinstance(roles, dict):
         if isinstance(roles, list) and roles:
-            upstream = ("OpenPAI takes the list's indexes for task role names (0, 1, ...) and crashes on an entry "
-                        "that is not a task role")
+            # The rest-server runs a list (JavaScript's Object.keys names the roles "0", "1", ...), but the
+            # runtime's plugin initializer looks its role up in the submitted text's taskRoles by that name
+            # (openpai-runtime src/init.d/initializer.py collect_plugin_configs): a list cannot be indexed by "0".
+            upstream = ("OpenPAI's rest-server names the task roles 0, 1, ..., but its runtime then looks each task "
+                        "role up by that name in the submitted job, which a list cannot answer: every task's init "
+                        "container fails with exit code 1; an entry that is not a mapping crashes the rest-server")
         elif isinstance(roles, (list, dict, int, float)) and not isinstance(roles, bool):
             upstream = "OpenPAI builds a Framework with no task role, which runs nothing"
         else:

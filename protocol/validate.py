@@ -45,7 +45,7 @@ def _semantic_findings(data: dict[str, Any], text: str) -> list[Finding]:
 
     # No string of the job can hold `<%` when the text has none and no backslash (a double-quoted escape such as
     # `\x3c` or an escaped line break could make one): two-thirds of real jobs skip the placeholder walk.
-    return check_semantics(data, tags="<%" in text or "\\" in text)
+    return check_semantics(data, tags="<%" in text or "\\" in text, text=text)
 
 
 def _compile_findings(data: dict[str, Any]) -> list[Finding]:
