@@ -101,6 +101,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "Python's quadratic big-integer conversion.",
              "parameters:\n  seed: 1111...1111   # 5,000 digits",
              "quote it if it is meant as text"),
+    "W210": ("A retry count of .inf or -.inf. ajv (OpenPAI's schema) takes Infinity for an integer; JSON cannot "
+             "carry it, so the Framework holds null, which the API server drops: FrameworkController never retries. "
+             "paictl compiles 0, the count FrameworkController ends up with.",
+             "jobRetryCount: .inf",
+             "write the number of retries you want"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),

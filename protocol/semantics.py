@@ -52,6 +52,7 @@ def check_semantics(data: Any, *, tags: bool = True, text: str | None = None) ->
         *_deployments(data),
         *_defaults(data),
         *_task_roles(data),
+        *_infinite_retries(data),
         *(check_placeholders(data, prerequisites_by_type(data)) if tags else ()),
         *_extras_findings(data),
     ]
@@ -78,6 +79,19 @@ def long_number_findings(data: dict[str, Any]) -> list[Finding]:
                                      f"JavaScript (OpenPAI) reads it as {'-' if value < 0 else ''}Infinity, and so "
                                      "does paictl", "quote it if it is meant as text"))
     return found
+
+
+def _infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
+    """W210: an infinite retry count, which OpenPAI's Framework cannot carry (protocol/model.py reads it as 0)."""
+    roles = data.get("taskRoles")
+    places = [(("jobRetryCount",), data.get("jobRetryCount"))] + [
+        (("taskRoles", name, "taskRetryCount"), role.get("taskRetryCount"))
+        for name, role in (roles.items() if isinstance(roles, dict) else ()) if isinstance(role, dict)]
+    for path, value in places:
+        if type(value) is float and math.isinf(value):
+            yield finding("W210", pointer_of(*path), f"{path[-1]} is {'' if value > 0 else '-'}Infinity; OpenPAI "
+                          "sends it as null, which the API server drops, so tasks are never retried (paictl "
+                          "compiles 0)", "write the number of retries you want")
 
 
 def _extras_findings(data: dict[str, Any]) -> list[Finding]:

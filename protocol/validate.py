@@ -167,6 +167,9 @@ def check_document(document: Document, *, schema_valid_data: dict[str, Any] | No
     rejected = _rejected_spots(findings)
     if fast is not None and document.data == fast[0]:
         semantic = fast[1]  # the fast path's semantic findings, and its compile findings when the schema passed
+        if schema_valid_data is None and not any(f.severity is Severity.ERROR for f in findings):
+            # jsonschema-rs refused what ajv's reading accepts (an infinite integer): the compile checks are due
+            semantic = _with_compile_findings(semantic, document.data)
     else:
         semantic = _semantic_findings(document.data, document.text)
         if not any(f.severity is Severity.ERROR for f in findings):
