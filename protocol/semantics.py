@@ -90,7 +90,7 @@ def _infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
     for path, value in places:
         if type(value) is float and math.isinf(value):
             yield finding("W210", pointer_of(*path), f"{path[-1]} is {'' if value > 0 else '-'}Infinity; OpenPAI "
-                          "sends it as null, which the API server drops, so tasks are never retried (paictl "
+                          "sends it as null, which the API server drops, so FrameworkController never retries (paictl "
                           "compiles 0)", "write the number of retries you want")
 
 
