@@ -95,15 +95,31 @@ def _parent(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
+#: Where upstream builds objects from a job's keys or iterates its lists: a swap or a rename is aimed at one of these
+#: half of the time (`*` is any key or index), so each class is drawn often enough in a run of 1,500 jobs.
+SHAPED = [("taskRoles",), ("parameters",), ("secrets",), ("prerequisites",), ("deployments",), ("extras",),
+          ("extras", "com.microsoft.pai.runtimeplugin"), ("extras", "storages"), ("extras", "hivedScheduler"),
+          ("taskRoles", "*", "resourcePerInstance", "ports"), ("taskRoles", "*", "commands"),
+          ("taskRoles", "*", "completion"), ("deployments", "*", "taskRoles")]
+
+
+def _matches(path: tuple[Any, ...], pattern: tuple[Any, ...]) -> bool:
+    return len(path) == len(pattern) and all(p == "*" or p == k for k, p in zip(path, pattern))
+
+
 @st.composite
 def mutate_once(draw: st.DrawFn, data: Any) -> Any:
     places = _places(data)
     if not places:
         return data
-    path = draw(st.sampled_from(places))
-    parent, key = _parent(data, path), path[-1]
     operation = draw(st.sampled_from(["replace", "replace", "delete", "add", "snippet", "snippet", "wrap", "swap",
                                       "rename"]))
+    aimed = [p for p in places if any(_matches(p, pattern) for pattern in SHAPED)]
+    if operation in ("swap", "rename") and aimed and draw(st.booleans()):
+        path = draw(st.sampled_from(aimed))
+    else:
+        path = draw(st.sampled_from(places))
+    parent, key = _parent(data, path), path[-1]
     if operation == "replace":
         parent[key] = draw(values())
     elif operation == "delete":
