@@ -189,11 +189,26 @@ def _as_ajv_sees_it(document: Document) -> Any:
     The text is searched first (a few ms on 2 MiB) so that files without a date-like scalar skip the walk."""
     from .loading import DATE_LIKE
 
-    if DATE_LIKE.search(document.text) is None:
+    binary = "binary" in document.text  # a !!binary tag (or its long form): a Buffer, an object for ajv
+    if DATE_LIKE.search(document.text) is None and not binary:
         return document.data
     from .timestamps import contains_timestamp, dates_as_objects
 
-    return dates_as_objects(document.data) if contains_timestamp(document.data) else document.data
+    if not binary:
+        return dates_as_objects(document.data) if contains_timestamp(document.data) else document.data
+    return _buffers_as_objects(dates_as_objects(document.data))
+
+
+def _buffers_as_objects(value: Any) -> Any:
+    from .yamlevents import JSBuffer
+
+    if isinstance(value, JSBuffer):
+        return {}
+    if type(value) is dict:  # a DateView (dates_as_objects) is kept as it is
+        return {k: _buffers_as_objects(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_buffers_as_objects(v) for v in value]
+    return value
 
 
 def _at_most(findings: list[Finding], limit: int, path: str) -> list[Finding]:

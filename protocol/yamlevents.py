@@ -537,9 +537,17 @@ def _pair_list(tag: str, items: list[Any], mark) -> list[Any]:
     return [[key, value] for item in items for key, value in item.items()]
 
 
+class JSBuffer(str):
+    """A !!binary value: js-yaml makes a Node Buffer of the decoded bytes, which a placeholder prints as their UTF-8
+    text (invalid sequences as U+FFFD): that text is this string's value. ajv sees an object, not a string
+    (protocol/validate.py `_as_ajv_sees_it`), so a command or a uri written as !!binary fails the schema upstream
+    and here alike."""
+
+    __slots__ = ()
+
+
 def _binary(raw: str, mark) -> str:
-    """js-yaml's !!binary is a Node Buffer of the decoded bytes; a placeholder prints it as their UTF-8 text
-    (invalid sequences as U+FFFD), which is the value paictl keeps. Line breaks are skipped as js-yaml skips them."""
+    """The JSBuffer of a !!binary scalar. Line breaks are skipped as js-yaml skips them."""
     import base64
     import binascii
 
@@ -552,7 +560,7 @@ def _binary(raw: str, mark) -> str:
     except binascii.Error:
         raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *_at(mark),
                           hint="write base64 text, or remove the tag") from None
-    return decoded.decode("utf-8", "replace")
+    return JSBuffer(decoded.decode("utf-8", "replace"))
 
 
 def _tag_problem(tag: str, mark) -> LoadProblem:

@@ -140,6 +140,8 @@ def test_the_long_number_warning_is_located_and_strict_validate_fails_on_it(run_
 @pytest.mark.parametrize("value, printed", [
     ("!!binary aGVsbG8=", "hello"),
     ("!!binary |\n    aGVs\n    bG8=", "hello"),
+    ("!!binary 4pyTIMOgIGxhIG1vZGU=", "\u2713 \u00e0 la mode"),
+    ("!!binary /w==", "\ufffd"),  # not UTF-8: Buffer's toString gives U+FFFD
     ("!!timestamp 2020-01-01", "Wed Jan 01 2020 00:00:00 GMT+0000 (Coordinated Universal Time)"),
     ("!!omap [a: 1, b: 2]", "[object Object],[object Object]"),
     ("!!pairs [a: 1, b: 2]", "a,1,b,2"),
@@ -161,6 +163,18 @@ def test_a_tag_js_yaml_throws_on_is_a_located_refusal_everywhere(value):
     assert set(verdicts(text).values()) == {False}
     [error] = validate_text(text, "job.yaml").diagnostics
     assert error.code == "E101" and error.line == 12
+
+
+@pytest.mark.parametrize("old, new", [
+    ('"echo <% $parameters.p %>"', "!!binary aGVsbG8="),  # a command
+    ("uri: ubuntu", "uri: !!binary dWJ1bnR1"),
+    ("name: shapes", "name: !!binary Ymlu"),
+])
+def test_a_binary_where_upstreams_schema_wants_text_is_refused_as_ajv_refuses_a_buffer(old, new):
+    """A Buffer is an object for ajv: `type: string` fails, and the rest-server answers 400."""
+    text = with_parameter("1").replace(old, new)
+    assert set(verdicts(text).values()) == {False}
+    assert "E203" in codes(text)
 
 
 @pytest.mark.parametrize("depth", [101, 400])
