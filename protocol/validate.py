@@ -200,7 +200,7 @@ def _as_ajv_sees_it(document: Document) -> Any:
 
 
 def _buffers_as_objects(value: Any) -> Any:
-    from .yamlevents import JSBuffer
+    from .yamltags import JSBuffer
 
     if isinstance(value, JSBuffer):
         return {}

@@ -21,6 +21,7 @@ from typing import Any
 from .diagnostics import escape_pointer_token, kind_of
 from .jsstring import js_numeric as js_number  # one reading of numbers for both loaders
 from .source import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES  # noqa: F401 - the limits enforced here
+from .yamltags import PAIR_LIST_TAGS, binary, pair_list
 
 _STR = "tag:yaml.org,2002:str"
 _TAG_PREFIX = "tag:yaml.org,2002:"
@@ -166,7 +167,7 @@ class _Builder:
         is_map = event.__class__ is _MAPPING_START
         tag = _explicit_tag(event.tag) if event.tag is not None else None
         if tag is not None and tag != ("map" if is_map else "seq") and not (is_map and tag == "set") \
-                and not (not is_map and tag in _PAIR_LIST_TAGS):
+                and not (not is_map and tag in PAIR_LIST_TAGS):
             raise _tag_problem(event.tag, event.start_mark)
         frame = _Frame("map" if is_map else "seq", {} if is_map else [], pointer, event.anchor, tag,
                        event.start_mark)
@@ -185,8 +186,8 @@ class _Builder:
             value = self._apply_merges(frame)
             if frame.tag == "set" and any(v is not None for v in value.values()):
                 raise LoadProblem("E101", "a !!set holds keys only; a value is set here", *_at(frame.mark))
-        elif frame.tag in _PAIR_LIST_TAGS:
-            value = _pair_list(frame.tag, value, frame.mark)
+        elif frame.tag in PAIR_LIST_TAGS:
+            value = pair_list(frame.tag, value, _at(frame.mark))
         if frame.anchor is not None:
             self.open_anchors.discard(frame.anchor)
             self.anchors[frame.anchor] = (value, frame.nodes, frame.bytes)
@@ -404,7 +405,7 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
                               hint="write a date (2020-01-01) or a date and time, or remove the tag")
         return _timestamp(raw, event.start_mark)
     if tag == "binary":
-        return _binary(raw, event.start_mark)
+        return binary(raw, _at(event.start_mark))
     if tag in ("int", "float", "bool", "null"):
         value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NO_KEY
         wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
@@ -515,52 +516,6 @@ def _explicit_tag(tag: str | None) -> str | None:
 
 _SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set", "timestamp", "binary", "omap",
                    "pairs")
-#: Sequence tags of js-yaml's safe schema whose items are one-key mappings.
-_PAIR_LIST_TAGS = ("omap", "pairs")
-_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
-
-
-def _pair_list(tag: str, items: list[Any], mark) -> list[Any]:
-    """js-yaml's !!omap (the one-key mappings as they are, keys unique) and !!pairs (each as a [key, value] list);
-    anything else under the tag makes js-yaml throw, so the rest-server fails on it."""
-    seen: set[str] = set()
-    for item in items:
-        if not isinstance(item, dict) or len(item) != 1:
-            raise LoadProblem("E101", f"a !!{tag} holds one-key mappings only", *_at(mark),
-                              hint=f"write each item as `- key: value`, or remove the !!{tag} tag")
-        key = next(iter(item))
-        if tag == "omap" and key in seen:
-            raise LoadProblem("E101", f"key {key!r} appears twice in a !!omap", *_at(mark))
-        seen.add(key)
-    if tag == "omap":
-        return items
-    return [[key, value] for item in items for key, value in item.items()]
-
-
-class JSBuffer(str):
-    """A !!binary value: js-yaml makes a Node Buffer of the decoded bytes, which a placeholder prints as their UTF-8
-    text (invalid sequences as U+FFFD): that text is this string's value. ajv sees an object, not a string
-    (protocol/validate.py `_as_ajv_sees_it`), so a command or a uri written as !!binary fails the schema upstream
-    and here alike."""
-
-    __slots__ = ()
-
-
-def _binary(raw: str, mark) -> str:
-    """The JSBuffer of a !!binary scalar. Line breaks are skipped as js-yaml skips them."""
-    import base64
-    import binascii
-
-    data = raw.replace("\n", "").replace("\r", "")
-    if any(c not in _BASE64 for c in data) or len(data) % 4:  # js-yaml counts 6 bits a character, `=` too
-        raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *_at(mark),
-                          hint="write base64 text, or remove the tag")
-    try:
-        decoded = base64.b64decode(data)
-    except binascii.Error:
-        raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *_at(mark),
-                          hint="write base64 text, or remove the tag") from None
-    return JSBuffer(decoded.decode("utf-8", "replace"))
 
 
 def _tag_problem(tag: str, mark) -> LoadProblem:
