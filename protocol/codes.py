@@ -46,6 +46,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W208": (W, "a storage entry OpenPAI skips (not a mapping with a name, or storages written as a string)"),
     "W209": (W, "a number with more than 4,300 digits: read as Infinity, as JavaScript (OpenPAI) reads it"),
     "W210": (W, "an infinite retry count: OpenPAI's Framework carries none, so FrameworkController never retries"),
+    "W211": (W, "a port label named __proto__: OpenPAI's copy of the labels drops it, so it gets no port"),
     # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
     "E301": (E, "duplicate prerequisite (same type and name)"),
     "E302": (E, "duplicate deployment name"),

@@ -20,6 +20,10 @@ from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
 
+#: Object.prototype's members in Node (and `__proto__`): what a plain JavaScript object answers for any of these keys.
+OBJECT_PROTOTYPE_NAMES = frozenset({
+    "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
+    "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
 #: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
 MAX_INSTANCES = 10_000
 #: FrameworkController's counts are int32.
@@ -207,6 +211,13 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
                       f"date {cluster}; OpenPAI reads it as a JavaScript Date, and its label would be the date's ISO "
                       "text, which no Kubernetes label value can be", f"quote it ('{cluster}')")
         return
+    from .yamltags import JSBuffer
+
+    if isinstance(cluster, JSBuffer):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is a !!binary value; "
+                      "OpenPAI holds it as a Buffer, which becomes a JSON object in the label, and no Kubernetes label "
+                      "value is one", "write the virtual cluster's name as text")
+        return
     if cluster == "":
         yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is empty; OpenPAI "
                       "keeps it (only null means `default`), and no virtual cluster has an empty name",
@@ -357,6 +368,13 @@ def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
                 text += "\n"
             starts.append((len(text), pointer))
             text += piece if auth else js_trim(piece)
+        if text in OBJECT_PROTOTYPE_NAMES and starts:
+            # mustache.js caches parsed templates in a plain object keyed by the text: `cache['toString']` is
+            # Object.prototype's function, taken for the tokens, and `for (const token of tokens)` throws.
+            yield finding("E803", pointer_of(*starts[0][1]), f"the whole template is '{text}', a name JavaScript's "
+                          "Object prototype has: mustache.js's template cache answers it with that member instead "
+                          "of parsed tokens, and OpenPAI's renderer throws", "write the command you mean to run")
+            continue
         try:
             for _ in scan_tags(text):
                 pass

@@ -106,6 +106,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "paictl compiles 0, the count FrameworkController ends up with.",
              "jobRetryCount: .inf",
              "write the number of retries you want"),
+    "W211": ("A port label named `__proto__`. OpenPAI copies the labels into a plain JavaScript object, where "
+             "assigning `__proto__` sets the object's prototype instead of adding a key: the port scheduling spec "
+             "has no such label, and the task gets no port for it. paictl leaves it out too.",
+             "resourcePerInstance:\n  ports: {__proto__: 1}",
+             "rename the label"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),

@@ -178,6 +178,14 @@ def job_from_data(data: Mapping[str, Any]) -> Job:
     )
 
 
+def _ports(ports: Any) -> Any:
+    """The port labels OpenPAI keeps: it copies them into a plain object (`randomPorts.ports[label] = ...`), where a
+    `__proto__` label sets the object's prototype instead of adding a key, so that label gets no port (W211)."""
+    if isinstance(ports, dict) and "__proto__" in ports:
+        return {label: count for label, count in ports.items() if label != "__proto__"}
+    return ports
+
+
 def _retry_count(value: Any) -> int:
     """OpenPAI's `count || 0`; an infinite count (ajv takes it for an integer) reaches the Framework as JSON null,
     which the API server drops from the non-nullable field: FrameworkController reads 0, and so does paictl."""
@@ -220,7 +228,7 @@ def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
         shm_mb=options.get("shmMB"),
         extra_container_options=_frozen(options),
         resources=Resources(cpu=resources["cpu"], memory_mb=resources["memoryMB"], gpu=resources["gpu"],
-                            ports=_frozen(resources.get("ports"))),
+                            ports=_frozen(_ports(resources.get("ports")))),
         commands=tuple(role["commands"]),
     )
 

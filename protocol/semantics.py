@@ -53,6 +53,7 @@ def check_semantics(data: Any, *, tags: bool = True, text: str | None = None) ->
         *_defaults(data),
         *_task_roles(data),
         *_infinite_retries(data),
+        *_prototype_port_labels(data),
         *(check_placeholders(data, prerequisites_by_type(data)) if tags else ()),
         *_extras_findings(data),
     ]
@@ -92,6 +93,19 @@ def _infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
             yield finding("W210", pointer_of(*path), f"{path[-1]} is {'' if value > 0 else '-'}Infinity; OpenPAI "
                           "sends it as null, which the API server drops, so FrameworkController never retries (paictl "
                           "compiles 0)", "write the number of retries you want")
+
+
+def _prototype_port_labels(data: dict[str, Any]) -> Iterator[Finding]:
+    """W211: a `__proto__` port label, which OpenPAI drops (protocol/model.py drops it too)."""
+    roles = data.get("taskRoles")
+    for name, role in roles.items() if isinstance(roles, dict) else ():
+        resources = role.get("resourcePerInstance") if isinstance(role, dict) else None
+        ports = resources.get("ports") if isinstance(resources, dict) else None
+        if isinstance(ports, dict) and "__proto__" in ports:
+            yield finding("W211", pointer_of("taskRoles", name, "resourcePerInstance", "ports", "__proto__"),
+                          "a port label named __proto__: OpenPAI copies the labels into a JavaScript object, where "
+                          "this name sets the prototype instead of adding a label, so it gets no port",
+                          "rename the label", Anchor.KEY)
 
 
 def _extras_findings(data: dict[str, Any]) -> list[Finding]:

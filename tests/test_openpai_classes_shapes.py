@@ -7,6 +7,7 @@ rest-server submission path), and for a taskRoles list from openpai-runtime's so
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -295,3 +296,47 @@ def test_prototype_names_in_secrets_and_extras_are_ordinary_keys():
 def test_an_unparsable_document_is_no_crash():
     with pytest.raises(DocumentError):
         load_located("a: !!pairs x\n", "j")
+
+
+@pytest.mark.parametrize("commands", ['["toString"]', '["  valueOf  "]', '["__proto__"]', '["constructor"]'])
+def test_a_template_that_is_a_prototype_name_is_refused_as_mustaches_cache_makes_upstream_throw(commands):
+    """mustache.js 2.3.2 caches parsed templates in a plain object keyed by the text: `cache['toString']` is a
+    function, which OpenPAI's render takes for the tokens (`tokens is not iterable`, HTTP 500)."""
+    text = one_role("parameters: {p: 1}\n").replace('["echo <% $parameters.p %>"]', commands)
+    assert set(verdicts(text).values()) == {False}
+    assert codes(text) == {"E803"}
+
+
+def test_an_auth_value_that_is_a_prototype_name_is_refused_without_showing_it():
+    text = one_role("parameters: {p: 1}\n").replace("uri: ubuntu}", "uri: ubuntu, auth: {username: u, password: "
+                                                    "hasOwnProperty}}")
+    assert set(verdicts(text).values()) == {False}
+    [error] = validate_text(text, "job.yaml").diagnostics
+    assert error.code == "E803" and "hasOwnProperty" not in error.message
+
+
+@pytest.mark.parametrize("commands", ['["echo toString"]', '["toString", "echo"]', '["length"]'])
+def test_a_template_that_only_holds_a_prototype_name_is_fine(commands):
+    text = one_role("parameters: {p: 1}\n").replace('["echo <% $parameters.p %>"]', commands)
+    assert set(verdicts(text).values()) == {True}
+
+
+def test_a_proto_port_label_is_dropped_as_upstreams_object_drops_it():
+    text = one_role("parameters: {p: 1}\n").replace("gpu: 0}", "gpu: 0, ports: {__proto__: 1, web: 2}}")
+    assert set(verdicts(text).values()) == {True}
+    assert codes(text) == {"W211"}
+    annotations = framework(text)["spec"]["taskRoles"][0]["task"]["pod"]["metadata"]["annotations"]
+    spec = json.loads(annotations["rest-server/port-scheduling-spec"])
+    assert list(spec["ports"]) == ["web", "ssh", "http"]
+
+
+@pytest.mark.parametrize("role_extra, ok", [
+    ("    completion: !!binary aGVsbG8=\n", False),  # ajv: additionalProperty "0" (HTTP 400), paictl: E202
+    ("    completion: !!binary ''\n", False),  # the rest-server's Buffer has index keys even then
+    # upstream's extraContainerOptions schema nests `additionalProperties: false` inside `properties`: open
+    ("    extraContainerOptions: !!binary aGk=\n", True),
+])
+def test_a_binary_where_a_mapping_belongs_has_the_buffers_byte_indexes_as_keys(role_extra, ok):
+    text = one_role("parameters: {p: 1}\n", role_extra=role_extra)
+    assert set(verdicts(text).values()) == {ok}
+    assert ("E202" in codes(text)) is not ok
