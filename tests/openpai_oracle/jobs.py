@@ -41,6 +41,7 @@ SCALARS = st.sampled_from([
     None, False, True, 0, 1, -1, 2, "", "x", "0", "null", 2 ** 31, 2 ** 53 + 1, 1e30, 0.5, -0.0,
     float("nan"), float("inf"), datetime.date(2020, 1, 1), datetime.datetime(2020, 1, 1, 12, 30),
     "2020-01-01", "__proto__", "constructor", "toString", "a b", "ä", "<% $parameters.a %>",
+    b"hello", b"\xff",  # written as !!binary: a Node Buffer for js-yaml
 ])
 #: Names an empty JavaScript object already answers (Object.prototype's members, and `__proto__` itself).
 PROTOTYPE_NAMES = st.sampled_from([
