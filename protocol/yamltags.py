@@ -37,7 +37,8 @@ class JSBuffer(str):
     (protocol/validate.py `_as_ajv_sees_it`), so a command or a uri written as !!binary fails the schema upstream
     and here alike."""
 
-    __slots__ = ()
+    #: The decoded bytes, which an emitter writes back as !!binary (compiler/emit.py).
+    buffer_bytes: bytes = b""
 
 
 def binary(raw: str, at: tuple[int, int]) -> str:
@@ -56,4 +57,6 @@ def binary(raw: str, at: tuple[int, int]) -> str:
     except binascii.Error:
         raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *at,
                           hint="write base64 text, or remove the tag") from None
-    return JSBuffer(decoded.decode("utf-8", "replace"))
+    buffer = JSBuffer(decoded.decode("utf-8", "replace"))
+    buffer.buffer_bytes = decoded
+    return buffer

@@ -340,3 +340,23 @@ def test_a_binary_where_a_mapping_belongs_has_the_buffers_byte_indexes_as_keys(r
     text = one_role("parameters: {p: 1}\n", role_extra=role_extra)
     assert set(verdicts(text).values()) == {ok}
     assert ("E202" in codes(text)) is not ok
+
+
+def test_a_binary_secret_is_written_back_as_binary_as_upstreams_js_yaml_dumps_a_buffer():
+    """The runtime reads secrets.yaml with PyYAML: a !!binary there is bytes, as upstream's dump of the Buffer."""
+    import base64
+
+    import yaml
+
+    text = one_role("parameters: {p: 1}\nsecrets: {key: !!binary /+Zh}\n")
+    compiled = compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
+    [secret] = [o for o in compiled.objects if o["kind"] == "Secret" and "secrets.yaml" in o.get("data", {})]
+    assert yaml.safe_load(base64.b64decode(secret["data"]["secrets.yaml"])) == {"key": b"\xff\xe6a"}
+
+
+def test_the_body_sent_to_openpai_keeps_a_binary_value_binary():
+    from paictl.targets.openpai.target import protocol_document, protocol_text
+
+    text = with_parameter("!!binary aGVsbG8=")
+    document = load_located(text, "job.yaml")
+    assert "  p: !!binary aGVsbG8=\n" in protocol_text(protocol_document(document.data)).decode()
