@@ -6,6 +6,7 @@ order the compiler built them, no anchors or aliases, no line folding.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 import re
@@ -137,6 +138,9 @@ class _Emitter:
             return text
         if isinstance(value, (dict, list)):
             return None
+        data = getattr(value, "buffer_bytes", None)
+        if data is not None:  # a !!binary value (protocol/yamltags.py): js-yaml reads this back as the same Buffer
+            return f" !!binary {base64.b64encode(data).decode('ascii')}\n"
         block = _block(value, indent) if isinstance(value, str) else None
         return f" {block}\n" if block is not None else f" {_scalar(value)}\n"
 

@@ -44,6 +44,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W206": (W, "a taskRoles value is not a mapping (accepted by OpenPAI's schema, meaningless)"),
     "W207": (W, "negative resource value (Kubernetes refuses the pod) or a port count below 1"),
     "W208": (W, "a storage entry OpenPAI skips (not a mapping with a name, or storages written as a string)"),
+    "W209": (W, "a number with more than 4,300 digits: read as Infinity, as JavaScript (OpenPAI) reads it"),
+    "W210": (W, "an infinite retry count: OpenPAI's Framework carries none, so FrameworkController never retries"),
+    "W211": (W, "a port label named __proto__: OpenPAI's copy of the labels drops it, so it gets no port"),
     # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
     "E301": (E, "duplicate prerequisite (same type and name)"),
     "E302": (E, "duplicate deployment name"),
@@ -79,8 +82,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E609": (E, "HiveD: a task role in an affinity group has no `instances` (OpenPAI's rest-server fails on the missing pod count)"),
     "E611": (E, "local docker runtime: a task role asks for what this machine's docker engine cannot give (GPUs without a GPU runtime, more GPUs or CPUs than it has, less memory than docker's 6 MB minimum)"),
     # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
-    "E801": (E, "taskRoles, or a task role, is not a mapping (no target can compile it; OpenPAI's rest-server crashes)"),
-    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion outside -1..int32"),
+    "E801": (E, "taskRoles, or a task role, is not a mapping (OpenPAI's rest-server crashes; a list's roles 0, 1, "
+                 "... its runtime cannot find)"),
+    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion "
+                 "outside -1..int32; or an infinite count or resource, which JSON carries as null"),
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "a runtime plugin the runtime fails on: the list or an entry is no mapping, no `plugin` name, or `parameters` a number or boolean"),
     "W804": (W, "a runtime plugin's parameters that is a string or list: the plugin reads no setting from it"),

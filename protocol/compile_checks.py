@@ -12,6 +12,7 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import Any, Iterator
 
@@ -19,6 +20,10 @@ from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
 
+#: Object.prototype's members in Node (and `__proto__`): what a plain JavaScript object answers for any of these keys.
+OBJECT_PROTOTYPE_NAMES = frozenset({
+    "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
+    "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
 #: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
 MAX_INSTANCES = 10_000
 #: FrameworkController's counts are int32.
@@ -206,6 +211,13 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
                       f"date {cluster}; OpenPAI reads it as a JavaScript Date, and its label would be the date's ISO "
                       "text, which no Kubernetes label value can be", f"quote it ('{cluster}')")
         return
+    from .yamltags import JSBuffer
+
+    if isinstance(cluster, JSBuffer):
+        yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is a !!binary value; "
+                      "OpenPAI holds it as a Buffer, which becomes a JSON object in the label, and no Kubernetes label "
+                      "value is one", "write the virtual cluster's name as text")
+        return
     if cluster == "":
         yield finding("E806", pointer_of("defaults", "virtualCluster"), "defaults.virtualCluster is empty; OpenPAI "
                       "keeps it (only null means `default`), and no virtual cluster has an empty name",
@@ -222,8 +234,12 @@ def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
     roles = data.get("taskRoles")
     if not isinstance(roles, dict):
         if isinstance(roles, list) and roles:
-            upstream = ("OpenPAI takes the list's indexes for task role names (0, 1, ...) and crashes on an entry "
-                        "that is not a task role")
+            # The rest-server runs a list (JavaScript's Object.keys names the roles "0", "1", ...), but the
+            # runtime's plugin initializer looks its role up in the submitted text's taskRoles by that name
+            # (openpai-runtime src/init.d/initializer.py collect_plugin_configs): a list cannot be indexed by "0".
+            upstream = ("OpenPAI's rest-server names the task roles 0, 1, ..., but its runtime then looks each task "
+                        "role up by that name in the submitted job, which a list cannot answer: every task's init "
+                        "container fails with exit code 1; an entry that is not a mapping crashes the rest-server")
         elif isinstance(roles, (list, dict, int, float)) and not isinstance(roles, bool):
             upstream = "OpenPAI builds a Framework with no task role, which runs nothing"
         else:
@@ -252,32 +268,59 @@ def _roles(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _counts(data: dict[str, Any]) -> Iterator[Finding]:
+    # An infinite retry count is no error: upstream sends it as JSON null, which the API server drops from the
+    # Framework (a non-nullable field), so FrameworkController never retries; the model reads it as 0 (W210).
     retry = data.get("jobRetryCount")
-    if _is_number(retry) and retry > MAX_INT32:
+    if _is_number(retry) and math.isfinite(retry) and retry > MAX_INT32:
         yield finding("E802", pointer_of("jobRetryCount"), f"jobRetryCount {retry} is above {MAX_INT32}, "
                       "FrameworkController's largest retry count")
     for name, role in _roles(data):
         instances = role.get("instances", 1)
-        if _is_number(instances) and instances > MAX_INSTANCES:
+        if _is_infinite(instances):
+            yield _infinite(pointer_of("taskRoles", name, "instances"), f"instances of task role '{name}' is "
+                            "Infinity", "OpenPAI sends taskNumber as null, which the API server drops: "
+                            "FrameworkController starts no task, and the Framework waits forever")
+        elif _is_number(instances) and instances > MAX_INSTANCES:
             yield finding("E802", pointer_of("taskRoles", name, "instances"), f"instances {instances} of task role "
                           f"'{name}' is above {MAX_INSTANCES}, FrameworkController's limit on a task role's tasks")
         retry = role.get("taskRetryCount")
-        if _is_number(retry) and retry > MAX_INT32:
+        if _is_number(retry) and math.isfinite(retry) and retry > MAX_INT32:
             yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
                           f"{MAX_INT32}, FrameworkController's largest retry count")
         resources = role.get("resourcePerInstance")
         for key, bound, unit in _RESOURCE_BOUNDS:
             value = resources.get(key) if isinstance(resources, dict) else None
-            if _is_number(value) and value > bound:
+            if _is_infinite(value):
+                yield _infinite(pointer_of("taskRoles", name, "resourcePerInstance", key), f"{key} of task role "
+                                f"'{name}' is {_shown(value)}", "JSON has no Infinity: OpenPAI sends the quantity as "
+                                "null (or, for memoryMB, as the quantity \"InfinityMi\", which Kubernetes refuses)")
+            elif _is_number(value) and value > bound:
                 yield finding("E802", pointer_of("taskRoles", name, "resourcePerInstance", key), f"{key} {value} of "
                               f"task role '{name}' is more than Kubernetes can hold ({bound:.4g}): it counts "
                               f"resources in 64-bit {unit}, so the API server refuses the pod",
                               "request what a node has")
+        options = role.get("extraContainerOptions")
+        shm = options.get("shmMB") if isinstance(options, dict) else None
+        if _is_infinite(shm):
+            yield _infinite(pointer_of("taskRoles", name, "extraContainerOptions", "shmMB"), f"shmMB of task role "
+                            f"'{name}' is {_shown(shm)}", f"OpenPAI sizes the shared memory volume \"{_shown(shm)}Mi\", "
+                            "which is no Kubernetes quantity: the pod is refused")
+        ports = resources.get("ports") if isinstance(resources, dict) else None
+        for label, count in ports.items() if isinstance(ports, dict) else ():
+            if _is_infinite(count):
+                yield _infinite(pointer_of("taskRoles", name, "resourcePerInstance", "ports", label), f"port count "
+                                f"'{label}' of task role '{name}' is {_shown(count)}", "OpenPAI writes it as null into "
+                                "the port scheduling spec, and the runtime's int(None) fails every init container")
         completion = role.get("completion")
         if isinstance(completion, dict):
             for key in ("minFailedInstances", "minSucceededInstances"):
                 value = completion.get(key)
-                if _is_number(value) and not -1 <= value <= MAX_INT32:
+                if _is_infinite(value):
+                    yield _infinite(pointer_of("taskRoles", name, "completion", key), f"completion.{key} of task "
+                                    f"role '{name}' is {_shown(value)}", "OpenPAI sends it as null, which the API "
+                                    "server drops: FrameworkController reads 0, which never completes the attempt "
+                                    "(neither the count written nor OpenPAI's default)")
+                elif _is_number(value) and not -1 <= value <= MAX_INT32:
                     yield finding("E802", pointer_of("taskRoles", name, "completion", key),
                                   f"completion.{key} {value} is outside -1..{MAX_INT32}; FrameworkController rejects "
                                   "the Framework", "use -1 (never), or a count up to the task role's instances")
@@ -292,6 +335,19 @@ _RESOURCE_BOUNDS = (("cpu", (2 ** 63 - 1) // 1000, "milli-cores"), ("gpu", (2 **
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_infinite(value: Any) -> bool:
+    """ajv (OpenPAI's schema) takes +-Infinity for an integer; JSON cannot carry it."""
+    return type(value) is float and math.isinf(value)
+
+
+def _shown(value: float) -> str:
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _infinite(pointer: str, what: str, why: str) -> Finding:
+    return finding("E802", pointer, f"{what}; {why}", "write a finite count")
 
 
 def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
@@ -312,6 +368,13 @@ def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
                 text += "\n"
             starts.append((len(text), pointer))
             text += piece if auth else js_trim(piece)
+        if text in OBJECT_PROTOTYPE_NAMES and starts:
+            # mustache.js caches parsed templates in a plain object keyed by the text: `cache['toString']` is
+            # Object.prototype's function, taken for the tokens, and `for (const token of tokens)` throws.
+            yield finding("E803", pointer_of(*starts[0][1]), f"the whole template is '{text}', a name JavaScript's "
+                          "Object prototype has: mustache.js's template cache answers it with that member instead "
+                          "of parsed tokens, and OpenPAI's renderer throws", "write the command you mean to run")
+            continue
         try:
             for _ in scan_tags(text):
                 pass

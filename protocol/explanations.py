@@ -96,6 +96,21 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "character, so nothing is mounted.",
              "extras:\n  storages: [confignfs]",
              "write `storages: [{name: confignfs}]`"),
+    "W209": ("A decimal integer of more than 4,300 digits. js-yaml (OpenPAI) reads it as a JavaScript number, which "
+             "for so many digits is Infinity (a placeholder prints `Infinity`); paictl reads it the same way, without "
+             "Python's quadratic big-integer conversion.",
+             "parameters:\n  seed: 1111...1111   # 5,000 digits",
+             "quote it if it is meant as text"),
+    "W210": ("A retry count of .inf or -.inf. ajv (OpenPAI's schema) takes Infinity for an integer; JSON cannot "
+             "carry it, so the Framework holds null, which the API server drops: FrameworkController never retries. "
+             "paictl compiles 0, the count FrameworkController ends up with.",
+             "jobRetryCount: .inf",
+             "write the number of retries you want"),
+    "W211": ("A port label named `__proto__`. OpenPAI copies the labels into a plain JavaScript object, where "
+             "assigning `__proto__` sets the object's prototype instead of adding a key: the port scheduling spec "
+             "has no such label, and the task gets no port for it. paictl leaves it out too.",
+             "resourcePerInstance:\n  ports: {__proto__: 1}",
+             "rename the label"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),
@@ -241,8 +256,9 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "(elsewhere a missing `instances` means 1).",
              "taskRoles:\n  worker:\n    dockerImage: img\n    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 1}",
              "write `instances: 1`"),
-    "E801": ("taskRoles (or one task role) is not a mapping; no target can compile it, and OpenPAI's rest-server "
-             "crashes on it, so `compile` refuses it (validate warns, W206).",
+    "E801": ("taskRoles (or one task role) is not a mapping. OpenPAI's rest-server crashes on most such values; a "
+             "list of task roles it runs under the names 0, 1, ..., but the runtime then looks each role up by that "
+             "name in the submitted job and every task's init container fails. Refused by `validate` and `compile`.",
              "taskRoles: null",
              "write taskRoles as a mapping of role names to roles"),
     "E802": ("A count FrameworkController cannot hold: more than 10,000 instances in a role, a retry count above "

@@ -7,6 +7,8 @@ of `repr` so that a model printed in a log or a traceback leaks nothing.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import functools
 from types import MappingProxyType
@@ -167,13 +169,29 @@ def job_from_data(data: Mapping[str, Any]) -> Job:
         parameters=_frozen(data.get("parameters")),
         secrets=_frozen(data.get("secrets")),
         has_secrets=data.get("secrets") is not None,
-        job_retry_count=data.get("jobRetryCount") or 0,
+        job_retry_count=_retry_count(data.get("jobRetryCount")),
         task_roles=tuple(_task_role(n, r) for n, r in roles.items()) if isinstance(roles, dict) else (),
         deployments=tuple(_deployment(d) for d in data.get("deployments") or ()),
         defaults=Defaults(deployment=_mapping(data.get("defaults")).get("deployment"),
                           virtual_cluster=_mapping(data.get("defaults")).get("virtualCluster")),
         extras=_frozen(data.get("extras")),
     )
+
+
+def _ports(ports: Any) -> Any:
+    """The port labels OpenPAI keeps: it copies them into a plain object (`randomPorts.ports[label] = ...`), where a
+    `__proto__` label sets the object's prototype instead of adding a key, so that label gets no port (W211)."""
+    if isinstance(ports, dict) and "__proto__" in ports:
+        return {label: count for label, count in ports.items() if label != "__proto__"}
+    return ports
+
+
+def _retry_count(value: Any) -> int:
+    """OpenPAI's `count || 0`; an infinite count (ajv takes it for an integer) reaches the Framework as JSON null,
+    which the API server drops from the non-nullable field: FrameworkController reads 0, and so does paictl."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return value or 0
 
 
 def _prerequisite(item: Mapping[str, Any]) -> Prerequisite:
@@ -201,7 +219,7 @@ def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
         instances_written=role.get("instances"),
         completion=Completion(min_failed_instances=completion.get("minFailedInstances"),
                               min_succeeded_instances=completion.get("minSucceededInstances")),
-        task_retry_count=role.get("taskRetryCount") or 0,
+        task_retry_count=_retry_count(role.get("taskRetryCount")),
         prerequisites=tuple(role.get("prerequisites") or ()),
         docker_image=role["dockerImage"],
         data=role.get("data"),
@@ -210,7 +228,7 @@ def _task_role(name: str, role: Mapping[str, Any]) -> TaskRole:
         shm_mb=options.get("shmMB"),
         extra_container_options=_frozen(options),
         resources=Resources(cpu=resources["cpu"], memory_mb=resources["memoryMB"], gpu=resources["gpu"],
-                            ports=_frozen(resources.get("ports"))),
+                            ports=_frozen(_ports(resources.get("ports")))),
         commands=tuple(role["commands"]),
     )
 

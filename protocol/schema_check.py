@@ -7,6 +7,7 @@ what was probably meant. Each jsonschema error becomes one or more `Finding`s wi
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import Any, Iterable
 
@@ -39,11 +40,18 @@ _JSON_TYPES = {
 
 @functools.lru_cache(maxsize=None)
 def _validator(schema_name: str = "job"):
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
     from paictl.schemas import load_schema
 
-    return Draft202012Validator(load_schema(schema_name))
+    if schema_name != "job":
+        return Draft202012Validator(load_schema(schema_name))
+    # ajv (OpenPAI) takes +-Infinity for an integer (`!(x % 1) && !isNaN(x)`); its minimum still applies.
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda checker, value: Draft202012Validator.TYPE_CHECKER.is_type(value, "integer")
+        or (type(value) is float and math.isinf(value)))
+    validator = validators.extend(Draft202012Validator, type_checker=checker)
+    return validator(load_schema(schema_name))
 
 
 def check_schema(data: Any, schema_name: str = "job", limit: int | None = None) -> list[Finding]:

@@ -16,6 +16,8 @@ and so is a name lookup (E303-E305) into a list that is malformed. The one shape
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,22 +38,74 @@ KNOWN_DEFAULTS = ("deployment", "virtualCluster")
 KNOWN_DEPLOYMENT_KEYS = ("protocolVersion", "name", "version", "contributor", "description", "taskRoles")
 
 
-def check_semantics(data: Any, *, tags: bool = True) -> list[Finding]:
+def check_semantics(data: Any, *, tags: bool = True, text: str | None = None) -> list[Finding]:
     """Every semantic finding for a loaded job, valid or not, in document order.
 
     `tags=False` says that no string of the job can hold a `<%` (validate.py knows it from the text), so the
-    placeholder checks, which walk every string, have nothing to find."""
+    placeholder checks, which walk every string, have nothing to find. `text`, when given, is the job's text: a
+    number in it too long for an exact value is warned (W209)."""
     if not isinstance(data, dict):
         return []
     findings = [
+        *(long_number_findings(data) if text is not None and len(text) > 4300 and LONG_DIGITS.search(text) else ()),
         *_prerequisites(data),
         *_deployments(data),
         *_defaults(data),
         *_task_roles(data),
+        *_infinite_retries(data),
+        *_prototype_port_labels(data),
         *(check_placeholders(data, prerequisites_by_type(data)) if tags else ()),
         *_extras_findings(data),
     ]
     return _in_document_order(findings, data)
+
+
+#: A run of more decimal digits than Python converts (protocol/yamlevents.py reads such an integer as Infinity).
+LONG_DIGITS = re.compile(r"(?<![0-9_])[0-9_]{4301}")  # each run scanned once, from its start
+
+
+def long_number_findings(data: dict[str, Any]) -> list[Finding]:
+    """W209 at each infinite number of a text holding a digit run longer than 4,300 (the caller checks the text: a
+    `.inf` in a job without one is what its author wrote)."""
+    found: list[Finding] = []
+    pending: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while pending:
+        node, path = pending.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                pending.append((value, (*path, key)))
+            elif isinstance(value, float) and math.isinf(value):
+                found.append(finding("W209", pointer_of(*path, key), "a number of more than 4,300 digits; "
+                                     f"JavaScript (OpenPAI) reads it as {'-' if value < 0 else ''}Infinity, and so "
+                                     "does paictl", "quote it if it is meant as text"))
+    return found
+
+
+def _infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
+    """W210: an infinite retry count, which OpenPAI's Framework cannot carry (protocol/model.py reads it as 0)."""
+    roles = data.get("taskRoles")
+    places = [(("jobRetryCount",), data.get("jobRetryCount"))] + [
+        (("taskRoles", name, "taskRetryCount"), role.get("taskRetryCount"))
+        for name, role in (roles.items() if isinstance(roles, dict) else ()) if isinstance(role, dict)]
+    for path, value in places:
+        if type(value) is float and math.isinf(value):
+            yield finding("W210", pointer_of(*path), f"{path[-1]} is {'' if value > 0 else '-'}Infinity; OpenPAI "
+                          "sends it as null, which the API server drops, so FrameworkController never retries (paictl "
+                          "compiles 0)", "write the number of retries you want")
+
+
+def _prototype_port_labels(data: dict[str, Any]) -> Iterator[Finding]:
+    """W211: a `__proto__` port label, which OpenPAI drops (protocol/model.py drops it too)."""
+    roles = data.get("taskRoles")
+    for name, role in roles.items() if isinstance(roles, dict) else ():
+        resources = role.get("resourcePerInstance") if isinstance(role, dict) else None
+        ports = resources.get("ports") if isinstance(resources, dict) else None
+        if isinstance(ports, dict) and "__proto__" in ports:
+            yield finding("W211", pointer_of("taskRoles", name, "resourcePerInstance", "ports", "__proto__"),
+                          "a port label named __proto__: OpenPAI copies the labels into a JavaScript object, where "
+                          "this name sets the prototype instead of adding a label, so it gets no port",
+                          "rename the label", Anchor.KEY)
 
 
 def _extras_findings(data: dict[str, Any]) -> list[Finding]:
@@ -210,9 +264,10 @@ def _task_roles(data: dict[str, Any]) -> Iterator[Finding]:
         return  # missing, which the schema reports
     roles = data["taskRoles"]
     if not isinstance(roles, dict):
+        usable = ("names its entries 0, 1, ..., which its runtime cannot look up in a list" if isinstance(roles, list)
+                  and roles else "the job gets no usable task role")
         yield finding("W206", pointer_of("taskRoles"),
-                      f"taskRoles is {kind_of(roles)}, not a mapping; OpenPAI's schema lets it through and the job "
-                      "gets no usable task role",
+                      f"taskRoles is {kind_of(roles)}, not a mapping; OpenPAI's schema lets it through and {usable}",
                       "write taskRoles as a mapping of task role name to task role, e.g. `taskRoles: {worker: ...}`")
         return
     groups = prerequisites_by_type(data)

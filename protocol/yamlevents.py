@@ -21,6 +21,7 @@ from typing import Any
 from .diagnostics import escape_pointer_token, kind_of
 from .jsstring import js_numeric as js_number  # one reading of numbers for both loaders
 from .source import MAX_DEPTH, MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES  # noqa: F401 - the limits enforced here
+from .yamltags import PAIR_LIST_TAGS, binary, pair_list
 
 _STR = "tag:yaml.org,2002:str"
 _TAG_PREFIX = "tag:yaml.org,2002:"
@@ -165,7 +166,8 @@ class _Builder:
         pointer = self._child_pointer(event.start_mark)
         is_map = event.__class__ is _MAPPING_START
         tag = _explicit_tag(event.tag) if event.tag is not None else None
-        if tag is not None and tag != ("map" if is_map else "seq") and not (is_map and tag == "set"):
+        if tag is not None and tag != ("map" if is_map else "seq") and not (is_map and tag == "set") \
+                and not (not is_map and tag in PAIR_LIST_TAGS):
             raise _tag_problem(event.tag, event.start_mark)
         frame = _Frame("map" if is_map else "seq", {} if is_map else [], pointer, event.anchor, tag,
                        event.start_mark)
@@ -184,6 +186,8 @@ class _Builder:
             value = self._apply_merges(frame)
             if frame.tag == "set" and any(v is not None for v in value.values()):
                 raise LoadProblem("E101", "a !!set holds keys only; a value is set here", *_at(frame.mark))
+        elif frame.tag in PAIR_LIST_TAGS:
+            value = pair_list(frame.tag, value, _at(frame.mark))
         if frame.anchor is not None:
             self.open_anchors.discard(frame.anchor)
             self.anchors[frame.anchor] = (value, frame.nodes, frame.bytes)
@@ -370,7 +374,9 @@ _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fal
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
                     r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 _INT_DIGITS = {"b": "01_", "x": "0123456789abcdefABCDEF_", "o": "01234567_"}
-#: Python refuses to convert longer digit strings (CVE-2020-10735); js-yaml reads them as an imprecise number.
+#: Python refuses to convert longer decimal digit strings (CVE-2020-10735, a quadratic conversion); js-yaml reads
+#: them as a JavaScript number, which for a decimal integer that long is always +-Infinity: read so, without the
+#: conversion (semantics.py warns, W209).
 _MAX_DIGITS = 4300
 
 
@@ -390,6 +396,16 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
         return _js_implicit(raw, event.start_mark) if plain else raw
     if tag == "str":
         return raw
+    if tag == "timestamp":
+        from .timestamps import read_timestamp
+
+        found = read_timestamp(raw) if raw[:1].isdigit() else None
+        if found is None:
+            raise LoadProblem("E101", "this value cannot be read as !!timestamp", *_at(event.start_mark),
+                              hint="write a date (2020-01-01) or a date and time, or remove the tag")
+        return _timestamp(raw, event.start_mark)
+    if tag == "binary":
+        return binary(raw, _at(event.start_mark))
     if tag in ("int", "float", "bool", "null"):
         value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NO_KEY
         wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
@@ -454,9 +470,11 @@ def _js_int(raw: str) -> int | None:
     if colon:
         if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):
             return None
-        if len(body) > _MAX_DIGITS:  # each `:` multiplies by 60: 700,000 parts would be a quadratic big integer
-            raise LoadProblem("E101", f"a number with {len(body)} characters; no job value is that long", None, None,
-                              hint="quote it if it is meant as text")
+        if len(body) > _MAX_DIGITS:  # each `:` multiplies by 60: 700,000 parts would be a quadratic big integer;
+            total_float = 0.0       # js-yaml adds them up in doubles, which overflow to Infinity as here
+            for part in [head.replace("_", ""), *tail.split(":")]:
+                total_float = total_float * 60 + float(part)
+            return js_number(sign * total_float)
         total = 0
         for part in [head.replace("_", ""), *tail.split(":")]:
             total = total * 60 + int(part)
@@ -464,11 +482,9 @@ def _js_int(raw: str) -> int | None:
     return sign * _checked_int(head.replace("_", ""), 10)
 
 
-def _checked_int(digits: str, base: int) -> int:
-    if len(digits) > _MAX_DIGITS:
-        # js-yaml reads it as a JavaScript number (imprecise or Infinity); no job field wants such a value.
-        raise LoadProblem("E101", f"a number with {len(digits)} digits; no job value is that long", None, None,
-                          hint="quote it if it is meant as text")
+def _checked_int(digits: str, base: int) -> int | float:
+    if base == 10 and len(digits.lstrip("0")) > _MAX_DIGITS:
+        return math.inf  # at least 10**4300: JavaScript's parseInt gives Infinity (bases 2, 8, 16 convert linearly)
     return int(digits, base)
 
 
@@ -486,10 +502,7 @@ def _js_float(raw: str) -> int | float:
             base = base * 60 + float(part)
         value = sign * base
     else:
-        if len(text) > _MAX_DIGITS:
-            raise LoadProblem("E101", f"a number with {len(text)} characters; no job value is that long", None, None,
-                              hint="quote it if it is meant as text")
-        value = float(text)
+        value = float(text)  # linear in the text's length, however long (unlike int())
     return js_number(value)
 
 
@@ -501,7 +514,8 @@ def _explicit_tag(tag: str | None) -> str | None:
     return "!" + tag  # a local or foreign tag: never a known one
 
 
-_SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set")
+_SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set", "timestamp", "binary", "omap",
+                   "pairs")
 
 
 def _tag_problem(tag: str, mark) -> LoadProblem:

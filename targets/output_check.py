@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import functools
 import json
+import math
 import os
 import re
 from typing import Any, Callable, Iterable
@@ -104,7 +106,7 @@ def object_errors(obj: Any) -> list[tuple[str, str]]:
     if not isinstance(obj, dict):
         return [("", f"not a mapping but {type(obj).__name__}")]
     if "kind" not in obj and "protocolVersion" in obj:  # the openpai target's output: a job protocol document
-        return _errors(_paictl_validator("job"), obj, "")
+        return _errors(_paictl_validator("job"), _as_ajv_reads(obj), "")
     key = (obj.get("apiVersion"), obj.get("kind"))
     if key == (None, None) and str(obj.get("mode", "")).startswith("grass"):
         return _errors(_paictl_validator("grass-job"), obj, "")
@@ -161,6 +163,21 @@ def _jobset_errors(obj: dict[str, Any]) -> list[tuple[str, str]]:
             if isinstance(pod, dict):
                 errors += _metadata_errors(pod, where + "/spec/template")
     return errors
+
+
+def _as_ajv_reads(value: Any) -> Any:
+    """The job document as ajv checks it, in types jsonschema-rs takes: +-Infinity is an integer there (a `.inf`
+    retry count, W210, is sent as written), a date (a Date) and a !!binary value (a Buffer) are objects. Only a
+    validated document gets here, so the stand-in's size is never compared against a bound Infinity would fail."""
+    if isinstance(value, float) and math.isinf(value):
+        return 2 ** 63 - 1 if value > 0 else -(2 ** 63 - 1)
+    if isinstance(value, dict):
+        return {key: _as_ajv_reads(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_ajv_reads(item) for item in value]
+    if isinstance(value, (datetime.date, datetime.time)) or (isinstance(value, str) and type(value) is not str):
+        return {}
+    return value
 
 
 @functools.lru_cache(maxsize=None)

@@ -41,7 +41,8 @@ def test_infinity_and_nan():
 
 
 @pytest.mark.parametrize("text", ["!!int ''", "!!int abc", "!!null value", "!!bool yes", "!!python/tuple [1]",
-                                  "!!binary aGk=", "!custom x", "!!set {a: 1}", "9" * 5000])
+                                  "!!binary aGk", "!!timestamp soon", "!!pairs [a, b]", "!!omap [{a: 1, b: 2}]",
+                                  "!custom x", "!!set {a: 1}", "!!merge x"])
 def test_unreadable_or_unsupported_values_are_located_errors(text):
     with pytest.raises(DocumentError) as caught:
         load_located(f"a: 1\nv: {text}\n", "j")

@@ -425,7 +425,7 @@ def _load(path: Path) -> dict:
 @pytest.mark.parametrize("case", CASE_FILES, ids=lambda p: p.stem)
 def test_case_file_triggers_exactly_its_code(case):
     expected = case.stem.split("-")[0]
-    assert {f.code for f in check_semantics(_load(case))} == {expected}
+    assert {f.code for f in check_semantics(_load(case), text=case.read_text(encoding="utf-8"))} == {expected}
 
 
 def test_every_semantic_code_has_a_case_file():

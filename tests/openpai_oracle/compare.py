@@ -106,8 +106,12 @@ def _short(value: Any) -> str:
 
 
 def _field_justified(difference: str) -> bool:
-    where = difference.partition(": ")[0]
-    return any(fnmatch.fnmatchcase(where, pattern) for pattern in justified()["fields"])
+    where, _, what = difference.partition(": ")
+    if any(fnmatch.fnmatchcase(where, pattern) for pattern in justified()["fields"]):
+        return True
+    return any(fnmatch.fnmatchcase(where, entry["path"])
+               and what == f"expected {_short(entry['upstream'])}, got {_short(entry['paictl'])}"
+               for entry in justified().get("values", ()))
 
 
 def compare(text: str, upstream: dict[str, Any], ours: dict[str, Any]) -> list[str]:

@@ -2,7 +2,10 @@
 
 A mutation picks a place in a real job and changes it the way people and tools get jobs wrong: another value of
 another shape (null, false, 0, "", a list, a mapping, an unquoted date, a huge or non-finite number), a key removed,
-a known key added where it does not belong, placeholders and mustache tags written into its strings. The result is
+a known key added where it does not belong, placeholders and mustache tags written into its strings, a list written
+as a mapping or a mapping as a list (taskRoles as a list of roles, prerequisites keyed by name, ...), and a key
+renamed to a name only JavaScript's Object prototype has (`__proto__`, `constructor`, `toString`, ...) wherever
+upstream builds objects from keys or looks names up while rendering. The result is
 written back as YAML text (PyYAML keeps a date unquoted, so js-yaml reads it as a Date again).
 """
 
@@ -38,6 +41,12 @@ SCALARS = st.sampled_from([
     None, False, True, 0, 1, -1, 2, "", "x", "0", "null", 2 ** 31, 2 ** 53 + 1, 1e30, 0.5, -0.0,
     float("nan"), float("inf"), datetime.date(2020, 1, 1), datetime.datetime(2020, 1, 1, 12, 30),
     "2020-01-01", "__proto__", "constructor", "toString", "a b", "ä", "<% $parameters.a %>",
+    b"hello", b"\xff",  # written as !!binary: a Node Buffer for js-yaml
+])
+#: Names an empty JavaScript object already answers (Object.prototype's members, and `__proto__` itself).
+PROTOTYPE_NAMES = st.sampled_from([
+    "__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "isPrototypeOf",
+    "propertyIsEnumerable", "toLocaleString", "__defineGetter__", "__lookupGetter__", "length", "name",
 ])
 #: Keys people add, misplace or misspell.
 KEYS = st.sampled_from([
@@ -52,6 +61,11 @@ SNIPPETS = st.sampled_from([
     "<% $data.uri[0] %>", "<% $output %>", "<% $secrets.a %>", "<% #$parameters.a %>", "<% /$parameters.a %>",
     "<% ^$parameters.a %>", "<% !note %>", "<% >p %>", "<%& $parameters.a %>", "<%={{ }}=%>", "<% . %>",
     "<%", "%>", "<% %>", "{{ x }}", "\t", "\n", " ", "$", "\\", "'", '"', "#", ": ", "- ",
+    "<% $parameters.__proto__ %>", "<% $parameters.constructor %>", "<% $parameters.toString %>",
+    "<% $parameters.hasOwnProperty %>", "<% $parameters.constructor.name %>", "<% $secrets.__proto__ %>",
+    "<% $script.constructor %>", "<% $data.__proto__ %>",
+    "<% #$parameters.constructor %>x<% /$parameters.constructor %>",
+    "<% $parameters.__proto__.toString %>", "<% $parameters.a.constructor %>",
 ])
 
 
@@ -82,14 +96,31 @@ def _parent(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
+#: Where upstream builds objects from a job's keys or iterates its lists: a swap or a rename is aimed at one of these
+#: half of the time (`*` is any key or index), so each class is drawn often enough in a run of 1,500 jobs.
+SHAPED = [("taskRoles",), ("parameters",), ("secrets",), ("prerequisites",), ("deployments",), ("extras",),
+          ("extras", "com.microsoft.pai.runtimeplugin"), ("extras", "storages"), ("extras", "hivedScheduler"),
+          ("taskRoles", "*", "resourcePerInstance", "ports"), ("taskRoles", "*", "commands"),
+          ("taskRoles", "*", "completion"), ("deployments", "*", "taskRoles")]
+
+
+def _matches(path: tuple[Any, ...], pattern: tuple[Any, ...]) -> bool:
+    return len(path) == len(pattern) and all(p == "*" or p == k for k, p in zip(path, pattern))
+
+
 @st.composite
 def mutate_once(draw: st.DrawFn, data: Any) -> Any:
     places = _places(data)
     if not places:
         return data
-    path = draw(st.sampled_from(places))
+    operation = draw(st.sampled_from(["replace", "replace", "delete", "add", "snippet", "snippet", "wrap", "swap",
+                                      "rename"]))
+    aimed = [p for p in places if any(_matches(p, pattern) for pattern in SHAPED)]
+    if operation in ("swap", "rename") and aimed and draw(st.booleans()):
+        path = draw(st.sampled_from(aimed))
+    else:
+        path = draw(st.sampled_from(places))
     parent, key = _parent(data, path), path[-1]
-    operation = draw(st.sampled_from(["replace", "replace", "delete", "add", "snippet", "snippet", "wrap"]))
     if operation == "replace":
         parent[key] = draw(values())
     elif operation == "delete":
@@ -105,10 +136,37 @@ def mutate_once(draw: st.DrawFn, data: Any) -> Any:
         text = value if isinstance(value, str) else ""
         at = draw(st.integers(0, len(text)))
         parent[key] = text[:at] + draw(SNIPPETS) + text[at:]
+    elif operation == "swap":  # a mapping written as a list, a list as a mapping
+        parent[key] = _swapped(parent[key])
+    elif operation == "rename":  # a key (or the name a list item gives itself) only the Object prototype has
+        target = parent[key]
+        name = draw(PROTOTYPE_NAMES)
+        if isinstance(target, dict) and target:
+            old = draw(st.sampled_from(list(target)))
+            renamed = {(name if k == old else k): v for k, v in target.items()}
+            target.clear()
+            target.update(renamed)
+        elif isinstance(target, dict) or not isinstance(target, list):
+            parent[key] = name if isinstance(target, str) else {name: target}
+        elif target and isinstance(target[0], dict):
+            target[draw(st.integers(0, len(target) - 1))]["name"] = name
     else:  # wrap: the value one level deeper or shallower, a common indentation slip
         value = parent[key]
         parent[key] = draw(st.sampled_from([[value], {"a": value}]))
     return data
+
+
+def _swapped(value: Any) -> Any:
+    """A mapping as the list of its values; a list as a mapping, keyed by its items' names where they have them
+    (prerequisites, deployments), else by their indexes."""
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, list):
+        names = [item.get("name") for item in value if isinstance(item, dict)]
+        if len(names) == len(value) and all(isinstance(n, str) for n in names) and len(set(names)) == len(names):
+            return dict(zip(names, value))
+        return {str(index): item for index, item in enumerate(value)}
+    return [value]
 
 
 @st.composite

@@ -95,7 +95,7 @@ const submit = async (text) => {
   if (enabledHived) {
     protocolObj = await hived.validate(protocolObj, USER);
   }
-  const entrypoints = {};
+  const entrypoints = Object.create(null); // a task role named `__proto__` is an own key, as in upstream's objects
   for (const name of Object.keys(protocolObj.taskRoles)) {
     entrypoints[name] = protocolObj.taskRoles[name].entrypoint;
   }
