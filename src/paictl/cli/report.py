@@ -10,6 +10,8 @@ from paictl.protocol.diagnostics import Diagnostic, one_line
 from paictl.protocol.validate import ValidationResult
 
 _TOKEN_END = re.compile(r"[\s:,\]}]")
+EXCERPT_COLUMNS = 120  # of a source line shown under a diagnostic
+EXCERPT_CONTEXT = 30   # columns kept before the marked one when a long line is cut
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -25,11 +27,25 @@ def format_diagnostic(d: Diagnostic) -> str:
         else:
             end = _TOKEN_END.search(rest, 1) if rest else None
             width = max(1, end.start() if end else len(rest.rstrip()))
-        lines.append(f" {gutter} | {d.source_line.rstrip()}")
-        lines.append(f" {' ' * len(gutter)} | {' ' * (d.column - 1)}^{'~' * (width - 1)}")
+        shown, at, width = _excerpt(d.source_line.rstrip(), d.column - 1, width)
+        lines.append(f" {gutter} | {shown}")
+        lines.append(f" {' ' * len(gutter)} | {' ' * at}^{'~' * (width - 1)}")
     if d.hint:
         lines.append(f"   = hint: {d.hint}")
     return "\n".join(lines)
+
+
+def _excerpt(line: str, at: int, width: int) -> tuple[str, int, int]:
+    """A source line longer than EXCERPT_COLUMNS is shown as a window around the marked column, cut with `...`
+    (as rustc does): a 4,300-digit number or a minified one-line job must not print pages of text and tildes.
+    Returns the text shown, where the caret goes in it and how wide it is."""
+    if len(line) <= EXCERPT_COLUMNS:
+        return line, at, width
+    start = max(0, min(at - EXCERPT_CONTEXT, len(line) - EXCERPT_COLUMNS))
+    end = start + EXCERPT_COLUMNS
+    prefix = "..." if start else ""
+    suffix = "..." if end < len(line) else ""
+    return prefix + line[start:end] + suffix, len(prefix) + at - start, max(1, min(width, end - at))
 
 
 def summary_line(results: Sequence[ValidationResult], strict: bool) -> str:
