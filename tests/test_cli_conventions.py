@@ -82,7 +82,13 @@ def test_logs_and_status_of_a_local_run_as_data(tmp_path):
     assert table[0].split() == ["NAME", "WHERE", "STATE", "ATTEMPT", "CODE", "AGE"]
     assert table[1].split()[0] == "local-ping-pong" and table[1].split()[-1].endswith("s")
     wide = paictl("status", "-o", "wide").splitlines()
-    assert wide[0].split()[-2:] == ["TASKS", "MESSAGE"] and " 2/2 " in wide[1]
+    # the client's success completes the job; the server has exited 0 by then, or is stopped (README): TASKS counts
+    # the succeeded tasks the job's own record shows
+    tasks = json.loads(paictl("status", "local-ping-pong", "-o", "json"))["tasks"]
+    succeeded = sum(task["state"] == "succeeded" for task in tasks)
+    assert len(tasks) == 2 and succeeded in (1, 2) and any(t["role"] == "client" and t["state"] == "succeeded"
+                                                           for t in tasks)
+    assert wide[0].split()[-2:] == ["TASKS", "MESSAGE"] and f" {succeeded}/2 " in wide[1]
     assert paictl("status", "-o", "name") == "local-ping-pong\n"
     import yaml
 
