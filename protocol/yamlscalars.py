@@ -42,7 +42,7 @@ _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|
 _INT_DIGITS = {"b": "01_", "x": "0123456789abcdefABCDEF_", "o": "01234567_"}
 #: Python refuses to convert longer decimal digit strings (CVE-2020-10735, a quadratic conversion); js-yaml reads
 #: them as a JavaScript number, which for a decimal integer that long is always +-Infinity: read so, without the
-#: conversion (semantics.py warns, W209).
+#: conversion (js_value_checks.py warns, W209).
 _MAX_DIGITS = 4300
 
 
