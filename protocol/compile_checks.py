@@ -11,7 +11,6 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from typing import Any, Iterator
@@ -19,11 +18,9 @@ from typing import Any, Iterator
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
+from .template_checks import (default_deployment, render_failures, rendered_views, task_roles,
+                              template_findings)
 
-#: Object.prototype's members in Node (and `__proto__`): what a plain JavaScript object answers for any of these keys.
-OBJECT_PROTOTYPE_NAMES = frozenset({
-    "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
-    "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
 #: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
 MAX_INSTANCES = 10_000
 #: FrameworkController's counts are int32.
@@ -34,14 +31,14 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     """Errors for a job no target can compile; [] for every job a target can."""
     from .storage_checks import storage_problems
 
-    views = list(_rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
-    return [*_task_role_shapes(data), *_counts(data), *_templates(data, views), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data), *_render_failures(views), *_images(data)]
+    views = list(rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
+    return [*_task_role_shapes(data), *_counts(data), *template_findings(data, views), *_plugins(data), *_hived(data),
+            *_labels(data), *storage_problems(data), *_dates(data), *render_failures(views), *_images(data)]
 
 
 def _images(data: dict[str, Any]) -> Iterator[Finding]:
     """E811: the image a task role runs must be a reference Kubernetes takes (not empty, no blanks at either end)."""
-    used = {role.get("dockerImage") for _, role in _roles(data) if isinstance(role.get("dockerImage"), str)}
+    used = {role.get("dockerImage") for _, role in task_roles(data) if isinstance(role.get("dockerImage"), str)}
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         if not isinstance(item, dict) or item.get("type") != "dockerimage" or not isinstance(item.get("name"), str) \
@@ -54,104 +51,6 @@ def _images(data: dict[str, Any]) -> Iterator[Finding]:
                           f"'{item.get('name')}' is {what}; OpenPAI puts it in the pod as it is, and Kubernetes "
                           "refuses a pod whose image is empty or not trimmed", "write the image reference, e.g. "
                           "`uri: ubuntu:22.04`")
-
-
-def _render_failures(views: list[Any]) -> Iterator[Finding]:
-    """E810: a name whose lookup or printing throws in JavaScript (a function that refuses the view as `this`,
-    `Function.prototype.caller`, a mapping with a `toString` key) fails the rest-server's render; so does a
-    built-in protocol/jsvalues.py does not model (refused, not guessed)."""
-    from .templates import js_trim
-
-    outcomes: dict[tuple[Any, ...], Exception | None] = {}  # task roles share texts and views: look each up once
-    for pieces, view in views:
-        text, starts, position = "", [], 0
-        for pointer, command in pieces:
-            starts.append((position, pointer))
-            piece = js_trim(command) if view.get("$secrets", _NO_SECRETS) is _NO_SECRETS else command
-            text += ("\n" if text or position else "") + piece
-            position = len(text) + 1
-        if "<%" not in text:
-            continue
-        # imported only for a text with tags: the JavaScript model (and its dataclasses) stays off the validate
-        # path of the many jobs without placeholders
-        from .jsvalues import JsThrow, Unmodeled, lookup as js_lookup, printed
-
-        view_key = tuple(id(value) for value in view.values())
-        for tag in _name_tags(text):
-            key = (view_key, tag.path)
-            if key not in outcomes:
-                try:
-                    printed(js_lookup(tag.path, view))
-                    outcomes[key] = None
-                except (JsThrow, Unmodeled) as failure:
-                    outcomes[key] = failure
-            exc = outcomes[key]
-            if exc is not None:
-                pointer = pointer_of(*next(p for start, p in reversed(starts) if start <= tag.start))
-                why = f"{exc}; paictl refuses it rather than guess what OpenPAI renders" \
-                    if isinstance(exc, Unmodeled) else f"JavaScript throws ({exc}), so the rest-server's render fails"
-                yield finding("E810", pointer, f"placeholder {tag.raw}: {why}", "use a parameter's own value, "
-                              "not a JavaScript built-in reached through it", excerpt=tag.raw)
-
-
-_NO_SECRETS = object()
-
-
-@functools.lru_cache(maxsize=512)
-def _name_tags(text: str) -> tuple[Any, ...]:
-    """The name tags of a text (none when mustache.js cannot parse it: E803 reports that), cached: commands repeat
-    across task roles."""
-    from .templates import TagKind, TemplateError, scan_tags
-
-    try:
-        return tuple(tag for tag in scan_tags(text) if tag.kind is TagKind.NAME)
-    except TemplateError:
-        return ()
-
-
-def _rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[tuple[Any, ...], str]], dict[str, Any]]]:
-    """Each text upstream renders as one template (a task role's commands with its default deployment's pre and
-    post commands; each registry auth value), as (path, piece) pairs, with the view it is rendered against."""
-    by_type: dict[str, dict[str, Any]] = {}
-    prerequisites = data.get("prerequisites")
-    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
-        if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("type"), str):
-            by_type.setdefault(item["type"], {}).setdefault(item["name"], item)
-        auth = item.get("auth") if isinstance(item, dict) else None
-        for key, value in (auth.items() if isinstance(auth, dict) else []):
-            if isinstance(value, str):
-                yield [(("prerequisites", index, "auth", key), value)], {"$secrets": data.get("secrets")}
-    deployment = _default_deployment(data)
-    for name, role in _roles(data):
-        pieces: list[tuple[str, str]] = []
-        extra = deployment[1].get(name) if deployment is not None else None
-        extra = extra if isinstance(extra, dict) else {}
-        for key, base in (("preCommands", None), ("commands", ("taskRoles", name, "commands")),
-                          ("postCommands", None)):
-            source = role if key == "commands" else extra
-            commands = source.get(key) if isinstance(source, dict) else None
-            for number, command in enumerate(commands if isinstance(commands, list) else []):
-                if isinstance(command, str):
-                    where = base or ("deployments", deployment[0] if deployment else 0, "taskRoles", name, key)
-                    pieces.append(((*where, number), command))
-        view = {"$parameters": data.get("parameters")}
-        for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
-            view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
-        yield pieces, view
-
-
-def _default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str | None] | None:
-    """(index, task roles, the shape upstream crashes on or None) of the default deployment, or None. A list of
-    task roles is read as none: JavaScript's `in` finds no task role name among a list's indexes."""
-    defaults = data.get("defaults")
-    wanted = defaults.get("deployment") if isinstance(defaults, dict) else None
-    deployments = data.get("deployments")
-    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
-        if isinstance(deployment, dict) and deployment.get("name") == wanted and wanted is not None:
-            roles = deployment.get("taskRoles")
-            broken = None if isinstance(roles, (dict, list)) else kind_of(roles)
-            return index, roles if isinstance(roles, dict) else {}, broken
-    return None
 
 
 def _dates(data: dict[str, Any]) -> Iterator[Finding]:
@@ -170,7 +69,7 @@ def _dates(data: dict[str, Any]) -> Iterator[Finding]:
         roles = hived.get("taskRoles") if isinstance(hived, dict) else None
         for name, entry in (roles.items() if isinstance(roles, dict) else ()):
             yield ("extras", "hivedScheduler", "taskRoles", name), entry
-        for name, role in _roles(data):
+        for name, role in task_roles(data):
             for key in ("completion", "extraContainerOptions"):
                 yield ("taskRoles", name, key), role.get(key)
         deployments = data.get("deployments")
@@ -254,17 +153,11 @@ def _task_role_shapes(data: dict[str, Any]) -> Iterator[Finding]:
                           "mapping; no target can compile it (OpenPAI's rest-server crashes on it)")
     # The default deployment's taskRoles is searched with JavaScript's `in`: a list has no task role names (it
     # is read as none), anything else but a mapping makes the rest-server crash.
-    deployment = _default_deployment(data)
+    deployment = default_deployment(data)
     if deployment is not None and deployment[2] is not None:
         yield finding("E801", pointer_of("deployments", deployment[0], "taskRoles"), f"the default deployment's "
                       f"taskRoles is {deployment[2]}, not a mapping; OpenPAI's rest-server crashes on it",
                       "write a mapping of task role name to preCommands/postCommands")
-
-
-def _roles(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    roles = data.get("taskRoles")
-    if isinstance(roles, dict):
-        yield from ((name, role) for name, role in roles.items() if isinstance(role, dict))
 
 
 def _counts(data: dict[str, Any]) -> Iterator[Finding]:
@@ -274,7 +167,7 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
     if _is_number(retry) and math.isfinite(retry) and retry > MAX_INT32:
         yield finding("E802", pointer_of("jobRetryCount"), f"jobRetryCount {retry} is above {MAX_INT32}, "
                       "FrameworkController's largest retry count")
-    for name, role in _roles(data):
+    for name, role in task_roles(data):
         instances = role.get("instances", 1)
         if _is_infinite(instances):
             yield _infinite(pointer_of("taskRoles", name, "instances"), f"instances of task role '{name}' is "
@@ -348,69 +241,6 @@ def _shown(value: float) -> str:
 
 def _infinite(pointer: str, what: str, why: str) -> Finding:
     return finding("E802", pointer, f"{what}; {why}", "write a finite count")
-
-
-def _templates(data: dict[str, Any], views: list[Any]) -> Iterator[Finding]:
-    """Text OpenPAI renders with mustache.js must parse, or upstream's renderer throws and the submission fails.
-
-    Checked as upstream renders it: a task role's commands (with its default deployment's pre and post commands)
-    trimmed and joined by newlines into ONE template, so a section opened in one command and closed in a later one
-    parses; each registry auth value alone. Another deployment's commands are never rendered, so never checked.
-    """
-    from .templates import TemplateError, js_trim, scan_tags
-
-    yield from _auth_values(data)
-    for pieces, view in views:
-        auth = "$secrets" in view
-        text, starts = "", []
-        for pointer, piece in pieces:
-            if starts:
-                text += "\n"
-            starts.append((len(text), pointer))
-            text += piece if auth else js_trim(piece)
-        if text in OBJECT_PROTOTYPE_NAMES and starts:
-            # mustache.js caches parsed templates in a plain object keyed by the text: `cache['toString']` is
-            # Object.prototype's function, taken for the tokens, and `for (const token of tokens)` throws.
-            yield finding("E803", pointer_of(*starts[0][1]), f"the whole template is '{text}', a name JavaScript's "
-                          "Object prototype has: mustache.js's template cache answers it with that member instead "
-                          "of parsed tokens, and OpenPAI's renderer throws", "write the command you mean to run")
-            continue
-        try:
-            for _ in scan_tags(text):
-                pass
-        except TemplateError as exc:
-            where = next(p for s, p in reversed(starts) if s <= exc.offset) if starts else ()
-            pointer = pointer_of(*where)
-            excerpt = text[exc.offset:].partition("\n")[0][:40] or None
-            yield finding("E803", pointer, f"OpenPAI's template parser (mustache.js) fails on this text: "
-                          f"{exc.message}; the job cannot be rendered", "close every `<%` with `%>` and every "
-                          "section with its closing tag (a task role's commands are one template)", excerpt=excerpt)
-
-
-def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
-    """A registry auth value that is not text: upstream renders every auth value with mustache.js, which returns ''
-    for a falsy value (null, false, 0, NaN) and throws on any other (`this.tail.search is not a function`), so the
-    submission fails. An unquoted date is a JavaScript Date there, which throws too."""
-    from .timestamps import is_timestamp
-
-    prerequisites = data.get("prerequisites")
-    for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
-        auth = item.get("auth") if isinstance(item, dict) else None
-        for key, value in (auth.items() if isinstance(auth, dict) else []):
-            if is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
-                shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
-                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
-                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
-                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
-                              "quote the value, or remove the key")
-
-
-def _js_truthy(value: Any) -> bool:
-    if value is None or value is False:
-        return False
-    if isinstance(value, (int, float)):
-        return value == value and value != 0
-    return True
 
 
 def _plugins(data: dict[str, Any]) -> Iterator[Finding]:

@@ -7,6 +7,8 @@ wants them all):
   they say.
 - W401-W409: jobs OpenPAI accepts and then runs wrongly, from user reports: templates that render to nothing, task
   role names that collide, retry settings that are ignored. The template checks live in `placeholders`.
+W209-W211 (values JavaScript reads other than they look) live in `js_value_checks`; HiveD's and the storages' in
+`hived_checks` and `storage_checks`.
 
 The checks also run on documents that failed the schema, so that every problem is reported at once. They read
 values through the guards in `shapes`: a value of the wrong shape is skipped, since the schema phase reports it,
@@ -16,8 +18,6 @@ and so is a name lookup (E303-E305) into a list that is malformed. The one shape
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +25,7 @@ from .codes import finding
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
+from .js_value_checks import LONG_DIGITS, infinite_retries, long_number_findings, prototype_port_labels
 from .placeholders import PLUGIN_KEY, check_placeholders
 from .shapes import as_list, as_mapping, is_int, mappings_in, strings_in
 
@@ -52,60 +53,12 @@ def check_semantics(data: Any, *, tags: bool = True, text: str | None = None) ->
         *_deployments(data),
         *_defaults(data),
         *_task_roles(data),
-        *_infinite_retries(data),
-        *_prototype_port_labels(data),
+        *infinite_retries(data),
+        *prototype_port_labels(data),
         *(check_placeholders(data, prerequisites_by_type(data)) if tags else ()),
         *_extras_findings(data),
     ]
     return _in_document_order(findings, data)
-
-
-#: A run of more decimal digits than Python converts (protocol/yamlevents.py reads such an integer as Infinity).
-LONG_DIGITS = re.compile(r"(?<![0-9_])[0-9_]{4301}")  # each run scanned once, from its start
-
-
-def long_number_findings(data: dict[str, Any]) -> list[Finding]:
-    """W209 at each infinite number of a text holding a digit run longer than 4,300 (the caller checks the text: a
-    `.inf` in a job without one is what its author wrote)."""
-    found: list[Finding] = []
-    pending: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
-    while pending:
-        node, path = pending.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            if isinstance(value, (dict, list)):
-                pending.append((value, (*path, key)))
-            elif isinstance(value, float) and math.isinf(value):
-                found.append(finding("W209", pointer_of(*path, key), "a number of more than 4,300 digits; "
-                                     f"JavaScript (OpenPAI) reads it as {'-' if value < 0 else ''}Infinity, and so "
-                                     "does paictl", "quote it if it is meant as text"))
-    return found
-
-
-def _infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
-    """W210: an infinite retry count, which OpenPAI's Framework cannot carry (protocol/model.py reads it as 0)."""
-    roles = data.get("taskRoles")
-    places = [(("jobRetryCount",), data.get("jobRetryCount"))] + [
-        (("taskRoles", name, "taskRetryCount"), role.get("taskRetryCount"))
-        for name, role in (roles.items() if isinstance(roles, dict) else ()) if isinstance(role, dict)]
-    for path, value in places:
-        if type(value) is float and math.isinf(value):
-            yield finding("W210", pointer_of(*path), f"{path[-1]} is {'' if value > 0 else '-'}Infinity; OpenPAI "
-                          "sends it as null, which the API server drops, so FrameworkController never retries (paictl "
-                          "compiles 0)", "write the number of retries you want")
-
-
-def _prototype_port_labels(data: dict[str, Any]) -> Iterator[Finding]:
-    """W211: a `__proto__` port label, which OpenPAI drops (protocol/model.py drops it too)."""
-    roles = data.get("taskRoles")
-    for name, role in roles.items() if isinstance(roles, dict) else ():
-        resources = role.get("resourcePerInstance") if isinstance(role, dict) else None
-        ports = resources.get("ports") if isinstance(resources, dict) else None
-        if isinstance(ports, dict) and "__proto__" in ports:
-            yield finding("W211", pointer_of("taskRoles", name, "resourcePerInstance", "ports", "__proto__"),
-                          "a port label named __proto__: OpenPAI copies the labels into a JavaScript object, where "
-                          "this name sets the prototype instead of adding a label, so it gets no port",
-                          "rename the label", Anchor.KEY)
 
 
 def _extras_findings(data: dict[str, Any]) -> list[Finding]:

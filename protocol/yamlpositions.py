@@ -24,7 +24,8 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
     None when the text is not one the walk may read (the caller then loads it with the located loader)."""
     import yaml
 
-    from .yamlevents import _MAYBE_SPECIAL, _SPECIAL, LoadProblem, _key_text, _loader_class, _resolve
+    from .yamlevents import _loader_class
+    from .yamlscalars import _MAYBE_SPECIAL, _SPECIAL, LoadProblem, _key_text, _resolve
 
     wanted: set[str] = set()
     for pointer in pointers:
