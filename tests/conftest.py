@@ -59,11 +59,12 @@ def emulator(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def peer():
-    """The unchanged OpenPAI marketplace server (tests/marketplace_peer), one per session, started on first use.
+def peer(request):
+    """The unchanged OpenPAI marketplace server (tests/marketplace_peer), one per session, started on first use; its
+    identity provider is the session's real OpenPAI rest-server (`openpai_stack`).
 
     Without `../shared` (or node, npm, PostgreSQL) the tests that use it skip; under CI a missing tool fails them,
-    since CI provisions it (`.ci/provision-marketplace.sh`)."""
+    since CI provisions it (`.ci/provision-marketplace.sh`, `.ci/provision-openpai.sh`)."""
     import os
 
     from marketplace_peer import MarketplacePeer, PeerUnavailable, missing
@@ -74,7 +75,7 @@ def peer():
         pytest.skip(reason)
     if reason is not None:
         pytest.fail(f"CI provisions the marketplace server's tools, yet {reason}")
-    running = MarketplacePeer()
+    running = MarketplacePeer(request.getfixturevalue("openpai_stack"))
     try:
         running.__enter__()
     except PeerUnavailable as error:

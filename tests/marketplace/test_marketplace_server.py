@@ -26,7 +26,7 @@ def names(run_cli, *args: str) -> list[str]:
 def alice(peer):
     """The README's author: an ordinary user named alice, with nothing published yet."""
     peer.forget("alice")
-    return peer.user("alice", exact=True, groups=["vision-team"])[1]
+    return peer.user("alice", exact=True, groups=["team"])[1]
 
 
 def test_the_readme_examples_publish_as_an_ordinary_user_and_round_trip(peer, alice, run_cli, tmp_path):
@@ -159,11 +159,14 @@ def test_an_identity_provider_that_fails_or_is_slow(peer, run_cli, tmp_path):
 
     user, token = peer.user("slow")
     item = write_item(tmp_path, "slow-item", author=user)
-    peer.idp.failing = True
+    # the real rest-server behind the marketplace answers 500 to every call (through the IDP's fault proxy)
+    peer.idp.faults.fail("*", "", status=500, times=-1, content_type="application/json; charset=utf-8",
+                         body='{"code": "UnknownError", "message": "the identity provider is failing (test)"}')
     try:
         code, _, err = run_cli("marketplace", "publish", str(item), "--to", peer.url, "--token", token)
     finally:
-        peer.idp.failing = False
+        peer.idp.faults.clear()
+    assert any(status == 500 for _, _, status in peer.idp.faults.requests)  # the marketplace did ask its IDP
     assert code == 3 and "answered 500: Something wrong with token idp api" in err and err.count("\n") == 1
     assert peer.items_of(user) == []
     with FaultProxy(peer.url) as proxy:

@@ -1,6 +1,6 @@
 """The real OpenPAI marketplace server for paictl's tests (test code only, never shipped): see peer.py.
 
-    with MarketplacePeer() as peer:                   # ../shared/peers/openpaimarketplace, PostgreSQL 15, an IDP
+    with MarketplacePeer(stack) as peer:              # ../shared/peers/openpaimarketplace, PostgreSQL 15; IDP: stack
         alice, token = peer.user("alice")             # an ordinary OpenPAI user and a token of theirs
         ...                                           # paictl marketplace publish ... --to peer.url
         peer.items_of(alice)                          # what the database holds
@@ -9,8 +9,8 @@
 """
 
 from .faults import FaultProxy
-from .idp import IdentityProvider
+from .idp import OpenPaiIdentity
 from .peer import OFFICIAL_EXAMPLE, MarketplacePeer, PeerUnavailable, missing, provision
 
-__all__ = ["FaultProxy", "IdentityProvider", "MarketplacePeer", "OFFICIAL_EXAMPLE", "PeerUnavailable", "missing",
+__all__ = ["FaultProxy", "OpenPaiIdentity", "MarketplacePeer", "OFFICIAL_EXAMPLE", "PeerUnavailable", "missing",
            "provision"]

@@ -51,6 +51,11 @@ class FaultProxy:
         """Every request waits `delay` seconds, then reaches the server."""
         self.faults.append(Fault("*", re.compile(""), 0, "", delay, -1))
 
+    def clear(self) -> None:
+        """No more faults: every request reaches the server."""
+        with self._lock:
+            self.faults.clear()
+
     def writes(self) -> list[tuple[str, str, int]]:
         return [r for r in self.requests if r[0] in ("POST", "PUT", "DELETE")]
 

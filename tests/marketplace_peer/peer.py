@@ -10,7 +10,8 @@ only copied to a scratch folder at test time):
   root, since initdb refuses root), listening on 127.0.0.1 at a port found free and on a private socket folder;
 - `node -r bind_loopback.js src/index.js` with PORT=0: the preload makes `app.listen` bind 127.0.0.1 and reports
   the port the kernel chose;
-- `IDP_URL` pointing at the stand-in of OpenPAI's two routes (`idp.py`);
+- `IDP_URL` pointing at the session's real OpenPAI rest-server (`tests/openpai_peer`), through a fault proxy
+  (`idp.py`): users, groups and tokens are made there, as OpenPAI makes them;
 - the seed examples: upstream seeds from `examples/examples.js`, which is not part of `../shared/peers` (only
   `rest_server/` is). The scratch copy gets a generated `examples/examples.js` listing the upstream item protocols
   of `../shared/corpus/openpai/valid/openpaimarketplace__examples__item_protocols__*` (names are the file names,
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import httpx
 
-from .idp import IdentityProvider
+from .idp import OpenPaiIdentity
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -184,10 +185,11 @@ def _write_seed(scratch: Path) -> int:
 
 
 class MarketplacePeer:
-    """The real marketplace server, its database and its IDP; `url`, `idp`, `pg`, and users for tests."""
+    """The real marketplace server, its database and its IDP (the OpenPAI `stack`'s rest-server); `url`, `idp`,
+    `pg`, and users for tests."""
 
-    def __init__(self) -> None:
-        self.idp = IdentityProvider()
+    def __init__(self, stack: object) -> None:
+        self.idp = OpenPaiIdentity(stack)
         self.folder = Path(tempfile.mkdtemp(prefix="paictl-marketplace-"))
         self.pg = Postgres(self.folder / "pg")
         self.url = ""
