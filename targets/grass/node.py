@@ -237,6 +237,9 @@ def _depth(text: bytes) -> int:
 class _Handler(BaseHTTPRequestHandler):
     agent: NodeAgent
     protocol_version = "HTTP/1.1"
+    # each answer is headers then body, two writes: without TCP_NODELAY a keep-alive client waits ~40 ms (Nagle
+    # against delayed ACK) on every request after its first; Go's and Node's servers set it too
+    disable_nagle_algorithm = True
     timeout = IDLE_SECONDS  # the socket's: idle keep-alive connections and slow headers or bodies end
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name

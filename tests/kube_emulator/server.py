@@ -83,6 +83,9 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # as a real API server (Go sets TCP_NODELAY on every connection): otherwise each answer's second write waits
+    # for the client's delayed ACK, ~40 ms on every keep-alive request after the first
+    disable_nagle_algorithm = True
     server: EmulatorHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -87,6 +87,7 @@ class OpenPaiServer:
 class _Handler(BaseHTTPRequestHandler):
     api: OpenPaiServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # TCP_NODELAY, as Go's and Node's servers: no ~40 ms wait per keep-alive request
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
