@@ -13,11 +13,10 @@ The extender verbs (filter/bind/preempt) are not served: no Kubernetes scheduler
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackHandler, LoopbackServer
 
 SKU = "K80"
 #: VC name → how many of node-0's four K80 leaf cells it owns.
@@ -68,13 +67,8 @@ class HivedService(LoopbackServer):
         self.requests: list[str] = []
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     owner: HivedService
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # TCP_NODELAY, as Go's and Node's servers: no ~40 ms wait per keep-alive request
-
-    def log_message(self, *args) -> None:
-        pass
 
     def _json(self, status: int, data: Any) -> None:
         body = json.dumps(data).encode()

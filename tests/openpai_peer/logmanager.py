@@ -23,12 +23,11 @@ import hmac
 import json
 import re
 import time
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackHandler, LoopbackServer
 
 VALID = re.compile(r"^[\w\-.~]+$", re.ASCII)   # lua's ^[%w_%-%.~]+$
 TAIL_BYTES = 16384
@@ -87,13 +86,8 @@ class LogManager(LoopbackServer):
                                           "exp": now + self.token_seconds})
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     owner: LogManager
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # TCP_NODELAY, as Go's and Node's servers: no ~40 ms wait per keep-alive request
-
-    def log_message(self, *args) -> None:
-        pass
 
     def _send(self, status: int, body: bytes = b"", content_type: str = "application/json",
               extra: Optional[dict[str, str]] = None) -> None:

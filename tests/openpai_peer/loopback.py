@@ -7,8 +7,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Optional
 
 
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """What every stand-in's handler shares: HTTP/1.1 keep-alive, quiet, and TCP_NODELAY as Go's and Node's servers
+    set it (an answer is two writes; without it a keep-alive client waits ~40 ms for each, Nagle against delayed
+    ACK)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args) -> None:
+        pass
+
+
 class LoopbackServer:
-    """Subclasses set `handler` (a BaseHTTPRequestHandler class); the handler reaches the server object as
+    """Subclasses set `handler` (a LoopbackHandler class); the handler reaches the server object as
     `self.owner`. `with Sub(...) as server:` serves on `server.url` until the block ends."""
 
     handler: type[BaseHTTPRequestHandler]

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import http.client
 import re
-from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
-from .loopback import LoopbackServer
+from .loopback import LoopbackHandler, LoopbackServer
 
 REST = re.compile(r"^/rest-server/api(.*)$")
 LOG_MANAGER = re.compile(r"^/log-manager/([^/]+):(\d+)/(.*)$")
@@ -36,13 +35,8 @@ class Pylon(LoopbackServer):
         self.requests: list[tuple[str, str, dict[str, str]]] = []
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     owner: Pylon
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # TCP_NODELAY, as Go's and Node's servers: no ~40 ms wait per keep-alive request
-
-    def log_message(self, *args) -> None:
-        pass
 
     def _answer(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
         self.send_response(status)
