@@ -130,6 +130,13 @@ class FrameworkController:
             for task in role["taskStatuses"]:
                 yield role["name"], task
 
+    def _unfinished(self, status: dict[str, Any], role: Optional[str], index: Optional[int]):
+        """The tasks a call chose (all, one role's, or one task) that have not completed."""
+        for role_name, task in self._tasks(status):
+            if (role is None or role_name == role) and (index is None or task["index"] == index) \
+                    and task["state"] != "Completed":
+                yield role_name, task
+
     def create_attempt(self, name: str) -> dict[str, Any]:
         """AttemptCreationPending with all tasks pending (what the controller writes when it first sees it)."""
         def change(obj: dict[str, Any]) -> None:
@@ -157,11 +164,7 @@ class FrameworkController:
         """Every chosen task to `state`; entering AttemptPreparing creates its pod (name, uid, node, IPs)."""
         def change(obj: dict[str, Any]) -> None:
             fw = obj["metadata"]["name"]
-            for role_name, task in self._tasks(obj["status"]):
-                if (role is not None and role_name != role) or (index is not None and task["index"] != index):
-                    continue
-                if task["state"] == "Completed":
-                    continue
+            for role_name, task in self._unfinished(obj["status"], role, index):
                 attempt = task["attemptStatus"]
                 if state in ("AttemptCreationRequested", "AttemptPreparing", "AttemptRunning") \
                         and attempt["podUID"] is None:
@@ -181,11 +184,7 @@ class FrameworkController:
                        state: str = "Completed") -> dict[str, Any]:
         """The chosen unfinished tasks end with `code` (their pods observed Succeeded/Failed, then deleted)."""
         def change(obj: dict[str, Any]) -> None:
-            for role_name, task in self._tasks(obj["status"]):
-                if (role is not None and role_name != role) or (index is not None and task["index"] != index):
-                    continue
-                if task["state"] == "Completed":
-                    continue
+            for _, task in self._unfinished(obj["status"], role, index):
                 attempt = task["attemptStatus"]
                 attempt["completionStatus"] = completion(code, phrase, attributes, diagnostics)
                 attempt["completionTime"] = task["completionTime"] = _now()
