@@ -14,23 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from paictl.protocol.jsonout import strict_json
 from paictl.protocol.codes import finding
 from paictl.protocol.diagnostics import Anchor, Finding, pointer_of
 
-#: express' JSON body limit ('100kb', in bytes): a larger body is answered 413 before the server reads it.
-BODY_LIMIT_BYTES = 100 * 1024
+from .item import item_from_document
+from .wire import BODY_LIMIT_BYTES, encode_body, full_document
 
 _IDENTIFYING = ("name", "author", "type", "summary", "dataType", "dataUrl", "source")
 _LISTS = ("tags", "categories", "groupList")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def encode_body(body: Any) -> bytes:
-    """The exact bytes publishing sends (compact UTF-8 JSON), so that their size is known before sending."""
-    import json
-
-    return strict_json(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def name_findings(data: dict[str, Any]) -> list[Finding]:
@@ -73,9 +65,6 @@ def size_findings(data: dict[str, Any], text: str, description: str | None,
     estimate = len(text) + len(description or "") + (len(protocol) if isinstance(protocol, str) else 0)
     if estimate < BODY_LIMIT_BYTES // 2:
         return []  # well below: the exact size is not worth packing for
-    from .item import item_from_document
-    from .server_publish import full_document
-
     text = protocol if isinstance(protocol, str) else protocol()
     document = item_from_document({**data, "description": description or "", "protocol": text}).to_document()
     size = len(encode_body(full_document(document)))

@@ -23,7 +23,7 @@ from paictl.errors import ClusterError, NotFoundError
 from paictl.protocol.diagnostics import one_line
 
 from .query import ItemQuery, in_listing_order
-from .rules import BODY_LIMIT_BYTES, encode_body
+from .wire import BODY_LIMIT_BYTES, encode_body
 
 #: Long enough for a slow cluster proxy, short enough that CI does not hang on a dead one.
 TIMEOUT_SECONDS = 30.0
@@ -194,16 +194,6 @@ class MarketplaceServer:
             raise UsageError(f"marketplace {self.base_url}: several items are named {name!r} (authors: "
                              f"{', '.join(authors)}); give --author")
         return oldest(found)
-
-    # -- writing ---------------------------------------------------------------------------------------------
-
-    def publish(self, document: dict[str, Any]) -> tuple[str, str]:
-        """Create the item, or replace the one with its name and author: ("created" | "updated", id).
-
-        The caller has validated `document` (targets.publish does, right before this)."""
-        from .server_publish import Publication
-
-        return Publication(self, document).run()
 
 
 def oldest(documents: list[dict[str, Any]]) -> dict[str, Any]:

@@ -31,26 +31,28 @@ from typing import Any
 
 from paictl.errors import ClusterError
 
-from .item import DOCUMENT_KEYS
-from .rules import BODY_LIMIT_BYTES, encode_body
 from .server import MarketplaceServer, NotFoundAnswer, ServerError, oldest
+from .wire import BODY_LIMIT_BYTES, encode_body, full_document
 
 OFFICIAL_EXAMPLE = "official example"
 _ATTEMPTS = 3
 _CONVERGE_ROUNDS = 4
 #: Reading back until content and links agree; other publishers' writes end, so this ends (about 5 s at most).
 _SETTLE_ROUNDS = 20
-#: What an update sends for a field the item does not have: the column's empty value, so that it is removed.
-_EMPTY = {"groupList": [], "useBlob": False, "categories": [], "tags": []}
 
 
 class PublishRefused(ClusterError):
     """The server would refuse a write of this publication; nothing has been written."""
 
 
-def full_document(document: dict[str, Any]) -> dict[str, Any]:
-    """Every column an item sets, absent ones as their empty value or null: a PUT of it replaces the item."""
-    return {key: document.get(key, _EMPTY.get(key)) for key in DOCUMENT_KEYS}
+class ServerItemStore(MarketplaceServer):
+    """A marketplace server as an item store: reading is the client's own, publishing is a Publication."""
+
+    def publish(self, document: dict[str, Any]) -> tuple[str, str]:
+        """Create the item, or replace the one with its name and author: ("created" | "updated", id).
+
+        The caller has validated `document` (targets.publish does, right before this)."""
+        return Publication(self, document).run()
 
 
 class _ItemVanished(Exception):

@@ -31,7 +31,7 @@ def is_server(target: str) -> bool:
 
 
 def open_target(target: str, token: str | None = None, *, timeout: float = 30.0) -> ItemStore:
-    """A LocalIndex for a folder path, a MarketplaceServer for an http(s) URL (which needs a token)."""
+    """A LocalIndex for a folder path, a ServerItemStore for an http(s) URL (which needs a token)."""
     if not target:
         raise UsageError("no target: give a local index folder or a marketplace server URL")
     if is_server(target):
@@ -43,9 +43,9 @@ def open_target(target: str, token: str | None = None, *, timeout: float = 30.0)
             # Said without the token: httpx would put the header value, token and all, into its own error.
             raise UsageError("the marketplace token has spaces, line breaks or non-ASCII characters; an HTTP "
                              "header cannot carry it (was a second line pasted in?)")
-        from .server import MarketplaceServer
+        from .server_publish import ServerItemStore
 
-        return MarketplaceServer(target, token, timeout=timeout)
+        return ServerItemStore(target, token, timeout=timeout)
     if "://" in target:
         raise UsageError(f"{target}: a target is a folder or an http(s):// URL")
     from .local_index import LocalIndex
