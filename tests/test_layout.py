@@ -1,6 +1,7 @@
-"""The layout the README promises: imports point one way (protocol <- compiler <- targets <- cli), the CLI holds no
-backend logic (it reaches backends only through the registry), and no module in a target package repeats the
-package's name as a prefix."""
+"""The layout the README promises: imports point one way (errors and schemas <- protocol <- compiler <- targets and
+marketplace <- lsp <- cli), no two modules need each other (no circle, counting type-only and function-level imports),
+no private name crosses a module, the CLI holds no backend logic (it reaches backends only through the registry), and
+no module in a target package repeats the package's name as a prefix."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+
+#: Where each sub-package of the one `paictl` namespace lives in the tree (pyproject's package-dir).
+PACKAGE_DIRS = {"paictl": ROOT / "src" / "paictl", "paictl.protocol": ROOT / "protocol",
+                "paictl.compiler": ROOT / "compiler", "paictl.schemas": ROOT / "schemas",
+                "paictl.targets": ROOT / "targets", "paictl.marketplace": ROOT / "marketplace"}
+#: The whole order, ground first: a module may import its own layer and the layers of lower floors only. Layers on
+#: one floor (targets, marketplace) do not import each other. The package's own `__init__` (the lazy Python API)
+#: and `__main__` stand above everything.
+FLOORS = [("errors", "schemas"), ("protocol",), ("compiler",), ("targets", "marketplace"), ("lsp",), ("cli",)]
 
 LAYERS = {"protocol": ROOT / "protocol", "compiler": ROOT / "compiler", "targets": ROOT / "targets",
           "cli": ROOT / "src" / "paictl" / "cli"}
@@ -21,6 +31,122 @@ CLI_MAY_IMPORT = {"paictl.targets", "paictl.targets.backend", "paictl.targets.co
 SHARED_COMMANDS = ("app.py", "compile_cmd.py", "compile_run.py", "run_cmds.py", "submit_run.py", "jobinput.py",
                    "live.py", "errors.py", "entry.py", "validate_cmd.py", "report.py", "output.py")
 NEVER_FROM_CLI = ("paictl.targets.kube", "paictl.targets.local")
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the product by its dotted name."""
+    found: dict[str, Path] = {}
+    for package, folder in PACKAGE_DIRS.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.setdefault(".".join([package, *parts]), path)
+    return found
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, str, str]]]:
+    """(module -> the product modules it imports anywhere: top level, functions, TYPE_CHECKING, relative),
+    and every (importer, module, name) where a private name is imported from another module."""
+    files = module_files()
+    graph: dict[str, set[str]] = {}
+    private: list[tuple[str, str, str]] = []
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                deps |= {alias.name for alias in node.names if alias.name in files}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if source not in files:
+                    continue
+                for alias in node.names:
+                    if f"{source}.{alias.name}" in files:
+                        deps.add(f"{source}.{alias.name}")
+                        continue
+                    deps.add(source)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append((module, source, alias.name))
+        # a package's __init__ runs before its modules: importing it from inside is no edge of the module's own
+        graph[module] = {d for d in deps if d != module and not module.startswith(d + ".")}
+    return graph, private
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    graph, _ = import_graph()
+    assert circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    _, private = import_graph()
+    assert private == []
+
+
+def test_every_floor_imports_only_itself_and_the_floors_below():
+    graph, _ = import_graph()
+    floor_of = {layer: level for level, layers in enumerate(FLOORS) for layer in layers}
+    wrong = []
+    for module, deps in graph.items():
+        layer = module.split(".")[1] if module.count(".") else None
+        if layer not in floor_of:
+            continue  # paictl/__init__ (the lazy API) and __main__: the top
+        for dep in deps:
+            other = dep.split(".")[1] if dep.count(".") else "paictl"
+            if other != layer and floor_of.get(other, len(FLOORS)) >= floor_of[layer]:
+                wrong.append(f"{module} imports {dep}")
+    assert wrong == []
 
 
 def imported_modules(path: Path) -> set[str]:

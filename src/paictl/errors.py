@@ -7,10 +7,18 @@ its own checks, kept apart from 1 so that scripts never mistake one for an inval
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, Sequence
 
-if TYPE_CHECKING:
-    from paictl.protocol.diagnostics import Diagnostic
+
+class Reported(Protocol):
+    """What an error needs of a diagnostic (protocol.diagnostics.Diagnostic is one). Declared here, not imported:
+    this module is the ground every layer stands on, so it imports none of them."""
+
+    @property
+    def is_error(self) -> bool: ...
+
+    file: str
+    message: str
 
 
 class PaictlError(Exception):
@@ -24,7 +32,7 @@ class InvalidJobError(PaictlError):
 
     exit_code = 1
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: Sequence[Reported]):
         errors = [d for d in diagnostics if d.is_error]
         first = errors[0] if errors else None
         summary = f"{first.file}: {first.message}" if first else "invalid job"

@@ -138,7 +138,7 @@ def _secret_path(tag: Any) -> tuple[str, ...] | None:
 
 def secret_files(job: Job, entrypoints: Iterable[str]) -> dict[str, str]:
     """`secret.<path>` -> the value pystache would print (Python's str, not yet escaped), for every secret used."""
-    from paictl.targets.framework.secrets import plain
+    from paictl.targets.framework.values import plain
 
     secrets = {"$secrets": plain(job.secrets)}
     files: dict[str, str] = {}

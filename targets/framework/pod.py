@@ -17,7 +17,7 @@ from paictl.protocol.names import convert_name
 
 from paictl.targets.framework.env import app_env, init_env, task_role_env
 from paictl.targets.framework.hived import ENABLE_RESOURCE, SPEC_ANNOTATION, dump_spec
-from paictl.targets.framework.secrets import plain
+from paictl.targets.framework.values import plain
 
 if TYPE_CHECKING:
     from paictl.compiler.profiles import Profile, Storage
@@ -165,7 +165,7 @@ def _app_container(ctx: PodContext, role: TaskRole) -> dict[str, Any]:
     return {
         "name": "app",
         "imagePullPolicy": "Always",
-        "image": _image(ctx.job, role),
+        "image": task_image(ctx.job, role),
         "command": [f"{RUNTIME_ROOT}/runtime"],
         "resources": {"limits": _limits(ctx, role)},
         "env": app_env(role, ctx.profile, shared),
@@ -195,7 +195,7 @@ def _native_container(ctx: PodContext, role: TaskRole, entrypoint: str) -> dict[
         mounts.append({"name": native.BARRIER_VOLUME, "mountPath": native.BARRIER_MOUNT})
     container = {
         "name": "app",
-        "image": _image(ctx.job, role),
+        "image": task_image(ctx.job, role),
         "command": [*native.SHELL, "-c", native.prelude(ctx.job, ctx.native_ports, substitutions, SECRETS_MOUNT),
                     native.SCRIPT_NAME],
         "args": [commands],
@@ -233,7 +233,7 @@ def _volumes(ctx: PodContext, role: TaskRole) -> list[dict[str, Any]]:
     return volumes + (storages + secrets if profile.runtime == "openpai" else secrets + storages)
 
 
-def _image(job: Job, role: TaskRole) -> str:
+def task_image(job: Job, role: TaskRole) -> str:
     prerequisite = job.prerequisite("dockerimage", role.docker_image)
     assert prerequisite is not None and isinstance(prerequisite.uri, str)  # guaranteed by validation
     return prerequisite.uri

@@ -14,6 +14,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from paictl.targets.framework.values import plain
+
 if TYPE_CHECKING:
     from paictl.compiler.profiles import Profile
     from paictl.protocol.model import Job
@@ -151,19 +153,6 @@ def _role_data(role) -> dict[str, Any]:
         data["resourcePerInstance"]["ports"] = dict(res.ports)
     data["commands"] = list(role.commands)
     return data
-
-
-def plain(value: Any) -> Any:
-    """Frozen model mappings and tuples back to the dicts and lists YAML and JSON emitters take."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    from paictl.protocol.timestamps import Timestamp
-
-    if isinstance(value, Timestamp):  # an unquoted date: a Date upstream, which js-yaml writes as a timestamp
-        return value.moment
-    return value
 
 
 def _dump(data: Any) -> str:

@@ -49,7 +49,7 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
     virtual_cluster = job.defaults.virtual_cluster if job.defaults.virtual_cluster is not None \
         else profile.virtual_cluster
     findings: list[Finding] = list(task_role_name_findings(job))
-    storages = _storages(job, profile, findings)
+    storages = mounted_storages(job, profile, findings)
     hived_specs: dict[str, Any] = {}
     if profile.hived.enabled:
         from paictl.targets.framework.hived import hived_specs as compute
@@ -170,7 +170,7 @@ def compile_framework_file(path: str | os.PathLike[str], profile: Profile, **opt
     return compile_framework(job, profile, document=load_located(text, str(path)), **options)
 
 
-def _storages(job: Job, profile: Profile, findings: list[Finding]) -> tuple[MountedStorage, ...]:
+def mounted_storages(job: Job, profile: Profile, findings: list[Finding]) -> tuple[MountedStorage, ...]:
     """The storages upstream mounts: `extras.storages`, else the last teamwise_storage plugin's names
     (protocol/storage_checks.py reads them as k8s.js does; compile_checks has refused the shapes it crashes on).
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 from paictl.targets.jobset import status
 from paictl.targets.kube.client import JOBSET, STOP_FIELD_MANAGER, Cluster, Resource, describe_failure
-from paictl.targets.kube.follow import Workload
+from paictl.targets.kube.kind import Workload
 
 
 def workload() -> Workload:

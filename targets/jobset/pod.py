@@ -26,7 +26,7 @@ from paictl.protocol.names import convert_name
 
 from paictl.targets.framework import native
 from paictl.targets.framework.env import framework_env
-from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _image, cluster_pod_settings,
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, task_image, cluster_pod_settings,
                                           secret_and_storage_volumes)
 from paictl.targets.jobset.names import hostname
 
@@ -88,7 +88,7 @@ def pod_template(parts: PodParts, role: TaskRole, commands: str, substitutions: 
     res = role.resources
     container: dict[str, Any] = {
         "name": CONTAINER,
-        "image": _image(parts.job, role),
+        "image": task_image(parts.job, role),
         "command": [*native.SHELL, "-c", prelude, native.SCRIPT_NAME],
         "args": [commands],
         "env": _env(parts, role),

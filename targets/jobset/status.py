@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Optional
 
-from paictl.targets.mars.status import _get, _pod_state  # the same reading of a pod's main container
+from paictl.targets.mars.status import dig, pod_state_word  # the same reading of a pod's main container
 from paictl.targets.states import JobState, JobView, TaskView, condition_message
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -68,28 +68,28 @@ def pod_task(pod: Mapping[str, Any]) -> Optional[tuple[str, int]]:
 
 def task_views(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[TaskView, ...]:
     """One TaskView per task (role, index) of the current restart attempt, in spec order, then by index."""
-    name = _get(jobset, "metadata", "name")
-    restarts = str(_get(jobset, "status", "restarts") or 0)
+    name = dig(jobset, "metadata", "name")
+    restarts = str(dig(jobset, "status", "restarts") or 0)
     by_task: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     rjob_of: dict[str, str] = {}
     for pod in pods:
-        labels = _get(pod, "metadata", "labels") or {}
+        labels = dig(pod, "metadata", "labels") or {}
         task = pod_task(pod)
         if labels.get(JOBSET_LABEL) != name or task is None or str(labels.get(RESTART_LABEL, "0")) != restarts:
             continue
         by_task.setdefault(task, []).append(pod)
         rjob_of[task[0]] = str(labels.get(RJOB_LABEL))
-    order = {str(r.get("name")): i for i, r in enumerate(_get(jobset, "spec", "replicatedJobs") or ())
+    order = {str(r.get("name")): i for i, r in enumerate(dig(jobset, "spec", "replicatedJobs") or ())
              if isinstance(r, Mapping)}
     views = []
     for (role, index), attempts in by_task.items():
         attempts.sort(key=_created)
         pod = attempts[-1]
-        container = next((c for c in _get(pod, "status", "containerStatuses") or ()
+        container = next((c for c in dig(pod, "status", "containerStatuses") or ()
                           if isinstance(c, Mapping) and c.get("name") == CONTAINER), {})
-        terminated = _get(container, "state", "terminated")
-        views.append(TaskView(role=role, index=index, state=_pod_state(pod, container), attempt=len(attempts) - 1,
-                              node=_get(pod, "spec", "nodeName") or None,
+        terminated = dig(container, "state", "terminated")
+        views.append(TaskView(role=role, index=index, state=pod_state_word(pod, container), attempt=len(attempts) - 1,
+                              node=dig(pod, "spec", "nodeName") or None,
                               exit_code=terminated.get("exitCode") if isinstance(terminated, Mapping) else None))
     return tuple(sorted(views, key=lambda v: (order.get(rjob_of[v.role], len(order)), v.role, v.index)))
 
@@ -115,11 +115,11 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
             triggered_by, completion_code = (failed[0].role, failed[0].index), failed[0].exit_code
     elif state is JobState.SUCCEEDED:
         completion_code = 0
-    namespace = _get(jobset, "metadata", "namespace") or "default"
-    return JobView(name=str(_get(jobset, "metadata", "name")), state=state,
-                   attempt=int(_get(jobset, "status", "restarts") or 0), tasks=tasks, message=message,
+    namespace = dig(jobset, "metadata", "namespace") or "default"
+    return JobView(name=str(dig(jobset, "metadata", "name")), state=state,
+                   attempt=int(dig(jobset, "status", "restarts") or 0), tasks=tasks, message=message,
                    completion_code=completion_code, triggered_by=triggered_by,
-                   where=f"{KIND} {namespace}/{_get(jobset, 'metadata', 'name')}")
+                   where=f"{KIND} {namespace}/{dig(jobset, 'metadata', 'name')}")
 
 
 def _first_failed_job(condition: Optional[Mapping[str, Any]]) -> str:
@@ -135,7 +135,7 @@ def _tasks_of_job(job: str, pods: list[Mapping[str, Any]]) -> set[tuple[str, int
         return set()
     tasks = set()
     for pod in pods:
-        labels = _get(pod, "metadata", "labels") or {}
+        labels = dig(pod, "metadata", "labels") or {}
         task = pod_task(pod)
         if task is not None and job in (labels.get("batch.kubernetes.io/job-name"), labels.get("job-name")):
             tasks.add(task)
@@ -145,7 +145,7 @@ def _tasks_of_job(job: str, pods: list[Mapping[str, Any]]) -> set[tuple[str, int
 def progress(jobset: Mapping[str, Any]) -> str:
     """Per task role (replicatedJob), its child Jobs by state: `worker: 1 ready; ps: 1 active`."""
     parts = []
-    for status in _get(jobset, "status", "replicatedJobsStatus") or ():
+    for status in dig(jobset, "status", "replicatedJobsStatus") or ():
         if not isinstance(status, Mapping):
             continue
         counts = ", ".join(f"{status[key]} {key}" for key in _COUNTS if status.get(key))
@@ -156,27 +156,27 @@ def progress(jobset: Mapping[str, Any]) -> str:
 
 def _decide(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[JobState, Optional[Mapping]]:
     """The state and the condition that decided it (None when no condition did)."""
-    conditions = [c for c in _get(jobset, "status", "conditions") or () if isinstance(c, Mapping)]
+    conditions = [c for c in dig(jobset, "status", "conditions") or () if isinstance(c, Mapping)]
     true = {str(c.get("type")): c for c in conditions if c.get("status") == "True"}
-    terminal = _get(jobset, "status", "terminalState") or ""
+    terminal = dig(jobset, "status", "terminalState") or ""
     for kind, state in (("Completed", JobState.SUCCEEDED), ("Failed", JobState.FAILED)):
         if terminal == kind or kind in true:
             return state, true.get(kind)
-    if _get(jobset, "metadata", "deletionTimestamp"):
+    if dig(jobset, "metadata", "deletionTimestamp"):
         return JobState.STOPPING, None
-    if _get(jobset, "spec", "suspend") is True:
-        if (_get(jobset, "metadata", "annotations") or {}).get(SUSPENDED_BY_ANNOTATION):
+    if dig(jobset, "spec", "suspend") is True:
+        if (dig(jobset, "metadata", "annotations") or {}).get(SUSPENDED_BY_ANNOTATION):
             return JobState.STOPPED, None
         return JobState.PENDING, true.get("Suspended")
     if "Suspended" in true:
         return JobState.PENDING, true["Suspended"]
     if "RestartingJobSet" in true:
         return JobState.RESTARTING, true["RestartingJobSet"]
-    counts = [s for s in _get(jobset, "status", "replicatedJobsStatus") or () if isinstance(s, Mapping)]
+    counts = [s for s in dig(jobset, "status", "replicatedJobsStatus") or () if isinstance(s, Mapping)]
     if any(s.get(key) for s in counts for key in ("ready", "succeeded", "failed")) or any(
-            _get(pod, "status", "phase") == "Running" for pod in pods):
+            dig(pod, "status", "phase") == "Running" for pod in pods):
         return JobState.RUNNING, None
-    if int(_get(jobset, "status", "restarts") or 0) > 0 and not any(
+    if int(dig(jobset, "status", "restarts") or 0) > 0 and not any(
             c.get("type") == "RestartingJobSet" for c in conditions):
         # JobSet before v0.12 has no RestartingJobSet condition: a restart shows only as status.restarts going up
         # while the new attempt's Jobs come up (counted afresh)
@@ -185,4 +185,4 @@ def _decide(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[J
 
 
 def _created(pod: Mapping[str, Any]) -> tuple[str, str]:
-    return str(_get(pod, "metadata", "creationTimestamp") or ""), str(_get(pod, "metadata", "name") or "")
+    return str(dig(pod, "metadata", "creationTimestamp") or ""), str(dig(pod, "metadata", "name") or "")

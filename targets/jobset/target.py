@@ -64,13 +64,13 @@ def compile_jobset(job: Job, profile: Profile, *, parameters: Mapping[str, Any] 
     from paictl.compiler.render import render_entrypoint
 
     from paictl.targets.framework.native import allocate_ports, runtime_commands
-    from paictl.targets.framework.target import _storages
+    from paictl.targets.framework.target import mounted_storages
     from paictl.targets.jobset.pod import PodParts, pod_template
 
     errors = name_findings(job)
     ports, problems = allocate_ports(job, profile)
     errors += problems
-    storages = _storages(job, profile, errors)  # E601 for a storage the profile does not have
+    storages = mounted_storages(job, profile, errors)  # E601 for a storage the profile does not have
     raise_if_any(errors, document, _path(document))
 
     name = jobset_name(job, profile)

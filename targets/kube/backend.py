@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from paictl.targets.compiled import CompiledJob
 
     from .client import Cluster
-    from .follow import Workload
+    from .kind import Workload
 
 
 class KubeBackend:

@@ -30,6 +30,7 @@ from paictl.targets.kube.client import (
 from paictl.targets.states import JobState, JobView
 
 from .pods import PodDiagnoser
+from .kind import Workload
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -190,18 +191,6 @@ class JobWatchState:
         else:
             for pod in event.items:
                 self.pods[pod["metadata"]["name"]] = pod
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Workload:
-    """How to follow one kind: where it lives, how its pods are labelled, how to read it."""
-
-    resource: Resource
-    pod_selector: Callable[[str], str]                        # job name → label selector of its pods
-    view: Callable[[Mapping[str, Any], list], JobView]        # (job object, pods) → JobView
-    pod_task: Callable[[Mapping[str, Any]], Optional[tuple[str, int]]]  # pod → (role, index) of its task
-    #: (job, role, index) → the failed container's termination message the job object keeps, when it keeps one
-    termination_message: Optional[Callable[[Mapping[str, Any], str, int], str]] = None
 
 
 def follow_job(cluster: Cluster, workload: Workload, name: str, namespace: str, *, uid: Optional[str] = None,

@@ -11,7 +11,7 @@ from paictl.targets.backend import LogLine
 
 if TYPE_CHECKING:
     from .client import Cluster
-    from .follow import Workload
+    from .kind import Workload
 
 
 def pod_lines(connection: Cluster, task: tuple[str, int], pod: dict, *, follow: bool,

@@ -14,7 +14,7 @@ from paictl.targets.states import JobState, JobView
 from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
 
 if TYPE_CHECKING:
-    from .follow import Workload
+    from .kind import Workload
 
 
 class PodDiagnoser:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from paictl.targets.kube.follow import Workload
+from paictl.targets.kube.kind import Workload
 
 
 def _framework() -> Workload:

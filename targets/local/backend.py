@@ -79,7 +79,7 @@ class LocalBackend:
         secrets = secret_files(compiled.job, [role["command"][-2] for role in plan["spec"]["taskRoles"]])
         if compiled.job.secrets and plan["spec"]["runtime"]["kind"] == "docker":
             from paictl.compiler.emit import to_yaml_document
-            from paictl.targets.framework.secrets import plain
+            from paictl.targets.framework.values import plain
 
             # OpenPAI mounts the job's secrets as secrets.yaml beside the per-secret files (containers.py)
             secrets["secrets.yaml"] = to_yaml_document(plain(compiled.job.secrets))

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 from paictl.targets.local import procs, watchdog
 
 if TYPE_CHECKING:
-    from paictl.targets.local.runner import _Task
+    from paictl.targets.local.task import TaskInstance
 
 
 class RunProcesses:
     """One run's processes below its runner. `tasks`: the current attempt's tasks (read at each call); `docker`:
     the run's containers (containers.DockerTasks), told when a task's `docker run` has ended."""
 
-    def __init__(self, run_id: str, tasks: Callable[[], Iterable["_Task"]], docker: Any = None):
+    def __init__(self, run_id: str, tasks: Callable[[], Iterable["TaskInstance"]], docker: Any = None):
         self.run_id = run_id
         self._tasks = tasks
         self._docker = docker
@@ -53,7 +53,7 @@ class RunProcesses:
                 except ChildProcessError:
                     pass
 
-    def signal(self, task: "_Task", signum: int) -> None:
+    def signal(self, task: "TaskInstance", signum: int) -> None:
         try:
             os.killpg(task.process.pid, signum)  # type: ignore[union-attr]
         except (ProcessLookupError, PermissionError):
@@ -64,14 +64,14 @@ class RunProcesses:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def task_processes(self, task: "_Task") -> set[int]:
+    def task_processes(self, task: "TaskInstance") -> set[int]:
         """The task's live processes outside its shell: the runner's descendants that carry its marker."""
         if self.left_nothing(task):
             return set()
         table = procs.process_table()
         return procs.marked_among(procs.descendants(os.getpid(), table) - self.shells(), self.run_id, task.label)
 
-    def left_nothing(self, task: "_Task", children: Optional[set[int]] = None) -> bool:
+    def left_nothing(self, task: "TaskInstance", children: Optional[set[int]] = None) -> bool:
         """True when the task's shell has ended and been reaped, its process group is empty, and no process of the
         run lives outside the task shells.
 
@@ -96,7 +96,7 @@ class RunProcesses:
             return False
         return not (mine - self.shells() - self.foreign - self._watchdog_pid())
 
-    def kill_group(self, task: "_Task", children: Optional[set[int]] = None) -> None:
+    def kill_group(self, task: "TaskInstance", children: Optional[set[int]] = None) -> None:
         """SIGKILL whatever is left of the task (its group and its marked processes), reap its shell and any orphan
         it left, and tell the watchdog the group is gone. `children`: as for `left_nothing`, from the runner's
         poll; when it shows nothing could be left, there is nothing to kill."""

@@ -40,6 +40,7 @@ from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUES
 from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.local import procs
 from paictl.targets.local.run_processes import RunProcesses
+from paictl.targets.local.task import TaskInstance
 from paictl.targets.local.store import PORTS, append_note, folder_error, log_tail, owner_record, stop_requested, \
     task_log, write_json, write_state
 from paictl.targets.states import JobState, JobView, TaskView
@@ -50,35 +51,6 @@ POLL_SECONDS = 0.05
 FIRST_POLL_SECONDS = 0.002
 _REAP_EVERY = 20  # polls between two reapings of orphans that ended on their own (zombies of the subreaper)
 _POLL_EVERY_STARTS = 20  # tasks started between two polls while an attempt starts
-
-
-@dataclasses.dataclass(kw_only=True)
-class _Task:
-    """A running task instance of a local attempt and the process group it owns."""
-    role: dict[str, Any]
-    index: int
-    process: Any = None  # subprocess.Popen, or runtime.SpawnedTask (the same methods)
-    log: Optional[Path] = None
-    offset: int = 0
-    state: str = "pending"
-    attempt: int = 0
-    accountable: int = 0
-    exit_code: Optional[int] = None
-    diagnosis: Optional[str] = None
-    outcome: Optional[Outcome] = None
-    rule: Any = None
-    failed: list = dataclasses.field(default_factory=list)  # (attempt, exit code, diagnosis) of retried failures
-    #: The shell has been reaped and its group killed: the pgid may belong to someone else from now on.
-    group_gone: bool = True
-
-    @property
-    def label(self) -> str:
-        return f"{self.role['name']}-{self.index}"
-
-    def view(self) -> TaskView:
-        return TaskView(role=self.role["name"], index=self.index, state=self.state, attempt=self.attempt,
-                        node=NODE, exit_code=self.exit_code, diagnosis=self.diagnosis,
-                        failed_attempts=tuple(self.failed))
 
 
 class LocalRunner:
@@ -95,7 +67,7 @@ class LocalRunner:
         self.run_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid (and platform)
         self.attempt = 0
         self.job_accountable = 0
-        self.tasks: list[_Task] = []
+        self.tasks: list[TaskInstance] = []
         self.last: Optional[JobView] = None
         self._ports: Ports = {}
         self._peers: dict[str, str] = {}
@@ -222,7 +194,7 @@ class LocalRunner:
         ports = allocate_ports(self.plan)
         write_json(attempt_dir / PORTS, ports)
         peers = peer_env(self.plan, ports)
-        self.tasks = [_Task(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
+        self.tasks = [TaskInstance(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
         self._ports, self._peers = ports, peers
         self._shared_env = attempt_env(self.plan, peers, inherit=self._docker is None)
@@ -238,7 +210,7 @@ class LocalRunner:
         self._processes.flush_watchdog()
         return early
 
-    def _start_task(self, task: _Task) -> None:
+    def _start_task(self, task: TaskInstance) -> None:
         env = task_env(self.plan, task.role, task.index, peers=self._peers,
                        own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
                        job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
@@ -280,7 +252,7 @@ class LocalRunner:
                 return completion
         return None
 
-    def _exited(self, task: _Task, children: Optional[set[int]]) -> Optional[Completion]:
+    def _exited(self, task: TaskInstance, children: Optional[set[int]]) -> Optional[Completion]:
         """Handle a task whose shell `_poll` reaped; `children`: the runner's children read after that."""
         assert task.process is not None and task.log is not None
         code = task.process.returncode
@@ -312,11 +284,11 @@ class LocalRunner:
                     for role in self.plan["spec"]["taskRoles"]}
         return attempt_completion(task.role["name"], task.index, outcomes, policies)
 
-    def _log_text(self, task: _Task) -> str:
+    def _log_text(self, task: TaskInstance) -> str:
         assert task.log is not None
         return log_tail(task.log, task.offset, LOG_TAIL)
 
-    def _note(self, task: _Task, text: str) -> None:
+    def _note(self, task: TaskInstance, text: str) -> None:
         assert task.log is not None
         try:
             append_note(task.log, f"[paictl] {task.label}: {text}")
@@ -324,7 +296,7 @@ class LocalRunner:
             if not self._failed:
                 raise
 
-    def _task(self, role: str, index: int) -> _Task:
+    def _task(self, role: str, index: int) -> TaskInstance:
         return next(t for t in self.tasks if t.role["name"] == role and t.index == index)
 
     # -- stopping -----------------------------------------------------------------------------------------------

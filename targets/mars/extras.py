@@ -27,7 +27,7 @@ import re
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
-from paictl.targets.framework.secrets import plain
+from paictl.targets.framework.values import plain
 
 if TYPE_CHECKING:
     from paictl.protocol.diagnostics import Finding

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.framework.env import framework_env
 from paictl.targets.framework.native import SCRIPT_NAME, SHELL, container_ports, native_env, run_commands
-from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, _image, cluster_pod_settings,
+from paictl.targets.framework.pod import (SECRETS_MOUNT, MountedStorage, task_image, cluster_pod_settings,
                                           secret_and_storage_volumes)
 from paictl.targets.mars.extras import cache_mb
+from paictl.targets.mars.status import CONTAINER
 
 if TYPE_CHECKING:
     from paictl.compiler.profiles import Profile
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
 
 #: KubeDL labels every pod with its index (marsjob.md 4); the PAI task index variables read it.
 INDEX_FIELD = "metadata.labels['replica-index']"
+
+#: The port Mars' own services bind in every pod (its scheduler, web service and workers find each other on it).
+MARS_PORT = 11111
+MARS_PORT_NAME = "mars-port"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -42,8 +47,6 @@ class PodParts:
 
 def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: str,
                  substitutions: list[tuple[str, str]]) -> dict[str, Any]:
-    from paictl.targets.mars.target import CONTAINER, MARS_PORT, MARS_PORT_NAME
-
     profile = parts.profile
     prelude = "\n".join([
         "# paictl: the task role's commands, as OpenPAI runs them; $secrets are read from the mounted Secret.",
@@ -61,7 +64,7 @@ def pod_template(parts: PodParts, role: TaskRole, replica_type: str, commands: s
     volumes += more_volumes
     container: dict[str, Any] = {
         "name": CONTAINER,
-        "image": _image(parts.job, role),
+        "image": task_image(parts.job, role),
         "command": [*SHELL, "-c", prelude, SCRIPT_NAME],
         "args": [commands],
         "ports": [{"name": MARS_PORT_NAME, "containerPort": MARS_PORT}, *container_ports(role, parts.ports)],

@@ -49,21 +49,21 @@ def job_state(marsjob: Mapping[str, Any]) -> JobState:
 
 def task_views(marsjob: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tuple[TaskView, ...]:
     """One TaskView per pod of this MarsJob, Scheduler first, then WebService and Worker, each by index."""
-    name = _get(marsjob, "metadata", "name")
+    name = dig(marsjob, "metadata", "name")
     by_lower = {t.lower(): t for t in REPLICA_TYPES}
     views = []
     for pod in pods:
-        labels = _get(pod, "metadata", "labels") or {}
+        labels = dig(pod, "metadata", "labels") or {}
         replica_type = by_lower.get(str(labels.get("replica-type", "")).lower())
         index = labels.get("replica-index")
         if labels.get("job-name") != name or replica_type is None or not str(index).isdigit():
             continue
-        container = next((c for c in _get(pod, "status", "containerStatuses") or ()
+        container = next((c for c in dig(pod, "status", "containerStatuses") or ()
                           if isinstance(c, Mapping) and c.get("name") == CONTAINER), {})
-        terminated = _get(container, "state", "terminated")
-        views.append(TaskView(role=replica_type, index=int(str(index)), state=_pod_state(pod, container),
+        terminated = dig(container, "state", "terminated")
+        views.append(TaskView(role=replica_type, index=int(str(index)), state=pod_state_word(pod, container),
                               attempt=int(container.get("restartCount") or 0),
-                              node=_get(pod, "spec", "nodeName") or None,
+                              node=dig(pod, "spec", "nodeName") or None,
                               exit_code=terminated.get("exitCode") if isinstance(terminated, Mapping) else None))
     return tuple(sorted(views, key=lambda v: (REPLICA_TYPES.index(v.role), v.index)))
 
@@ -84,21 +84,21 @@ def job_view(marsjob: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVi
         decider = next((t for t in schedulers if t.exit_code not in (None, 0)), schedulers[0]) \
             if state is JobState.FAILED else schedulers[0]
         triggered_by, completion_code = (decider.role, decider.index), decider.exit_code
-    namespace = _get(marsjob, "metadata", "namespace") or "default"
-    return JobView(name=str(_get(marsjob, "metadata", "name")), state=state, tasks=tasks, message=message,
+    namespace = dig(marsjob, "metadata", "namespace") or "default"
+    return JobView(name=str(dig(marsjob, "metadata", "name")), state=state, tasks=tasks, message=message,
                    completion_code=completion_code, triggered_by=triggered_by,
-                   where=f"{KIND} {namespace}/{_get(marsjob, 'metadata', 'name')}")
+                   where=f"{KIND} {namespace}/{dig(marsjob, 'metadata', 'name')}")
 
 
 def _decide(marsjob: Mapping[str, Any]) -> tuple[JobState, Mapping[str, Any] | None]:
     """The state and the condition that decided it (None when no condition did)."""
-    conditions = [c for c in _get(marsjob, "status", "conditions") or () if isinstance(c, Mapping)]
+    conditions = [c for c in dig(marsjob, "status", "conditions") or () if isinstance(c, Mapping)]
     true = [c for c in conditions if c.get("status") == "True"]
     for kind, state in _FINAL:
         found = next((c for c in true if c.get("type") == kind), None)
         if found is not None:
             return state, found
-    if _get(marsjob, "metadata", "deletionTimestamp"):
+    if dig(marsjob, "metadata", "deletionTimestamp"):
         return JobState.STOPPING, None
     if not true:
         return JobState.PENDING, None
@@ -106,9 +106,9 @@ def _decide(marsjob: Mapping[str, Any]) -> tuple[JobState, Mapping[str, Any] | N
     return _ONGOING.get(str(newest.get("type")), JobState.UNKNOWN), newest
 
 
-def _pod_state(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str:
+def pod_state_word(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str:
     """The word shown for a task: Terminating, else the `mars` container's state or reason, else the pod's."""
-    if _get(pod, "metadata", "deletionTimestamp"):
+    if dig(pod, "metadata", "deletionTimestamp"):
         return "Terminating"
     state = container.get("state") if isinstance(container.get("state"), Mapping) else {}
     if isinstance(state.get("terminated"), Mapping):
@@ -118,10 +118,10 @@ def _pod_state(pod: Mapping[str, Any], container: Mapping[str, Any]) -> str:
         return state["waiting"].get("reason") or "Waiting"
     if isinstance(state.get("running"), Mapping):
         return "Running"
-    return _get(pod, "status", "reason") or _get(pod, "status", "phase") or "Pending"
+    return dig(pod, "status", "reason") or dig(pod, "status", "phase") or "Pending"
 
 
-def _get(obj: Any, *keys: str) -> Any:
+def dig(obj: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(obj, Mapping):
             return None

@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["API_VERSIONS", "CONTAINER", "KIND", "PLURAL", "compile", "compile_warnings", "job_state", "job_view",
            "marsjob_name", "task_views"]
 
-MARS_PORT = 11111
-MARS_PORT_NAME = "mars-port"
 DEFAULT_RESTART_POLICIES = {"Scheduler": "Never", "WebService": "Always", "Worker": "ExitCode"}
 #: The longest replica type in pod and Service names (`<job>-webservice-<i>`, DNS-1035 labels of at most 63).
 _LONGEST_SUFFIX = "-webservice-"
@@ -72,12 +70,12 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
 
     from paictl.targets.framework.native import allocate_ports, runtime_commands
 
-    from paictl.targets.framework.target import _storages
+    from paictl.targets.framework.target import mounted_storages
 
     types, settings, errors, _ = _plan(job, profile)
     ports, problems = allocate_ports(job, profile)
     errors += problems + _port_findings(job, ports)
-    storages = _storages(job, profile, errors)  # E601 for a storage the profile does not have
+    storages = mounted_storages(job, profile, errors)  # E601 for a storage the profile does not have
     raise_if_any(errors, document, document.path if document is not None else "<job>")
 
     name = marsjob_name(job, profile)
@@ -214,6 +212,7 @@ def _plan(job: Job, profile: Profile) -> tuple[dict[str, TaskRole], MarsSettings
 def _port_findings(job: Job, ports: Mapping[str, Mapping[str, tuple[int, ...]]]) -> list[Finding]:
     from paictl.protocol.codes import finding
     from paictl.protocol.diagnostics import Anchor
+    from paictl.targets.mars.pod import MARS_PORT
 
     return [finding("E706", _role_pointer(role) + "/resourcePerInstance", f"task role '{role.name}' would get port "
                     f"{MARS_PORT} for its '{label}' ports, and Mars binds that port itself",

@@ -29,7 +29,7 @@ class Cursor(NamedTuple):
     in_list_item: bool
 
 
-def _content(line: str) -> tuple[int, int | None, str]:
+def line_content(line: str) -> tuple[int, int | None, str]:
     """(column of the content, column of a leading `- ` or None, the content) of one line."""
     stripped = line.lstrip(" ")
     indent = len(line) - len(stripped)
@@ -84,7 +84,7 @@ def ancestors(lines: list[str], line: int, target: int, dash: int | None = None)
         if _skipped(text):
             number -= 1
             continue
-        column, item_dash, content = _content(text)
+        column, item_dash, content = line_content(text)
         if item_dash is not None and item_dash < target:
             path.append(str(_item_index(lines, number, item_dash)))
             target = item_dash
@@ -108,7 +108,7 @@ def _item_index(lines: list[str], line: int, dash: int) -> int:
         text = lines[number]
         if _skipped(text):
             continue
-        column, item_dash, _ = _content(text)
+        column, item_dash, _ = line_content(text)
         if item_dash == dash:
             index += 1
         elif column <= dash and item_dash is None:
@@ -124,7 +124,7 @@ def cursor_at(lines: list[str], line: int, column: int) -> Cursor:
     before = text[:column]
     opened = before.rfind(_PLACEHOLDER_OPEN)
     placeholder = before[opened + 2:] if opened >= 0 and "%>" not in before[opened:] else None
-    content_column, dash, content = _content(before)
+    content_column, dash, content = line_content(before)
     if not before.strip(" ") or (dash is not None and not content):
         content_column = column
     key = _key_of(content)

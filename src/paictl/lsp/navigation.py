@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, Sequence
 from paictl.protocol.diagnostics import Diagnostic, pointer_of
 
 from . import names
-from .cursor import _content, cursor_at, key_span
+from .cursor import line_content, cursor_at, key_span
 
 #: Where the table of every code is: an editor links a diagnostic's code here (LSP codeDescription).
 CODES_URL = "https://github.com/paictl/paictl#diagnostic-codes"
@@ -50,7 +50,7 @@ def covers(diagnostic: Diagnostic, span_end: int, line: int, column: int) -> boo
 
 def key_on_line(text: str) -> tuple[str, int, int] | None:
     """The block mapping key a line holds: (key, start, end)."""
-    column, _, content = _content(text)
+    column, _, content = line_content(text)
     found = key_span(content)
     if found is None:
         return None

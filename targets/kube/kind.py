@@ -1,0 +1,23 @@
+"""What the follower needs to know of one workload kind (Framework, JobSet, MarsJob): the seam between the generic
+Kubernetes machinery (follow, pods, logs) and each target's own reading of its objects, which depends on it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+
+if TYPE_CHECKING:
+    from paictl.targets.kube.client import Resource
+    from paictl.targets.states import JobView
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Workload:
+    """How to follow one kind: where it lives, how its pods are labelled, how to read it."""
+
+    resource: Resource
+    pod_selector: Callable[[str], str]                        # job name → label selector of its pods
+    view: Callable[[Mapping[str, Any], list], JobView]        # (job object, pods) → JobView
+    pod_task: Callable[[Mapping[str, Any]], Optional[tuple[str, int]]]  # pod → (role, index) of its task
+    #: (job, role, index) → the failed container's termination message the job object keeps, when it keeps one
+    termination_message: Optional[Callable[[Mapping[str, Any], str, int], str]] = None
