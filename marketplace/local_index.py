@@ -56,7 +56,7 @@ class LocalIndex:
         except OSError as exc:
             raise InputError(f"{self.folder}: cannot create the index folder: {exc.strerror or exc}") from None
         key = (document["author"], document["name"])
-        file = f"{ITEMS_FOLDER}/{_file_name(*key)}"
+        file = item_file(*key)
         staged = _staged(self.folder / file, strict_json(document, indent=2, ensure_ascii=False) + "\n")
         try:
             with self._locked():
@@ -144,7 +144,10 @@ class LocalIndex:
 #: Bounds on what is read: an index of 100,000 items is about 40 MB; an item holds at most a 2 MiB job and text.
 MAX_INDEX_BYTES = 128 * 1024 * 1024
 MAX_ITEM_BYTES = 8 * 1024 * 1024
-_ENTRY_FILE = re.compile(r"items/[A-Za-z0-9._-]{1,200}\.json")
+#: The one rule for an item's file, which the writer's names always meet and the reader checks: one name inside
+#: `items/`, of safe characters. A single path segment ending in `.json` can never climb out, so dots are fine inside
+#: it (`a..b`); what the rule shuts out is a slash, and with it `..` as a segment.
+ITEM_FILE = re.compile(r"items/[A-Za-z0-9._-]{1,200}\.json")
 _TEXT_KEYS = ("id", "name", "author")
 _OPTIONAL_TEXT_KEYS = ("type", "source", "summary")
 
@@ -158,7 +161,7 @@ def _entry_problem(entry: Any) -> str | None:
         tags, categories = get("tags"), get("categories")
         if (type(text) is str and type(name) is str and type(author) is str and type(file) is str
                 and text and name and author and "\x00" not in text + name + author
-                and _ENTRY_FILE.fullmatch(file) and ".." not in file
+                and ITEM_FILE.fullmatch(file)
                 and all(type(get(key)) in (str, type(None)) for key in _OPTIONAL_TEXT_KEYS)
                 and (tags is None or (type(tags) is list and all(type(t) is str for t in tags)))
                 and (categories is None or (type(categories) is list and all(type(c) is str for c in categories)))):
@@ -183,7 +186,7 @@ def _why_not_an_entry(entry: Any) -> str | None:
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             return f"`{key}` is not a list of texts"
     file = entry.get("file")
-    if not isinstance(file, str) or not _ENTRY_FILE.fullmatch(file) or ".." in file:
+    if not isinstance(file, str) or not ITEM_FILE.fullmatch(file):
         return f"`file` must be items/<name>.json inside the index folder, not {one_line(repr(file))[:120]}"
     return None
 
@@ -228,13 +231,17 @@ def read_inside(folder: Path, relative: str, limit: int, *, missing_ok: bool = F
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_DOTS = re.compile(r"\.{2,}")
 
 
-def _file_name(author: str, name: str) -> str:
-    """A readable, collision-free file name for (author, name): a cleaned prefix and a hash of the exact pair."""
+def item_file(author: str, name: str) -> str:
+    """`items/<file>` for (author, name): a readable, collision-free name (a cleaned prefix and a hash of the exact
+    pair) that meets ITEM_FILE for every name the item schema allows (`../up`, `a..b`, `x/../y`, any script)."""
     digest = hashlib.sha256(f"{author}\0{name}".encode()).hexdigest()[:16]
-    readable = _UNSAFE.sub("-", f"{author}--{name}").strip(".-")[:80]
-    return f"{readable}-{digest}.json"
+    readable = _DOTS.sub(".", _UNSAFE.sub("-", f"{author}--{name}")).strip(".-")[:80]
+    file = f"{ITEMS_FOLDER}/{readable}-{digest}.json"
+    assert ITEM_FILE.fullmatch(file), file
+    return file
 
 
 def write_atomically(path: str | os.PathLike[str], text: str) -> None:

@@ -22,6 +22,16 @@ class ItemQuery:
     tags: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        for option, values in (("--tag", self.tags), ("--category", self.categories)):
+            if any(not value for value in values):
+                # The server drops an empty `?tag=` and lists everything; a local index would list nothing. Neither
+                # is what the user meant, and the two targets must not disagree.
+                from paictl.errors import UsageError
+
+                raise UsageError(f"{option} '' names nothing: an empty {option[2:]} matches no item; leave the "
+                                 "option out to list every item")
+
     def matches(self, document: dict[str, Any]) -> bool:
         if self.name and document.get("name") != self.name:
             return False

@@ -84,10 +84,15 @@ class Diagnostic(_DiagnosticFields):
 
 
 # C0 and C1 controls (U+0080-U+009F: a terminal reads U+009B as CSI and U+009D as OSC, so a crafted name could set
-# the window title), DEL, and the Unicode line and paragraph separators and bidirectional overrides.
+# the window title), DEL, the Unicode line and paragraph separators and bidirectional overrides, and the characters
+# that print as nothing (zero-width spaces and joiners, soft hyphen, word joiner, BOM, invisible operators, tag
+# characters): without them `tiny` and `ti\u200bny` would print alike, and a look-alike name could pass for another.
+_INVISIBLE = (0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, *range(0x200B, 0x2010),
+              *range(0x2060, 0x2065), 0x3164, 0xFEFF, 0xFFA0, *range(0xE0000, 0xE0080))
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]} | {
     0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"} | {
-    code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+    code: f"\\u{code:04x}" for code in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))} | {
+    code: f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}" for code in _INVISIBLE}
 
 
 _CONTROL_KEEPING_TABS = {code: escaped for code, escaped in _CONTROL.items() if code != 0x09}

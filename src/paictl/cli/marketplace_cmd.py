@@ -226,9 +226,9 @@ def _list(target: str, token: Optional[str], output: ListFormat, timeout: float,
     from paictl.marketplace.query import ItemQuery, summary_of
     from paictl.protocol.diagnostics import one_line
 
-    query = ItemQuery(type=item_type, tags=tuple(tags or ()), categories=tuple(categories or ()), author=author,
-                      keyword=keyword)
     try:
+        query = ItemQuery(type=item_type, tags=tuple(tags or ()), categories=tuple(categories or ()), author=author,
+                          keyword=keyword)
         found = _store(target, token, timeout).query(query)
     except PaictlError as error:
         fail(error)
