@@ -282,7 +282,23 @@ def pull_command(
         text = packed_yaml(item)
     else:
         text = item.protocol if item.protocol.endswith("\n") else item.protocol + "\n"
+        _warn_unless_yaml(item.protocol, name)
     _write_or_print(text, output_file)
+
+
+def _warn_unless_yaml(protocol: str, name: str) -> None:
+    """A target may hold a job that is not YAML (a server takes any text another client sent): it is still printed
+    as stored, but `validate` and `compile` would refuse it, so say so first."""
+    from paictl.protocol.diagnostics import one_line
+    from paictl.protocol.loading import DocumentError, load_data
+
+    try:
+        load_data(protocol, "<job>")
+    except DocumentError as error:
+        first = error.diagnostics[0]
+        where = f"line {first.line}: " if first.line else ""
+        typer.echo(f"paictl: warning: the job of item {one_line(repr(name))} is not a YAML job ({where}"
+                   f"{one_line(first.message)}); printed as the target stores it", err=True)
 
 
 def _write_or_print(text: str, output_file: Optional[str]) -> None:
