@@ -210,11 +210,13 @@ class Marketplace:
             raise HttpError(500, INTERNAL)
         if kind is self.categories and row["name"] == OFFICIAL_EXAMPLE and not caller.admin:
             raise HttpError(403, f'Only admin can set "{OFFICIAL_EXAMPLE}" category.')
-        present = [link for link in kind.links if link["MarketplaceItemId"] == item_id and link[kind.link_key] == row_id]
-        if method == "DELETE":
-            kind.links = [link for link in kind.links if not any(link is p for p in present)]
+        def is_this(link: dict[str, Any]) -> bool:
+            return link["MarketplaceItemId"] == item_id and link[kind.link_key] == row_id
+
+        if method == "DELETE":  # 200 whether or not it was linked
+            kind.links = [link for link in kind.links if not is_this(link)]
             return JsonString("deleted")
-        if present:
+        if any(is_this(link) for link in kind.links):
             raise HttpError(404, NOT_FOUND)
         stamp = now()
         kind.links.append({"createdAt": stamp, "updatedAt": stamp, "MarketplaceItemId": item_id,
