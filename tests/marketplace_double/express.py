@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import re
+import urllib.parse
 
 #: express' `bodyParser.json()` default limit (100 kB); a longer body is 413 before any route runs.
 BODY_LIMIT_BYTES = 100 * 1024
@@ -29,9 +29,12 @@ def json_text(value: object) -> bytes:
 
 
 def cannot_route(method: str, path: str) -> bytes:
-    """finalhandler's 404 page for a route no handler took (no etag: it is not sent through `res.send`)."""
+    """finalhandler's 404 page for a route no handler took (no etag: it is not sent through `res.send`); the path
+    as `encodeurl` then `escape-html` leave it."""
+    encoded = urllib.parse.quote(re.sub(r"%(?![0-9A-Fa-f]{2})", "%25", path), safe="!%&'()*+,-./:;=?@[]_~")
+    shown = encoded.replace("&", "&amp;").replace("'", "&#39;")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n"
-            f"<body>\n<pre>Cannot {method} {html.escape(path, quote=False)}</pre>\n</body>\n</html>\n").encode()
+            f"<body>\n<pre>Cannot {method} {shown}</pre>\n</body>\n</html>\n").encode()
 
 
 def parse_error(text: str) -> str | None:
@@ -57,8 +60,18 @@ def parse_error(text: str) -> str | None:
             return f"Unterminated string in JSON at position {len(text)}"
         if error.msg.startswith("Invalid control character"):
             return f"Bad control character in string literal in JSON at position {position}"
+        rest = text[position:]
+        for literal in ("true", "false", "null"):  # V8 names the first character that leaves the literal
+            matched = next((n for n in range(len(literal)) if rest[n:n + 1] != literal[n]), len(literal))
+            if matched:
+                position += matched
+                break
         if position >= len(text.rstrip()):
             return "Unexpected end of JSON input"
+        if text[position] == "-":
+            return f"No number after minus sign in JSON at position {position + 1}"
+        if text[position].isdigit():
+            return f"Unexpected number in JSON at position {position}"
         shown = text if len(text) <= 30 else text[:30] + "..."
         return f"Unexpected token '{text[position]}', \"{shown}\" is not valid JSON"
     return None
