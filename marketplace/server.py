@@ -1,7 +1,7 @@
 """The client of an OpenPAI marketplace server (microsoft/openpaimarketplace `rest_server`), over httpx.
 
-What the real server does and this client works around (`../shared/reference/marketplace-server.md`, checked
-against the unchanged server by `tests/marketplace/test_marketplace_server.py`):
+What the real server does and this client works around (`../shared/reference/marketplace-server.md`; the tests
+run this client against a double held to the unchanged server's recorded answers, `tests/marketplace_double`):
 - `?tag=a,b` answers nothing: several tags or categories are asked one at a time and intersected;
 - `keyword` is a SQL LIKE pattern: `%`, `_` and `\\` are escaped, so a keyword is a plain substring (`query.py`);
 - errors are plain text, or express' HTML page for an unknown route: each becomes one line;

@@ -59,34 +59,6 @@ def emulator(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def peer(request):
-    """The unchanged OpenPAI marketplace server (tests/marketplace_peer), one per session, started on first use; its
-    identity provider is the session's real OpenPAI rest-server (`openpai_stack`).
-
-    Without `../shared` (or node, npm, PostgreSQL) the tests that use it skip; under CI a missing tool fails them,
-    since CI provisions it (`.ci/provision-marketplace.sh`, `.ci/provision-openpai.sh`)."""
-    import os
-
-    from marketplace_peer import MarketplacePeer, PeerUnavailable, missing
-    from marketplace_peer.peer import UPSTREAM
-
-    reason = missing()
-    if reason is not None and (not os.environ.get("CI") or not UPSTREAM.is_dir()):
-        pytest.skip(reason)
-    if reason is not None:
-        pytest.fail(f"CI provisions the marketplace server's tools, yet {reason}")
-    running = MarketplacePeer(request.getfixturevalue("openpai_stack"))
-    try:
-        running.__enter__()
-    except PeerUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
-    yield running
-    running.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session")
 def openpai_stack():
     """The unchanged OpenPAI rest-server and database-controller with their stand-ins (tests/openpai_peer), started
     once per session; skipped without ../shared/peers."""

@@ -1,6 +1,6 @@
-"""Publishing to the unchanged marketplace server is never left half-done: refusals before the first write, undo or
-completion after a failure midway, idempotent links, full replacement, one record per item as it is done,
-warnings and --strict, and concurrent publishers that converge on one item."""
+"""Publishing to a marketplace server (the double, tests/marketplace_double) is never left half-done: refusals
+before the first write, undo or completion after a failure midway, idempotent links, full replacement, one record
+per item as it is done, warnings and --strict, and concurrent publishers that converge on one item."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 from marketplace_helpers import ROOT, VALID_JOB, paictl, write_item
-from marketplace_peer import FaultProxy
+from marketplace_double import FaultProxy
 
 pytestmark = pytest.mark.usefixtures("peer")
 
@@ -28,7 +28,7 @@ def only_probe_written(proxy: FaultProxy) -> bool:
 
 def test_an_ordinary_user_naming_a_new_category_is_refused_before_any_write(peer, run_cli, tmp_path):
     user, token = peer.user("newcat")
-    tags_before = peer.count("ItemTags")
+    tags_before = peer.count_tags()
     item = write_item(tmp_path, "wants-category", author=user, extra=f"tags: [fresh-{user}]\ncategories: [brand-new]\n")
     with FaultProxy(peer.url) as proxy:
         code, out, err = publish(run_cli, token, proxy.url, item)
@@ -36,7 +36,7 @@ def test_an_ordinary_user_naming_a_new_category_is_refused_before_any_write(peer
     assert code == 3 and out == "" and err.count("\n") == 1
     assert "the category 'brand-new' does not exist on the server, and only a marketplace admin can create" in err
     assert "nothing was written" in err
-    assert peer.items_of(user) == [] and peer.count("ItemTags") == tags_before
+    assert peer.items_of(user) == [] and peer.count_tags() == tags_before
     item.write_text(item.read_text().replace("categories: [brand-new]", "categories: ['official example']"))
     code, _, err = publish(run_cli, token, peer.url, item)
     assert code == 3 and "only a marketplace admin can put an item in the category 'official example'" in err

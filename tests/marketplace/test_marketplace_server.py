@@ -1,5 +1,6 @@
-"""paictl against the unchanged OpenPAI marketplace server (tests/marketplace_peer), as an admin and as an ordinary
-user: the README's examples, every list filter, search, pull, every error answer, a server down, a slow server."""
+"""paictl against the marketplace double (tests/marketplace_double, held to the unchanged server's recordings), as an
+admin and as an ordinary user: the README's examples, every list filter, search, pull, every error answer, a server
+down, a failing identity provider, a slow server."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def names(run_cli, *args: str) -> list[str]:
 @pytest.fixture
 def alice(peer):
     """The README's author: an ordinary user named alice, with nothing published yet."""
-    peer.forget("alice")
+    assert peer.items_of("alice") == []
     return peer.user("alice", exact=True, groups=["team"])[1]
 
 
@@ -57,9 +58,10 @@ def test_the_readme_examples_publish_as_an_ordinary_user_and_round_trip(peer, al
         "queue-smoke-test", "text-classifier-finetune"]
     assert names(run_cli, "list", "--from", url, *token, "--author", "Alice") == []  # exact
     seeded = names(run_cli, "list", "--from", url, *token, "--category", "official example", "--author", "OpenPAI")
-    assert len(seeded) == peer.seeds and names(run_cli, "list", "--from", url, *token, "--category",
-                                               "official example", "--tag", "seed", "--type", "old") == sorted(
-        name for name in seeded if name in {r["name"] for r in peer.items_of("OpenPAI") if r["type"] == "old"})
+    assert len(seeded) == peer.seeds == 30
+    assert names(run_cli, "list", "--from", url, *token, "--category", "official example", "--tag", "PyTorch",
+                 "--type", "old") == sorted(r["name"] for r in peer.items_of("OpenPAI")
+                                            if r["type"] == "old" and "PyTorch" in r["linked_tags"]) != []
 
     job = tmp_path / "job.yaml"
     code, _, _ = run_cli("marketplace", "pull", "text-classifier-finetune", "--from", url, *token,
@@ -131,7 +133,7 @@ def test_server_errors_become_one_line_errors(peer, run_cli, tmp_path):
     alice_name, alice_token = peer.user("alice")
     item = write_item(tmp_path, "alices-item", author=alice_name)
     revoked = peer.user("revoked")[1]
-    peer.idp.revoke(revoked)
+    peer.identity.revoke(revoked)
     code, out, err = run_cli("marketplace", "publish", str(item), "--to", peer.url, "--token", revoked)
     assert code == 3 and out == "" and err.count("\n") == 1 and "answered 401" in err
     opaque = "opaque-token-not-a-jwt"
@@ -155,19 +157,25 @@ def test_server_errors_become_one_line_errors(peer, run_cli, tmp_path):
 
 
 def test_an_identity_provider_that_fails_or_is_slow(peer, run_cli, tmp_path):
-    from marketplace_peer import FaultProxy
+    from marketplace_double import FaultProxy
 
     user, token = peer.user("slow")
     item = write_item(tmp_path, "slow-item", author=user)
-    # the real rest-server behind the marketplace answers 500 to every call (through the IDP's fault proxy)
-    peer.idp.faults.fail("*", "", status=500, times=-1, content_type="application/json; charset=utf-8",
-                         body='{"code": "UnknownError", "message": "the identity provider is failing (test)"}')
+    asked = peer.identity.calls
+    peer.identity.fail(500)  # OpenPAI's rest-server behind the marketplace answers 500 to every call
     try:
         code, _, err = run_cli("marketplace", "publish", str(item), "--to", peer.url, "--token", token)
     finally:
-        peer.idp.faults.clear()
-    assert any(status == 500 for _, _, status in peer.idp.faults.requests)  # the marketplace did ask its IDP
+        peer.identity.fail(None)
+    assert peer.identity.calls > asked  # the marketplace did ask its IDP
     assert code == 3 and "answered 500: Something wrong with token idp api" in err and err.count("\n") == 1
+    assert peer.items_of(user) == []
+    peer.identity.fail(401)  # the identity provider refuses the token: the marketplace says 401
+    try:
+        code, _, err = run_cli("marketplace", "publish", str(item), "--to", peer.url, "--token", token)
+    finally:
+        peer.identity.fail(None)
+    assert code == 3 and "answered 401: Authentication token is missing or invalid" in err and err.count("\n") == 1
     assert peer.items_of(user) == []
     with FaultProxy(peer.url) as proxy:
         proxy.slow(3.0)
@@ -220,8 +228,8 @@ def test_the_token_never_appears_in_output_or_files(peer, tmp_path):
         assert not path.is_file() or CANARY.encode() not in path.read_bytes()
 
 
-def test_the_harness_runs_the_upstream_quirks_paictl_works_around(peer):
-    """What the README says the server does, checked on the server itself."""
+def test_the_double_has_the_upstream_quirks_paictl_works_around(peer):
+    """What the README says the server does, checked on the double (the recordings hold it to the server)."""
     user, token = peer.user("quirks")
     headers = {"Authorization": f"Bearer {token}"}
     job = (EXAMPLE_ITEMS / "text-classifier" / "job.yaml").read_text()
