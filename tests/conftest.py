@@ -58,6 +58,18 @@ def emulator(tmp_path):
         yield emu
 
 
+@pytest.fixture
+def peer():
+    """The marketplace double (tests/marketplace_double) on 127.0.0.1, a fresh one per test, seeded with the 30
+    example items the real server seeds; `peer.user()` makes users of its identity provider, `peer.items_of(author)`
+    shows what it holds. It answers as the unchanged server's recordings do (tests/marketplace/
+    test_marketplace_double_contract.py); the marketplace server is in no package registry, so no test runs it."""
+    from marketplace_double import MarketplaceDouble
+
+    with MarketplaceDouble() as double:
+        yield double
+
+
 @pytest.fixture(scope="session")
 def openpai_stack():
     """The unchanged OpenPAI rest-server and database-controller with their stand-ins (tests/openpai_peer), started
