@@ -21,6 +21,12 @@ each tag and category, link them, unlink the rest), and several of them are refu
    content is written into it. After any number of simultaneous publishes, one item remains, holding the content
    of the publisher that finished last. A publisher whose item a peer deleted under it starts over.
 5. An update **replaces every field**: fields the item no longer has are sent as null (the server's PUT merges).
+6. **Few requests** (each one is an identity-provider round trip on the server): what holds for the whole run (the
+   tags, the categories, whether the caller is an admin) is read once per run (`RunFacts`); a listing by name and
+   author carries each item's content and its links (`ItemTags`, `ItemCategories`), so the listing before writing
+   tells what to link and unlink, and the listing after writing (the convergence check) is the read-back. An update
+   that changes nothing costs 3 requests (list, PUT, list); a link or unlink costs one each. Only when that listing
+   shows links that disagree with the content (a concurrent publisher) does the read-back loop of point 3 run.
 """
 
 from __future__ import annotations
@@ -45,6 +51,48 @@ class PublishRefused(ClusterError):
     """The server would refuse a write of this publication; nothing has been written."""
 
 
+class PublishFailed(ClusterError):
+    """A publication failed after something was written: `item_id` names the item left on the server (None when
+    it was deleted again), so that a record of the failure can say which item the next run will complete."""
+
+    def __init__(self, message: str, item_id: str | None):
+        super().__init__(message)
+        self.item_id = item_id
+
+
+class RunFacts:
+    """What holds for a whole publishing run, read on first use and kept: name -> id of the server's tags and of its
+    categories (updated as this run creates some), and whether the caller is a marketplace admin."""
+
+    def __init__(self, server: MarketplaceServer):
+        self.server = server
+        self._tags: dict[str, str] | None = None
+        self._categories: dict[str, str] | None = None
+        self._admin: tuple[bool | None] | None = None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        if self._tags is None:
+            self._tags = self.server.named("/tags")
+        return self._tags
+
+    @property
+    def categories(self) -> dict[str, str]:
+        if self._categories is None:
+            self._categories = self.server.named("/categories")
+        return self._categories
+
+    def reread_categories(self) -> dict[str, str]:
+        self.categories.update(self.server.named("/categories"))
+        return self.categories
+
+    @property
+    def admin(self) -> bool | None:
+        if self._admin is None:
+            self._admin = (self.server.is_admin(),)
+        return self._admin[0]
+
+
 class ServerItemStore(MarketplaceServer):
     """A marketplace server as an item store: reading is the client's own, publishing is a Publication."""
 
@@ -52,7 +100,19 @@ class ServerItemStore(MarketplaceServer):
         """Create the item, or replace the one with its name and author: ("created" | "updated", id).
 
         The caller has validated `document` (targets.publish does, right before this)."""
-        return Publication(self, document).run()
+        if not hasattr(self, "_facts"):
+            self._facts = RunFacts(self)
+        return Publication(self, document, self._facts).run()
+
+
+def listed_links(document: dict[str, Any], kind: str) -> list[tuple[str, str]] | None:
+    """The (name, id) links a listing shows for an item, sorted as `MarketplaceServer.links` answers them; None when
+    the document does not carry them (`GET /items/:id` answers an item without its links)."""
+    entries = document.get("ItemTags" if kind == "tag" else "ItemCategories")
+    if not isinstance(entries, list):
+        return None
+    return sorted((e["name"], e["id"]) for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)
+                  and isinstance(e.get("id"), str))
 
 
 class _ItemVanished(Exception):
@@ -60,8 +120,9 @@ class _ItemVanished(Exception):
 
 
 class Publication:
-    def __init__(self, server: MarketplaceServer, document: dict[str, Any]):
+    def __init__(self, server: MarketplaceServer, document: dict[str, Any], facts: RunFacts | None = None):
         self.server = server
+        self.facts = facts if facts is not None else RunFacts(server)
         self.document = full_document(document)
         self.name, self.author = document["name"], document["author"]
         self.what = f"item {self.name!r} by {self.author}"
@@ -83,39 +144,43 @@ class Publication:
     # -- one attempt -----------------------------------------------------------------------------------------
 
     def _attempt(self) -> tuple[str, str]:
-        server = self.server
+        server, facts = self.server, self.facts
         existing = server.find(self.name, self.author)
-        tags, categories = server.named("/tags"), server.named("/categories")
-        admin = server.is_admin()
+        admin = facts.admin
         target = oldest(existing) if existing else None
-        self._check(target, categories, admin)
+        self._check(target, facts.categories, admin)
 
         created_item: str | None = None
         created_categories: list[str] = []
         item_id = target["id"] if target else None
         written = target is not None
         try:
-            category_ids = self._ensure(categories, self.document["categories"], "/categories", created_categories)
-            tag_ids = self._ensure(tags, self.document["tags"], "/tags", [])
+            category_ids = self._ensure(facts.categories, self.document["categories"], "/categories",
+                                        created_categories)
+            tag_ids = self._ensure(facts.tags, self.document["tags"], "/tags", [])
             if target is not None:
                 server.call("PUT", f"/items/{item_id}", body=self.document)
                 action = "updated"
+                linked = {kind: listed_links(target, kind) for kind in ("tag", "category")}
             else:
                 answer = server.call("POST", "/items", body=self.document)
                 item_id = answer.get("id") if isinstance(answer, dict) else None
                 if not isinstance(item_id, str):
                     raise ClusterError(f"marketplace {server}: POST /items did not answer an id")
                 created_item, action = item_id, "created"
-            self._link(item_id, tag_ids, category_ids)
+                linked = {"tag": [], "category": []}  # a new item has no links: the POST body's tags link nothing
+            self._link(item_id, tag_ids, category_ids, linked)
             # From here on the item may be the one every concurrent publisher writes into: never undone.
             created_item, created_categories, written = None, [], True
-            action, item_id = self._converge(item_id, action)
-            self._settle(item_id, tags, categories)
+            action, item_id, listed = self._converge(item_id, action)
+            if listed is None or not self._agrees(listed):
+                self._settle(item_id)
             return action, item_id
         except ClusterError as error:
             if item_id is not None and self._vanished(item_id):
                 raise _ItemVanished() from None
-            raise self._undone(error, created_item, created_categories, updated=written) from None
+            raise self._undone(error, created_item, created_categories, updated=written,
+                               item_id=item_id) from None
 
     def _check(self, target: dict[str, Any] | None, categories: dict[str, str], admin: bool | None) -> None:
         server, user = self.server, self.server.username()
@@ -129,7 +194,10 @@ class Publication:
         if admin is False and target is not None:
             if user is not None and user != target.get("author"):
                 raise refuse(f"it is {target.get('author')}'s; only they or a marketplace admin can update it")
-            if any(name == OFFICIAL_EXAMPLE for name, _ in server.links(target["id"], "category")):
+            categories_linked = listed_links(target, "category")
+            if categories_linked is None:
+                categories_linked = server.links(target["id"], "category")
+            if any(name == OFFICIAL_EXAMPLE for name, _ in categories_linked):
                 raise refuse(f"it is in the category {OFFICIAL_EXAMPLE!r}, which only a marketplace admin can change")
         if admin is False:
             wanted = self.document["categories"]
@@ -158,15 +226,18 @@ class Publication:
             ids[name] = known[name]
         return ids
 
-    def _link(self, item_id: str, tag_ids: dict[str, str], category_ids: dict[str, str]) -> None:
-        """Link each wanted tag and category once; unlink the others, and second links of one name."""
+    def _link(self, item_id: str, tag_ids: dict[str, str], category_ids: dict[str, str],
+              linked: dict[str, list[tuple[str, str]] | None] | None = None) -> None:
+        """Link each wanted tag and category once; unlink the others, and second links of one name. `linked`: the
+        item's links as a listing just showed them (read here where it is None)."""
         for kind, wanted in (("tag", tag_ids), ("category", category_ids)):
-            linked = self.server.links(item_id, kind)
-            kept = {name for name, linked_id in linked if wanted.get(name) == linked_id}
-            for name, linked_id in linked:
+            current = (linked or {}).get(kind)
+            current = self.server.links(item_id, kind) if current is None else current
+            kept = {name for name, linked_id in current if wanted.get(name) == linked_id}
+            for name, linked_id in current:
                 if name in wanted and name not in kept:
                     kept.add(name)  # another row of the same name: as good as the one we know
-                elif wanted.get(name) != linked_id or linked.count((name, linked_id)) > 1:
+                elif wanted.get(name) != linked_id or current.count((name, linked_id)) > 1:
                     self._unlink(item_id, kind, linked_id)
             for name, wanted_id in wanted.items():
                 if name not in kept:
@@ -184,12 +255,15 @@ class Publication:
         except NotFoundAnswer:
             pass
 
-    def _converge(self, item_id: str, action: str) -> tuple[str, str]:
-        """One item of this name and author: the oldest; the others deleted; this run's content in it."""
+    def _converge(self, item_id: str, action: str) -> tuple[str, str, dict[str, Any] | None]:
+        """One item of this name and author: the oldest; the others deleted; this run's content in it. Also returns
+        the item as the last listing showed it (content and links), or None when no listing showed it alone."""
         for _ in range(_CONVERGE_ROUNDS):
             found = self.server.find(self.name, self.author)
-            if not found or (len(found) == 1 and found[0]["id"] == item_id):
-                return action, item_id  # not listed at all: shared with groups only (W881), nothing to compare
+            if not found:
+                return action, item_id, None  # not listed at all: shared with groups only (W881)
+            if len(found) == 1 and found[0]["id"] == item_id:
+                return action, item_id, found[0]
             item = oldest(found)
             for other in found:
                 if other["id"] != item["id"]:
@@ -201,13 +275,24 @@ class Publication:
             if item["id"] != item_id:
                 self.server.call("PUT", f"/items/{item['id']}", body=self.document)
                 item_id, action = item["id"], "updated"
-        return action, item_id
+        return action, item_id, None
 
-    def _settle(self, item_id: str, tags: dict[str, str], categories: dict[str, str]) -> None:
+    @staticmethod
+    def _agrees(listed: dict[str, Any]) -> bool:
+        """Whether an item's links, as one listing shows them, are exactly those of the content it holds."""
+        for kind, key in (("tag", "tags"), ("category", "categories")):
+            links = listed_links(listed, kind)
+            content = [v for v in listed.get(key) or () if isinstance(v, str)]
+            if links is None or [name for name, _ in links] != sorted(set(content)):
+                return False
+        return True
+
+    def _settle(self, item_id: str) -> None:
         """Make the item's links those of the content it holds now, and read both back until they agree.
 
         The content may be a later publisher's (a PUT replaces it whole): whoever finishes last leaves links that
         match the final content, whatever order the publishers' link calls arrived in."""
+        tags, categories = self.facts.tags, self.facts.categories
         for round_ in range(_SETTLE_ROUNDS):
             if round_:
                 time.sleep(random.uniform(0, 0.05 * round_))  # publishers still writing: let them finish
@@ -216,7 +301,7 @@ class Publication:
             wanted_categories = [c for c in stored.get("categories") or () if isinstance(c, str)]
             tag_ids = self._ensure(tags, wanted_tags, "/tags", [])
             if any(c not in categories for c in wanted_categories):
-                categories.update(self.server.named("/categories"))
+                categories = self.facts.reread_categories()
             category_ids = {c: categories[c] for c in wanted_categories if c in categories}
             self._link(item_id, tag_ids, category_ids)
             linked_tags = [name for name, _ in self.server.links(item_id, "tag")]
@@ -246,10 +331,11 @@ class Publication:
         return False
 
     def _undone(self, error: ClusterError, created_item: str | None, created_categories: list[str], *,
-                updated: bool) -> ClusterError:
+                updated: bool, item_id: str | None) -> ClusterError:
         if created_item is None and not created_categories:
             if updated:
-                return ClusterError(f"{error}; {self.what} may be partly updated: publishing it again completes it")
+                return PublishFailed(f"{error}; {self.what} may be partly updated: publishing it again completes it",
+                                     item_id)
             return error
         undone = []
         try:
@@ -263,5 +349,6 @@ class Publication:
         except ClusterError:
             left = f"the item was created (id {created_item}) but not completed" if created_item else \
                 "categories it created are left"
-            return ClusterError(f"{error}; undoing failed: {left}: publishing it again completes it")
-        return ClusterError(f"{error}; deleted again: {' and '.join(undone)}")
+            still = created_item if created_item is not None and not undone else None
+            return PublishFailed(f"{error}; undoing failed: {left}: publishing it again completes it", still)
+        return PublishFailed(f"{error}; deleted again: {' and '.join(undone)}", None)

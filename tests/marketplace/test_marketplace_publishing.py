@@ -113,13 +113,18 @@ def test_an_update_that_fails_midway_is_completed_by_the_next_run(peer, run_cli,
 
 def test_relinking_a_tag_that_is_already_linked_is_success(peer, run_cli, tmp_path):
     """The server answers 404 to a re-link; a publisher that read the links before a peer linked the tag sends one."""
+    import httpx
+
     user, token = peer.user("relink")
     item = write_item(tmp_path, "relinked", author=user, extra=f"tags: [x-{user}]\n")
     assert publish(run_cli, token, peer.url, item)[0] == 0
     item.write_text(item.read_text().replace("A tiny job", "A tinier job"))
+    listing = httpx.get(f"{peer.url}/items", params={"name": "relinked", "author": user},
+                        headers={"Authorization": f"Bearer {token}"}).json()
+    stale = json.dumps([{**listed, "ItemTags": []} for listed in listing])
     with FaultProxy(peer.url) as proxy:
-        # the first read of the item's tags answers "none linked", as it would have a moment before a peer linked it
-        proxy.fail("GET", r"/items/[^/]+/tag$", status=200, body="[]", content_type="application/json")
+        # the listing before writing shows no tag linked, as it would have a moment before a peer linked it
+        proxy.fail("GET", r"^/items\?", status=200, body=stale, content_type="application/json")
         code, out, err = publish(run_cli, token, proxy.url, item)
         relinks = [r for r in proxy.requests if r[0] == "POST" and "/tag/" in r[1]]
     assert code == 0, err

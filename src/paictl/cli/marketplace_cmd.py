@@ -161,7 +161,9 @@ def publish_command(
         try:
             record["action"], record["id"] = publish(store, item)
         except PaictlError as error:
-            _emit(output, {**record, "action": "failed", "error": str(error)})
+            # Something may be left on the server (a partly updated item, or one whose undo failed): say which.
+            left = getattr(error, "item_id", None)
+            _emit(output, {**record, "action": "failed", "id": left, "error": str(error)})
             for later in items[index + 1:]:
                 _emit(output, {**record, "name": later.name, "author": later.author, "action": "not attempted"})
             if isinstance(error, InvalidJobError):
