@@ -83,6 +83,7 @@ class GrassBackend:
             job_file = compile_grass(compiled.job, compiled.profile, parameters=compiled.parameters or None,
                                      redis=self.cluster.redis_address)[0]
         job = standardise(job_file, seed=f"{name}\0{time.time_ns()}")
+        self._admit(job)
         if not dry_run:
             self.records.submit(job)
         containers = sum(int(c["num"]) for c in job["components"].values())
@@ -94,6 +95,48 @@ class GrassBackend:
                    "dryRun": dry_run},),
             hints=(f"paictl: follow it with: paictl status {name} --target grass --cluster "
                    f"{' --cluster '.join(self.cluster.source.split(', '))} --follow",))
+
+    def _admit(self, job: dict[str, Any]) -> None:
+        """Refuse, before anything is written, a job that could not be placed even on the empty cluster: it would
+        be queued and wait forever (MARO's own API accepts it). Capacity, not free resources: a job that only waits
+        for others to finish is admitted, and its pending message says what it waits for."""
+        from .placement import never_fits
+        from .redis_records import demands
+
+        capacity = self._capacity()
+        if capacity is None:
+            return  # a node's resources are known only to its agent, which has not reported yet: cannot decide
+        allocation = job.get("allocation") or {}
+        misfit = never_fits(demands(job), capacity, mode=allocation.get("mode", "single-metric-balanced"),
+                            metric=allocation.get("metric", "cpu"))
+        if misfit is not None:
+            raise ClusterError(f"job {job['name']} can never run on {self.where}, even with every node idle: "
+                               f"{misfit}; nothing was queued (use smaller resourcePerInstance, or add a node "
+                               "that can hold it)")
+
+    def _capacity(self) -> Optional[list[Any]]:
+        """Every node's whole resources: as its record in the master's Redis shows them (its agent resolved `all`),
+        else as the cluster file states them; None when some node's are not known yet."""
+        from .placement import Free
+        from .redis_records import memory_mb
+
+        records = self.records.nodes()
+        capacity = []
+        names = list(dict.fromkeys([*records, *(node.name for node in self.cluster.nodes)]))
+        for name in names:
+            record = records.get(name)
+            if record is not None:
+                resources = record.get("resources") or {}
+                amounts = (resources.get("cpu"), resources.get("memory"), resources.get("gpu"))
+            else:
+                node = self.cluster.node(name)
+                amounts = (node.cpu, node.memory, node.gpu)
+            try:
+                cpu, memory, gpu = float(amounts[0]), memory_mb(amounts[1]), float(amounts[2])
+            except (TypeError, ValueError):
+                return None
+            capacity.append(Free(node=name, cpu=cpu, memory=memory, gpu=gpu))
+        return capacity or None  # no node yet: nodes join later
 
     def is_configured(self) -> bool:
         return True  # a cluster file was given (the constructor needs one)

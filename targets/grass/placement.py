@@ -171,8 +171,10 @@ def _parallel_chain(nodes: list[list], need: tuple, scales: tuple[int, int, int]
     return all(map(operator.le, ordinates, itertools.islice(ordinates, 1, None)))
 
 
-def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric: str) -> dict[str, str]:
-    """container name -> node name for every demand, or PlacementError; `free` is not changed.
+def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric: str,
+          held: str = "free") -> dict[str, str]:
+    """container name -> node name for every demand, or PlacementError; `free` is not changed. `held` names what
+    `free` holds in a misfit's message ("capacity" when it is the nodes' whole resources).
 
     Use `commit` to subtract a successful placement from the free resources a later job sees.
     """
@@ -260,7 +262,7 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
                 entry = pop(heap) if heap else None
             else:
                 raise _misfit(demands[position], [Free(node=entry.n[3], **dict(zip(dims, entry.n)))
-                                                  for entry in set_aside or ()], demands)
+                                                  for entry in set_aside or ()], demands, held=held)
             plan[names[position]] = node[3]
             if watched:
                 rests = groups[node[0]]
@@ -290,6 +292,16 @@ def place(demands: Sequence[Demand], free: Sequence[Free], *, mode: str, metric:
     return plan
 
 
+def never_fits(demands: Sequence[Demand], capacity: Sequence[Free], *, mode: str, metric: str) -> PlacementError | None:
+    """Why the job could not be placed even on an empty cluster (every node's whole resources free), or None: such
+    a job would wait forever, so it is refused at submit rather than queued."""
+    try:
+        place(demands, capacity, mode=mode, metric=metric, held="capacity")
+    except PlacementError as error:
+        return error
+    return None
+
+
 def commit(plan: dict[str, str], demands: Iterable[Demand], free: Sequence[Free]) -> list[Free]:
     """The free resources once `plan` is running (a new list, same node order)."""
     used: dict[str, list[float]] = {item.node: [0.0, 0.0, 0.0] for item in free}
@@ -303,7 +315,7 @@ def commit(plan: dict[str, str], demands: Iterable[Demand], free: Sequence[Free]
                  gpu=item.gpu - used[item.node][2]) for item in free]
 
 
-def _misfit(demand: Demand, nodes: list[Free], demands: Sequence[Demand]) -> PlacementError:
+def _misfit(demand: Demand, nodes: list[Free], demands: Sequence[Demand], *, held: str = "free") -> PlacementError:
     """The error for the first container that fits nowhere: its component, and on the node that comes closest
     (fewest resources short, then the smallest shortfall relative to the need, then node order), what is short and by how much."""
     total = sum(1 for d in demands if d.component == demand.component)
@@ -321,7 +333,7 @@ def _misfit(demand: Demand, nodes: list[Free], demands: Sequence[Demand]) -> Pla
     assert best is not None
     _, node, shorts = best
     metric, shortfall = shorts[0]
-    parts = [f"{name} short by {_amount(short)} {UNITS[name]} (free {_amount(getattr(node, name))}, needs "
+    parts = [f"{name} short by {_amount(short)} {UNITS[name]} ({held} {_amount(getattr(node, name))}, needs "
              f"{_amount(getattr(demand, name))})" for name, short in shorts]
     return PlacementError(f"{where} does not fit: on the best node {node.node!r}, " + "; ".join(parts)
                           + " (every container of a job is placed at once or none)",

@@ -196,17 +196,44 @@ def test_stop_kills_the_containers(grass):
 def test_resubmitting_a_running_job_is_refused_and_a_job_too_big_stays_pending(grass):
     from paictl.errors import ClusterError
 
-    submit(grass, "busy", role("main", "sleep 300"))
+    submit(grass, "busy", role("main", "sleep 300", cpu=2, instances=2))  # both 2-core nodes full
     with pytest.raises(ClusterError, match="already pending|already running"):
         submit(grass, "busy", role("main", "sleep 300"))
-    submit(grass, "huge", role("main", "true", cpu=3))
+    submit(grass, "waiting", role("main", "true", cpu=1))
     view = wait_for(lambda: (lambda v: v if v.message.startswith("pending: component 'main'") else None)(
-        grass.backend.describe("huge")), what="the misfit message")
+        grass.backend.describe("waiting")), what="the misfit message")
     assert view.state is JobState.PENDING
-    assert "cpu short by 1 cores (free 2, needs 3)" in view.message
+    assert "cpu short by 1 cores (free 0, needs 1)" in view.message
     grass.backend.stop("busy")
-    grass.backend.stop("huge")
-    assert final(grass, "huge").state is JobState.STOPPED
+    grass.backend.stop("waiting")
+    assert final(grass, "waiting").state is JobState.STOPPED
+
+
+def test_a_job_no_node_could_ever_hold_is_refused_at_submit_and_nothing_is_queued(grass):
+    from paictl.errors import ClusterError
+
+    client = grass.client()
+    with pytest.raises(ClusterError) as refused:
+        submit(grass, "huge", role("main", "true", cpu=3))
+    message = str(refused.value)
+    assert "can never run" in message and "even with every node idle" in message
+    assert "cpu short by 1 cores (capacity 2, needs 3)" in message and "nothing was queued" in message
+    assert refused.value.exit_code == 3
+    assert client.hget("name_to_job_details", "huge") is None and client.lrange("pending_job_tickets", 0, -1) == []
+    # a job that fits an idle node is admitted even while the cluster is full
+    submit(grass, "busy", role("main", "sleep 300", cpu=2, instances=2))
+    submit(grass, "fits-later", role("main", "true", cpu=2))
+    assert grass.backend.describe("fits-later").state is JobState.PENDING
+    grass.backend.stop("busy")
+    grass.backend.stop("fits-later")
+
+
+def test_submit_refuses_a_never_fitting_job_in_one_line_with_exit_3(grass, run_cli, tmp_path):
+    job = tmp_path / "huge.yaml"
+    job.write_text(JOB.format(name="huge", roles=role("main", "true", cpu=64)))
+    code, out, err = run_cli("submit", str(job), "--target", "grass", "--cluster", str(grass.cluster_file))
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1 and "can never run" in err and "cpu short by 62 cores" in err
 
 
 def test_the_node_api_needs_the_token(grass):
