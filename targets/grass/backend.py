@@ -173,7 +173,8 @@ class GrassBackend:
                                         if container_problem(d) is None)]
         decision = decide(job, facts(job, nodes, known, self.records.exits(job["id"])),
                           stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status", "")),
-                          master_message=str(job.get("message") or ""), restartable=restartable)
+                          master_message=str(job.get("message") or ""), restartable=restartable,
+                          refusals=self.records.refusals(job["id"]))
         kept = self.records.verdict(job["id"])
         if kept is not None and kept.get("state") in ("succeeded", "failed", "stopped"):
             trigger = kept.get("trigger")
@@ -194,11 +195,11 @@ class GrassBackend:
         tasks = []
         for task in decision.tasks:
             fact = decision.latest.get((task.role, task.index))
-            if fact is not None and task.exit_code:
+            if fact is not None and task.exit_code and task.diagnosis is None:
                 task = dataclasses.replace(task, diagnosis=self._diagnosis(fact.name, fact.node, task.exit_code))
             tasks.append(task)
         message = decision.message
-        if decision.state is JobState.FAILED and decision.trigger is not None:
+        if decision.state is JobState.FAILED and decision.trigger is not None and not decision.refused:
             diagnosis = next((t.diagnosis for t in tasks if (t.role, t.index) == decision.trigger), None)
             message = f"{message} ({diagnosis})" if diagnosis else message
         return JobView(name=job["name"], state=decision.state, tasks=tuple(tasks),
@@ -314,10 +315,10 @@ class GrassBackend:
         return [self.view(job, containers, nodes) for _, job in sorted(self.records.jobs().items())]
 
     @property
-    def notes(self) -> list[str]:
-        """The malformed records met so far, one line each (key and what is wrong)."""
-        return [f"paictl: skipped the malformed record {key}: {problem}"
-                for key, problem in sorted(self.records.problems.items())]
+    def skipped_records(self) -> list[str]:
+        """The malformed records met so far, `key: problem` (a list counts them in its summary)."""
+        return [f"{key}: {problem}" for key, problem in sorted(self.records.problems.items())]
+
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         if view.triggered_by is None:
@@ -326,6 +327,8 @@ class GrassBackend:
         if fact is None:
             return None
         lines = self._log_tail(fact.name, {"node_name": fact.node}).splitlines()[-20:]
+        if not lines:
+            return None  # nothing to show (MARO's node serves no logs): no heading over an empty section
         return FailureExcerpt(label=f"{view.triggered_by[0]}-{view.triggered_by[1]} ({fact.name} on {fact.node})",
                               lines=tuple(lines))
 

@@ -293,6 +293,13 @@ class DockerRuntime:
         except EngineError as error:
             raise RuntimeFailure(f"docker {what}: {str(error)[:300]}") from None
 
+    def engine_info(self) -> Optional[dict[str, Any]]:
+        """The engine's `docker info` (NCPU, MemTotal in bytes), or None when it does not answer."""
+        try:
+            return self._call("info", lambda engine: engine.info())
+        except RuntimeFailure:
+            return None
+
     def create(self, config: dict[str, Any]) -> dict[str, Any]:
         name = checked_name(config)
         self.data_dir.mkdir(parents=True, exist_ok=True)  # a bind mount's source must exist (`-v` made it)

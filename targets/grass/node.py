@@ -33,9 +33,12 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import unquote
 
+from paictl.errors import ClusterError
+
 from .cluster import Cluster, Node
 from .containers import DockerRuntime, ProcessRuntime
 from .create_config import RuntimeFailure, checked_config
+from .placement import amount_text
 from .redis_records import NODES, memory_mb, node_lock
 
 log = logging.getLogger("paictl.grass.node")
@@ -125,8 +128,40 @@ class NodeAgent:
                 log.warning("node %s: cannot publish to %s: %s", self.node.name, self.cluster.redis_address, exc)
                 return False
 
+    def record_refusal(self, config: dict[str, Any], reason: str) -> None:
+        """The engine would not create a container: say so where every `status` reads it (MARO's master ignores the
+        400 this node answers, and would leave the job running forever with that task pending)."""
+        from .redis_records import Records
+
+        try:
+            Records(self.cluster, self.redis).record_refusal(config.get("labels") or {}, config["container_name"],
+                                                             self.node.name, reason)
+        except ClusterError as exc:
+            log.warning("node %s: cannot record the refusal of %s: %s", self.node.name, config["container_name"], exc)
+
+    def engine_shortfall(self) -> Optional[str]:
+        """What the cluster file gives this node that its container engine cannot: containers asking for it would
+        be refused by docker. None when it fits (or the engine does not say)."""
+        info = getattr(self.runtime, "engine_info", lambda: None)()
+        if not isinstance(info, dict):
+            return None
+        short = []
+        cores, memory = info.get("NCPU"), info.get("MemTotal")
+        if isinstance(cores, int) and self.resources["cpu"] > cores:
+            short.append(f"cpu {amount_text(self.resources['cpu'])} but the engine has {cores} cores")
+        if isinstance(memory, int) and self.resources["memory"] > memory / (1024 * 1024):
+            short.append(f"memory {amount_text(self.resources['memory'])} MB but the engine has "
+                         f"{memory // (1024 * 1024)} MB")
+        if not short:
+            return None
+        return (f"node {self.node.name}: the cluster file gives it {'; '.join(short)}: a container asking for more "
+                "than the engine has will be refused (its job then fails)")
+
     # running
     def start(self) -> None:
+        shortfall = self.engine_shortfall()
+        if shortfall:
+            log.warning("%s", shortfall)
         self._server = _serve(self)
         self.publish()
         for target in (self._server.serve_forever, self._loop):
@@ -331,7 +366,12 @@ class _Handler(BaseHTTPRequestHandler):
                 config = self._body()
                 if not isinstance(config, dict):
                     raise RuntimeFailure("the create config must be a JSON object")
-                details = self.agent.runtime.create(checked_config(config))
+                config = checked_config(config)
+                try:
+                    details = self.agent.runtime.create(config)
+                except RuntimeFailure as exc:
+                    self.agent.record_refusal(config, str(exc))
+                    raise
                 self.agent.publish()
                 self._reply(200, details)
             elif path.startswith(API_PREFIX + "/") and path.endswith(":stop"):

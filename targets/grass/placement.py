@@ -333,12 +333,12 @@ def _misfit(demand: Demand, nodes: list[Free], demands: Sequence[Demand], *, hel
     assert best is not None
     _, node, shorts = best
     metric, shortfall = shorts[0]
-    parts = [f"{name} short by {_amount(short)} {UNITS[name]} ({held} {_amount(getattr(node, name))}, needs "
-             f"{_amount(getattr(demand, name))})" for name, short in shorts]
+    parts = [f"{name} short by {amount_text(short)} {UNITS[name]} ({held} {amount_text(getattr(node, name))}, "
+             f"needs {amount_text(getattr(demand, name))})" for name, short in shorts]
     return PlacementError(f"{where} does not fit: on the best node {node.node!r}, " + "; ".join(parts)
                           + " (every container of a job is placed at once or none)",
                           component=demand.component, resource=metric, shortfall=shortfall, node=node.node)
 
 
-def _amount(value: float) -> str:
+def amount_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"

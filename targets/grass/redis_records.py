@@ -31,6 +31,9 @@ FINAL_STATUSES = ("finish", "failed", "killed")
 #: paictl's own keys beside MARO's: the wrapper's records (wrapper.py), a stop's time, and verdicts once reached
 #: (so a master that rewrites a job's status from stale records cannot change them).
 EXITS = "paictl:job:{job_id}:exits"
+#: A node's refusal to create one of the job's containers (container name -> node, task and the engine's reason):
+#: written by the node, since MARO's master drops the node's answer, and read by every verdict.
+REFUSALS = "paictl:job:{job_id}:refusals"
 HOSTS = "paictl:job:{job_id}:hosts"
 STOPS = "paictl:stops"
 VERDICTS = "paictl:verdicts"
@@ -164,6 +167,23 @@ def node_problem(node: Any) -> Optional[str]:
         if key in node and not isinstance(node[key], dict):
             return f"'{key}' is not an object"
     return None
+
+
+def refusal_problem(record: Any) -> Optional[str]:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if not isinstance(record.get("reason"), str) or not isinstance(record.get("node"), str):
+        return "'reason' and 'node' are not strings"
+    if not isinstance(record.get("role"), str) or not isinstance(record.get("index"), int):
+        return "'role' is not a string or 'index' not a number"
+    return None
+
+
+def _int_label(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return -1
 
 
 class Records:
@@ -328,6 +348,31 @@ class Records:
     # paictl's own keys
     def exits(self, job_id: str) -> dict[str, str]:
         return self._call("hgetall", EXITS.format(job_id=job_id))
+
+    def refusals(self, job_id: str) -> dict[str, dict[str, Any]]:
+        """The job's containers a node refused to create: name -> {node, role, index, reason, time}."""
+        return self._hash(REFUSALS.format(job_id=job_id), refusal_problem)
+
+    def record_refusal(self, labels: dict[str, Any], container: str, node: str, reason: str) -> None:
+        """A node could not create `container`: keep why (first refusal of a container wins), and queue a killed
+        ticket for its job, so that either master stops the containers already started (a job with a task that
+        cannot start fails, as OpenPAI's do)."""
+        import redis
+
+        job_id, job_name = labels.get("job_id"), labels.get("job_name")
+        try:
+            seconds, micros = self.redis.time()
+            record = {"node": node, "role": str(labels.get("component_type", "")),
+                      "index": _int_label(labels.get("component_index")), "reason": reason[:2000],
+                      "time": seconds + micros / 1e6}
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.hsetnx(REFUSALS.format(job_id=job_id), container, json.dumps(record))
+            if isinstance(job_name, str) and job_name:
+                pipe.lrem(PENDING, 0, job_name)
+                pipe.rpush(KILLED, job_name)
+            pipe.execute()
+        except redis.RedisError as exc:
+            raise ClusterError(f"grass master {self.cluster.redis_address}: redis: {exc}") from None
 
     def rejoin(self, job: dict[str, Any]):
         """Whether the master will restart a failed container of `job` (verdict.rejoin)."""

@@ -51,6 +51,8 @@ class Decision:
     code: Optional[int] = None
     trigger: Optional[tuple[str, int]] = None
     message: str = ""
+    #: The verdict is a node's refusal to create the trigger's container: its reason is the diagnosis.
+    refused: bool = False
 
     @property
     def running(self) -> list[Fact]:
@@ -138,9 +140,12 @@ def rejoin(job: Mapping[str, Any], runtime: Mapping[str, str], counts: Mapping[s
 
 
 def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optional[float] = None,
-           master_status: str = "", master_message: str = "", restartable=None) -> Decision:
+           master_status: str = "", master_message: str = "", restartable=None,
+           refusals: Optional[Mapping[str, Mapping[str, Any]]] = None) -> Decision:
     """The job's state, tasks and verdict from `found` (see the module docstring). `stopped_at` (epoch seconds):
-    when a stop was asked for; a task that failed after it was ended by the stop, which decides nothing."""
+    when a stop was asked for; a task that failed after it was ended by the stop, which decides nothing.
+    `refusals`: containers a node refused to create (redis_records.REFUSALS); the first one fails the job, as a task
+    that cannot start fails an OpenPAI job, unless a stop came first."""
     from paictl.targets.local.policy import attempt_completion
 
     latest: dict[tuple[str, int], Fact] = {}
@@ -172,6 +177,16 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
             else:
                 outcomes[role].append(None)
     running = any(item.status == "running" for item in latest.values())
+    refused = _first_refusal(refusals or {}, stopped_at)
+    if refused is not None:
+        name, record = refused
+        trigger = (str(record["role"]), int(record["index"]))
+        tasks = [dataclasses.replace(task, diagnosis=str(record["reason"])) if (task.role, task.index) == trigger
+                 else task for task in tasks]
+        return Decision(state=JobState.FAILED, tasks=tuple(tasks), latest=latest, trigger=trigger, refused=True,
+                        message=f"{trigger[0]}-{trigger[1]} (container {name}) could not be created on node "
+                                f"{record['node']}: {record['reason']}; the job failed"
+                                + ("; its other containers are being stopped" if running else ""))
     verdict = _completion(latest, outcomes, policies(job), attempt_completion)
     if verdict is not None:
         outcome, trigger, message = verdict
@@ -191,6 +206,18 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
         return Decision(state=JobState.RUNNING, tasks=tuple(tasks), latest=latest, message="running")
     return Decision(state=JobState.PENDING, tasks=tuple(tasks), latest=latest,
                     message=master_message or "waiting for the master to place it")
+
+
+def _first_refusal(refusals: Mapping[str, Mapping[str, Any]],
+                   stopped_at: Optional[float]) -> Optional[tuple[str, Mapping[str, Any]]]:
+    """The earliest refusal that came before any stop (a container refused while the job was being stopped decides
+    nothing)."""
+    early = [(float(r.get("time") or 0), name, r) for name, r in refusals.items()
+             if stopped_at is None or float(r.get("time") or 0) < stopped_at]
+    if not early:
+        return None
+    _, name, record = min(early, key=lambda item: (item[0], item[1]))
+    return name, record
 
 
 def _completion(latest, outcomes, rules, attempt_completion):

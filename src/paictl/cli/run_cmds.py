@@ -219,16 +219,23 @@ def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_forma
     if watch:
         _watch_jobs(names, explicit=target is not None, options=options, output_format=output_format)
         return
-    views, error = _collect(names, explicit=target is not None, options=options)
+    skipped: list[str] = []
+    views, error = _collect(names, explicit=target is not None, options=options, skipped=skipped)
     if views or error is None or output_format in ("json", "yaml"):
         job_list(views, output_format=output_format)
+    if skipped:  # on standard error: the listing itself stays what a pipe expects
+        from .output import plain_echo
+
+        shown = "; ".join(skipped[:3]) + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        plain_echo(f"paictl: skipped {len(skipped)} malformed record(s) the list could not show: {shown}", err=True)
     if error is not None:
         raise error
 
 
-def _collect(names: list[str], *, explicit: bool,
-             options: "BackendOptions") -> tuple[list["JobView"], Optional[PaictlError]]:
-    """The jobs of each backend in turn, and the first error (which ends the listing)."""
+def _collect(names: list[str], *, explicit: bool, options: "BackendOptions",
+             skipped: Optional[list[str]] = None) -> tuple[list["JobView"], Optional[PaictlError]]:
+    """The jobs of each backend in turn, and the first error (which ends the listing). `skipped` gathers the
+    records a backend met but could not list (`key: problem`), for the list's summary."""
     views: list[JobView] = []
     error: Optional[PaictlError] = None
     for name in names:
@@ -237,6 +244,8 @@ def _collect(names: list[str], *, explicit: bool,
             backend = open_target(name, options)
             if explicit or backend.is_configured():
                 views += backend.list()
+                if skipped is not None:
+                    skipped += getattr(backend, "skipped_records", [])
         except PaictlError as exc:
             error = exc
             break

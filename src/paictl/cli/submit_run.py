@@ -108,7 +108,7 @@ def echo_record(data: dict, output_format: str, echo: "Echo") -> None:
 
 def show_excerpt(backend: "Backend", view: "JobView", echo: "Echo") -> None:
     excerpt = backend.failure_excerpt(view)
-    if excerpt is not None:
+    if excerpt is not None and excerpt.lines:
         echo(f"last lines of {excerpt.label}:")
         for line in excerpt.lines:
             echo(f"  {line}")

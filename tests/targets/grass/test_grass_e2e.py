@@ -357,6 +357,9 @@ def test_malformed_records_are_skipped_and_named(grass, run_cli):
     cluster = ["--target", "grass", "--cluster", str(grass.cluster_file)]
     code, out, err = run_cli("status", *cluster)
     assert code == 0 and "healthy" in out and "Traceback" not in out + err
+    # the list counts what it skipped, on standard error, in one line (it skipped them silently)
+    assert err.startswith("paictl: skipped 3 malformed record(s) the list could not show: ") and err.count("\n") == 1
+    assert all(key in err for key in ("['bad-shape']", "['not-json']: not JSON", "['ghost']"))
     code, out, err = run_cli("status", "bad-shape", *cluster)
     assert code == 3 and "name_to_job_details['bad-shape']" in err and "'components.main.id'" in err
     assert len(err.strip().splitlines()) == 1
