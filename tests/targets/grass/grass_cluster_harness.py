@@ -8,6 +8,7 @@ agent killed with SIGKILL leaves its containers running, like a docker node whos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -146,6 +147,25 @@ class GrassCluster:
     def logs(self) -> str:
         return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
                          for path in sorted(self.root.glob("*.log")))
+
+
+@contextlib.contextmanager
+def running_cluster(root: Path):
+    """A started GrassCluster with a GrassBackend for it at `.backend`; its agents' logs are printed when the test
+    fails, and everything is closed after it."""
+    from paictl.targets.backend import BackendOptions
+    from paictl.targets.grass.backend import GrassBackend
+
+    cluster = GrassCluster(root)
+    try:
+        cluster.start()
+        cluster.backend = GrassBackend(BackendOptions(cluster=str(cluster.cluster_file)))
+        yield cluster
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.close()
 
 
 def leftover_containers(root: Path) -> list[int]:

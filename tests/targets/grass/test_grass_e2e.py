@@ -13,10 +13,8 @@ import time
 
 import pytest
 
-from grass_cluster_harness import GrassCluster, leftover_containers, needs_redis, wait_for
-from paictl.targets.backend import BackendOptions
+from grass_cluster_harness import leftover_containers, needs_redis, running_cluster, wait_for
 from paictl.targets.compiled import compile_job
-from paictl.targets.grass.backend import GrassBackend
 from paictl.targets.states import JobState
 
 pytestmark = needs_redis
@@ -42,17 +40,8 @@ def role(name: str, command: str, *, instances: int = 1, cpu: int = 1, all_compl
 
 @pytest.fixture
 def grass(tmp_path):
-    cluster = GrassCluster(tmp_path)
-    try:
-        cluster.start()
-        backend = GrassBackend(BackendOptions(cluster=str(cluster.cluster_file)))
-        cluster.backend = backend
+    with running_cluster(tmp_path) as cluster:
         yield cluster
-    except BaseException:
-        print(cluster.logs())
-        raise
-    finally:
-        cluster.close()
 
 
 def submit(grass, name: str, *roles: str):

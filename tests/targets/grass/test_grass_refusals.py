@@ -12,11 +12,9 @@ import json
 
 import pytest
 
-from grass_cluster_harness import GrassCluster, TOKEN, needs_redis, wait_for
-from paictl.targets.backend import BackendOptions
+from grass_cluster_harness import TOKEN, needs_redis, running_cluster, wait_for
 from paictl.targets.compiled import compile_job
 from paictl.targets.grass import node_api
-from paictl.targets.grass.backend import GrassBackend
 from paictl.targets.states import JobState
 
 pytestmark = needs_redis
@@ -37,16 +35,8 @@ taskRoles:
 
 @pytest.fixture
 def grass(tmp_path):
-    cluster = GrassCluster(tmp_path)
-    try:
-        cluster.start()
-        cluster.backend = GrassBackend(BackendOptions(cluster=str(cluster.cluster_file)))
+    with running_cluster(tmp_path) as cluster:
         yield cluster
-    except BaseException:
-        print(cluster.logs())
-        raise
-    finally:
-        cluster.close()
 
 
 def test_a_container_a_node_refuses_fails_the_job_with_the_reason_and_stops_the_others(grass):
