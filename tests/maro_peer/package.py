@@ -15,6 +15,7 @@ and benchmarks reuse it (and build it on first use elsewhere). Only `pip` talks 
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -72,13 +73,22 @@ def _pip(python: Path, *args: str) -> None:
 
 
 def ensure_venv() -> Path:
-    """The environment's folder, built (about a minute) unless a complete one is cached."""
+    """The environment's folder, built (about a minute) unless a complete one is cached; one builder at a time
+    (test sessions side by side share the cache)."""
     venv = venv_path()
     if (venv / ".complete").exists():
         return venv
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".complete").exists():
+            _build(venv)
+    return venv
+
+
+def _build(venv: Path) -> None:
     base, native = interpreter()
     shutil.rmtree(venv, ignore_errors=True)
-    venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(base), "-m", "venv", str(venv)], check=True, capture_output=True)
     python = venv / "bin" / "python"
     if native:
@@ -89,7 +99,6 @@ def ensure_venv() -> Path:
     if not (_site_packages(venv) / "maro" / "cli" / "grass" / "lib").is_dir():
         raise Unavailable(f"{MARO} installed, but without maro/cli/grass/lib")
     (venv / ".complete").write_text("\n".join(PINS) + "\n")
-    return venv
 
 
 def _site_packages(venv: Path) -> Path:

@@ -1,7 +1,7 @@
 """MARO's own Grass services, unchanged, on loopback: its master API server and master agent, and a node (node API
 server and node agent), with a real redis-server and a real docker engine (../shared/reference/peers.md C and D);
-jobs can go in through MARO's own client (`submit_with_maro`: its job standardisation and its encrypted
-`POST /v1/jobs`, as `maro grass job start` does).
+jobs can go in through MARO's own client (`submit_with_maro`: its on-premises executor's `start_job`, which reads the
+file, standardises it and sends it by its encrypted `POST /v1/jobs`, as `maro grass job start` does).
 
 MARO comes from PyPI (`pymaro`, package.py: its pinned virtual environment, cached under ~/.cache/paictl-tests and
 made by .ci/provision-grass.sh on CI); the services run from the installed package's `maro/cli/grass/lib`, as their
@@ -22,7 +22,7 @@ Where the PyPI release (0.3.2a4) differs from what peers.md C describes (MARO at
   and its `start_job` dies at its late import of the local executor (`maro.cli.process` is not in the wheel); the
   `maro` command does not even start (its parser setup imports `maro.cli.k8s.aks`, not in the wheel, after
   `maro.simulator`, which needs pandas, python-dateutil, geopy and aria2p, none declared). So jobs go in through
-  the executor's own steps called directly (`submit_with_maro`), as before.
+  the on-premises executor's `start_job` called directly (`submit_with_maro`).
 - The package declares no dependencies; under numpy 2 its compiled backends (`maro.backends.frame`) fail to import
   (built against numpy 1): package.py pins numpy 1.26.4. The Grass services do not import numpy.
 - The grass executor modules import without `~/.maro-local` (the master API server and both agents still read
@@ -205,24 +205,34 @@ class MaroStack:
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     def submit_with_maro(self, job_file: dict) -> str:
-        """`maro grass job start` without its CLI (which cannot run from the release: the module docstring says why):
-        the executor's standardisation, then MARO's encrypted client; the new job's id."""
+        """`maro grass job start CLUSTER FILE` without its CLI (which cannot run from the release: the module
+        docstring says why): MARO's on-premises executor, made from the files `maro grass create` leaves on a user's
+        machine (`~/.maro/clusters/<name>/cluster_details.yml`, and the admin user `_create_user` saves there),
+        reads the file, standardises it and sends it through MARO's encrypted client; the new job's id, as that
+        client sent it."""
         home = self.root / "home-client"
-        home.mkdir(exist_ok=True)
-        path = self.root / f"job-{job_file['name']}.json"
+        clusters = home / ".maro" / "clusters" / self.cluster
+        user = json.loads(self.user.read_text())
+        _yaml(clusters / "users" / user["id"] / "user_details", user)
+        (clusters / "users" / "default_user").write_text(user["id"])
+        _yaml(clusters / "cluster_details.yml", {
+            "name": self.cluster, "id": self.cluster_id, "mode": "grass/on-premises",
+            "master": {**self.master_details(), "username": "root", "public_ip_address": "127.0.0.1",
+                       "ssh": {"port": 22}}})
+        path = self.root / f"job-{job_file['name']}.yml"
         path.write_text(json.dumps(job_file))
         script = (
-            "import json, sys\n"
-            "from maro.cli.grass.executors.grass_executor import GrassExecutor\n"
-            "from maro.cli.grass.utils.master_api_client import MasterApiClientV1\n"
-            "user = json.load(open(sys.argv[1])); job = json.load(open(sys.argv[2]))\n"
-            "details = GrassExecutor._standardize_job_details(start_job_deployment=job)\n"
-            "MasterApiClientV1(master_hostname='127.0.0.1', master_api_server_port=int(sys.argv[3]),"
-            " user_id=user['id'], master_to_dev_encryption_private_key=user['master_to_dev_encryption_private_key'],"
-            " dev_to_master_encryption_public_key=user['dev_to_master_encryption_public_key'],"
-            " dev_to_master_signing_private_key=user['dev_to_master_signing_private_key']).create_job(details)\n"
-            "print(details['id'])\n")
-        done = subprocess.run([str(self.python), "-c", script, str(self.user), str(path), str(self.api_port)],
+            "import sys\n"
+            "from maro.cli.grass.executors.grass_on_premises_executor import GrassOnPremisesExecutor\n"
+            "executor = GrassOnPremisesExecutor(cluster_name=sys.argv[1])\n"
+            "sent, create = [], executor.master_api_client.create_job\n"
+            "def watched(job_details):\n"
+            "    sent.append(job_details['id'])\n"
+            "    return create(job_details=job_details)\n"
+            "executor.master_api_client.create_job = watched\n"
+            "executor.start_job(deployment_path=sys.argv[2])\n"
+            "print(sent[0])\n")
+        done = subprocess.run([str(self.python), "-c", script, self.cluster, str(path)],
                               env=self._env(home), capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise AssertionError(f"MARO's client failed: {done.stderr[-2000:]}\n{self.logs()}")
