@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# CI provisioning for the Grass tests (tests/targets/grass): redis-server, and the virtual environment MARO's
-# unchanged services run in (tests/maro_peer/stack.py: redis, flask, gunicorn, requests, pyyaml, psutil), made once
-# and cached under ~/.cache/paictl-tests (reused when present). The docker engine comes from provision-docker.sh.
+# CI provisioning for the Grass tests (tests/targets/grass): redis-server (Debian), and MARO as its users install it,
+# PyPI's pymaro with its services' dependencies, pinned, in a virtual environment of its own on pyenv's CPython 3.9
+# (tests/maro_peer/package.py says which interpreter and why), cached under ~/.cache/paictl-tests and reused when
+# present. The docker engine comes from provision-docker.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
 fi
-if [ -d ../shared/peers/maro ]; then
-    python3 -c 'import sys; sys.path.insert(0, "tests"); from maro_peer.stack import maro_python; maro_python()'
-fi
+started=$(date +%s)
+venv=$(python3 tests/maro_peer/package.py)
+echo "provision-grass: MARO's environment $venv ready in $(( $(date +%s) - started )) s"

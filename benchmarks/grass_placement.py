@@ -2,7 +2,8 @@
 
 Targets: placing 2,000 containers on 200 nodes takes <= 0.2 s in each allocation mode (shown at 1x, 10x and 100x:
 20 containers on 2 nodes, 200 on 20, 2,000 on 200) and at most 0.5x the CPU time of MARO's own
-`ResourceController` (imported from ../shared/peers/maro, run in this process on the same workload, interleaved),
+`ResourceController` (PyPI's pymaro in its cached environment, tests/maro_peer/package.py, imported into this
+process and run on the same workload, interleaved),
 with identical placements (the "crossing" workload is shown without a target); a master pass over 100 pending jobs
 takes <= 1 s (real redis-server on loopback, two real node agents serving MARO's node API over HTTP, containers
 recorded by a runtime that starts nothing, so the pass itself is what is measured).
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,7 +26,6 @@ from paictl.targets.grass.placement import Demand, Free, place
 
 PLACEMENT_TARGET_S = 0.2
 MARO_RATIO_TARGET = 0.5
-MARO_LIB = Path(__file__).resolve().parents[2] / "shared" / "peers" / "maro" / "maro" / "cli" / "grass" / "lib"
 PASS_TARGET_S = 1.0
 MODES = ("single-metric-balanced", "single-metric-compacted")
 
@@ -58,20 +57,18 @@ def workload(scale: int, name: str = "mixed") -> tuple[list[Demand], list[Free]]
 
 
 def maro_controller():
-    """MARO's ResourceController and resource classes, imported from its unchanged source (None when absent)."""
-    if not MARO_LIB.is_dir():
-        return None
-    sys.dont_write_bytecode = True  # never write into the peer's folder
-    sys.path.insert(0, str(MARO_LIB))
+    """MARO's ResourceController and resource classes from the installed pymaro (its environment is built when not
+    cached); None when it cannot be installed here."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the package's environment is test code
+    from maro_peer import package
+
     try:
-        from services.master_agent.agent import ResourceController
-        from services.utils.resource import ContainerResource, NodeResource
-    except ImportError as exc:
-        print(f"MARO's ResourceController cannot be imported ({exc}): comparison skipped")
+        venv = package.ensure_venv()
+    except package.Unavailable as exc:
+        print(f"MARO comparison: skipped, {exc}")
         return None
-    finally:
-        sys.path.remove(str(MARO_LIB))
-    return ResourceController, ContainerResource, NodeResource
+    print(f"MARO: {package.MARO} from PyPI, {package.grass_lib(venv)}")
+    return package.resource_controller(venv)
 
 
 def compare_with_maro(runs: int) -> bool:
@@ -83,7 +80,6 @@ def compare_with_maro(runs: int) -> bool:
 
     found = maro_controller()
     if found is None:
-        print("MARO comparison: skipped, ../shared/peers/maro is not there")
         return True
     controller, container_resource, node_resource = found
     logging.getLogger("services.master_agent.agent").setLevel(logging.ERROR)

@@ -1,12 +1,12 @@
 """MARO's own Grass services, unchanged, on loopback: its master API server and master agent, and a node (node API
 server and node agent), with a real redis-server and a real docker engine (../shared/reference/peers.md C and D);
-jobs can go in through MARO's own client (`submit_with_maro`: its job standardisation and its encrypted
-`POST /v1/jobs`, as `maro grass job start` does).
+jobs can go in through MARO's own client (`submit_with_maro`: its on-premises executor's `start_job`, which reads the
+file, standardises it and sends it by its encrypted `POST /v1/jobs`, as `maro grass job start` does).
 
-Run from ../shared/peers/maro (never copied, never written: PYTHONDONTWRITEBYTECODE), by PYTHONPATH, with their
-Python dependencies in a virtual environment of their own (`maro_python`, cached under ~/.cache/paictl-tests and
-made by .ci/provision-grass.sh on CI). What MARO's SSH-driven `grass create` / `node join` would have set up is
-set up here instead (each an environment difference, listed in the README's Grass section):
+MARO comes from PyPI (`pymaro`, package.py: its pinned virtual environment, cached under ~/.cache/paictl-tests and
+made by .ci/provision-grass.sh on CI); the services run from the installed package's `maro/cli/grass/lib`, as their
+systemd units run them. What MARO's SSH-driven `grass create` / `node join` would have set up is set up here instead
+(each an environment difference, listed in the README's Grass section):
 - HOME folders with `~/.maro-local/cluster/{cluster,master,node}_details.yml`, as MARO's init scripts write them;
 - `master_details` and the node's first record in Redis (`node join` writes them);
 - a `sudo` that runs its arguments (the tests run as root; MARO calls `sudo docker ...`);
@@ -16,53 +16,47 @@ set up here instead (each an environment difference, listed in the README's Gras
 - a MARO user made by MARO's own `scripts.master.create_user`; the client's HOME is a scratch folder, where
   `import maro` deploys its own copy of its templates (`~/.maro/lib`), as on a user's machine.
 MARO's agents wake every 5 s (hard-coded); tests allow for several intervals.
+
+Where the PyPI release (0.3.2a4) differs from what peers.md C describes (MARO at commit 34c2dc9):
+- `maro grass job start` still fails for every file, but not where 34c2dc9 fails: `maro.cli.grass.job` imports,
+  and its `start_job` dies at its late import of the local executor (`maro.cli.process` is not in the wheel); the
+  `maro` command does not even start (its parser setup imports `maro.cli.k8s.aks`, not in the wheel, after
+  `maro.simulator`, which needs pandas, python-dateutil, geopy and aria2p, none declared). So jobs go in through
+  the on-premises executor's `start_job` called directly (`submit_with_maro`).
+- The package declares no dependencies; under numpy 2 its compiled backends (`maro.backends.frame`) fail to import
+  (built against numpy 1): package.py pins numpy 1.26.4. The Grass services do not import numpy.
+- The grass executor modules import without `~/.maro-local` (the master API server and both agents still read
+  `~/.maro-local/cluster/*.yml` at start, as at 34c2dc9).
+- Otherwise the services behave as section C says, bugs included (the tests here rely on them): five master loops
+  at a hard-coded 5 s; a container exit code outside {0, 64, 65} makes the job `finish` or kills the job tracker;
+  a stop (`POST /v1/jobs/<name>:stop`) removes the pending ticket and queues the kill; no `PAI_*` variables.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Optional
 
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peers" / "maro"
-LIB = PEER / "maro" / "cli" / "grass" / "lib"
-#: The services' imports (peers.md C), unpinned as MARO's own init_master.py installs them.
-REQUIREMENTS = ("redis", "flask", "gunicorn", "requests", "pyyaml", "psutil", "pyjwt", "cryptography", "deepdiff",
-                "numpy")
-_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paictl-tests"
+from maro_peer import package
 
 
 def missing() -> Optional[tuple[str, bool]]:
-    """Why MARO's services cannot run here, and whether that is a tool CI installs (then CI fails, not skips)."""
-    if not LIB.is_dir():
-        return f"MARO is not beside the project ({PEER})", False
+    """Why MARO's services cannot run here, and whether that is something CI provisions (then CI fails, not skips).
+    Builds MARO's environment when it is not cached yet."""
     if shutil.which("redis-server") is None:
         return "redis-server is not installed (apt-get install redis-server)", True
+    try:
+        package.ensure_venv()
+    except package.Unavailable as exc:
+        return f"MARO ({package.MARO}) cannot be installed here: {exc}", True
     return None
-
-
-def maro_python() -> Path:
-    """The interpreter of MARO's services: a venv with REQUIREMENTS, made once per machine."""
-    key = hashlib.sha256(" ".join(REQUIREMENTS).encode()).hexdigest()[:12]
-    venv = _CACHE / f"maro-venv-{key}"
-    python = venv / "bin" / "python"
-    if not (venv / ".complete").exists():
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *REQUIREMENTS],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            raise RuntimeError(f"pip install {' '.join(REQUIREMENTS)} failed: {done.stderr[-1500:]}")
-        (venv / ".complete").write_text("ok\n")
-    return python
 
 
 def free_port() -> int:
@@ -117,7 +111,9 @@ class MaroStack:
     def __init__(self, root: Path, *, cluster: str = "maro-test", cluster_id: str = "maro0test1"):
         self.root = root
         self.cluster, self.cluster_id = cluster, cluster_id
-        self.python = maro_python()
+        venv = package.ensure_venv()
+        self.python = package.python(venv)
+        self.lib = package.grass_lib(venv)
         self.redis_port = free_port()
         self.api_port = free_port()  # the master API server's, which the killed-job agent reads but never calls
         self.fluentd = FluentdSink()
@@ -180,7 +176,7 @@ class MaroStack:
         return env
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        self.processes[name] = subprocess.Popen(argv, cwd=LIB, env=env, stdin=subprocess.DEVNULL,
+        self.processes[name] = subprocess.Popen(argv, cwd=self.lib, env=env, stdin=subprocess.DEVNULL,
                                                 stdout=open(self.root / f"{name}.log", "ab"),
                                                 stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -198,7 +194,7 @@ class MaroStack:
         self._spawn("maro-api", [str(self.python), "-m", "gunicorn", "--bind", f"127.0.0.1:{self.api_port}",
                                  "--workers", "1", "--timeout", "120", "services.master_api_server.root:app"], env)
         done = subprocess.run([str(self.python), "-m", "scripts.master.create_user", "paictl-test", "admin"],
-                              cwd=LIB, env=env, capture_output=True, text=True, timeout=120, check=True)
+                              cwd=self.lib, env=env, capture_output=True, text=True, timeout=120, check=True)
         self.user = self.root / "maro-user.json"
         self.user.write_text(done.stdout)
         self.wait(lambda: self._answers(self.api_port), "MARO's master API server")
@@ -209,26 +205,35 @@ class MaroStack:
             return probe.connect_ex(("127.0.0.1", port)) == 0
 
     def submit_with_maro(self, job_file: dict) -> str:
-        """`maro grass job start` without its CLI (whose module cannot be imported at this commit, peers.md C): the
-        executor's standardisation, then MARO's encrypted client; the new job's id."""
+        """`maro grass job start CLUSTER FILE` without its CLI (which cannot run from the release: the module
+        docstring says why): MARO's on-premises executor, made from the files `maro grass create` leaves on a user's
+        machine (`~/.maro/clusters/<name>/cluster_details.yml`, and the admin user `_create_user` saves there),
+        reads the file, standardises it and sends it through MARO's encrypted client; the new job's id, as that
+        client sent it."""
         home = self.root / "home-client"
-        home.mkdir(exist_ok=True)
-        path = self.root / f"job-{job_file['name']}.json"
+        clusters = home / ".maro" / "clusters" / self.cluster
+        user = json.loads(self.user.read_text())
+        _yaml(clusters / "users" / user["id"] / "user_details", user)
+        (clusters / "users" / "default_user").write_text(user["id"])
+        _yaml(clusters / "cluster_details.yml", {
+            "name": self.cluster, "id": self.cluster_id, "mode": "grass/on-premises",
+            "master": {**self.master_details(), "username": "root", "public_ip_address": "127.0.0.1",
+                       "ssh": {"port": 22}}})
+        path = self.root / f"job-{job_file['name']}.yml"
         path.write_text(json.dumps(job_file))
         script = (
-            "import json, sys\n"
-            "from maro.cli.grass.executors.grass_executor import GrassExecutor\n"
-            "from maro.cli.grass.utils.master_api_client import MasterApiClientV1\n"
-            "user = json.load(open(sys.argv[1])); job = json.load(open(sys.argv[2]))\n"
-            "details = GrassExecutor._standardize_job_details(start_job_deployment=job)\n"
-            "MasterApiClientV1(master_hostname='127.0.0.1', master_api_server_port=int(sys.argv[3]),"
-            " user_id=user['id'], master_to_dev_encryption_private_key=user['master_to_dev_encryption_private_key'],"
-            " dev_to_master_encryption_public_key=user['dev_to_master_encryption_public_key'],"
-            " dev_to_master_signing_private_key=user['dev_to_master_signing_private_key']).create_job(details)\n"
-            "print(details['id'])\n")
-        env = {**self._env(home), "PYTHONPATH": str(PEER)}
-        done = subprocess.run([str(self.python), "-c", script, str(self.user), str(path), str(self.api_port)],
-                              env=env, capture_output=True, text=True, timeout=120)
+            "import sys\n"
+            "from maro.cli.grass.executors.grass_on_premises_executor import GrassOnPremisesExecutor\n"
+            "executor = GrassOnPremisesExecutor(cluster_name=sys.argv[1])\n"
+            "sent, create = [], executor.master_api_client.create_job\n"
+            "def watched(job_details):\n"
+            "    sent.append(job_details['id'])\n"
+            "    return create(job_details=job_details)\n"
+            "executor.master_api_client.create_job = watched\n"
+            "executor.start_job(deployment_path=sys.argv[2])\n"
+            "print(sent[0])\n")
+        done = subprocess.run([str(self.python), "-c", script, self.cluster, str(path)],
+                              env=self._env(home), capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise AssertionError(f"MARO's client failed: {done.stderr[-2000:]}\n{self.logs()}")
         return done.stdout.strip().splitlines()[-1]

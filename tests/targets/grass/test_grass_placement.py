@@ -7,7 +7,6 @@ comparison decides, where `a < b` whenever `a` is not at least `b` on cpu, memor
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -250,26 +249,22 @@ def test_random_workloads_land_where_maros_loop_puts_them(seed):
                 assert place(demands, free, mode=mode, metric=metric) == expected
 
 
-MARO_LIB = Path(__file__).resolve().parents[4] / "shared" / "peers" / "maro" / "maro" / "cli" / "grass" / "lib"
-
-
 @pytest.fixture(scope="module")
 def maro_controller():
-    """MARO's own ResourceController, imported from ../shared/peers/maro (unchanged; no bytecode written there)."""
-    import sys
+    """MARO's own ResourceController, from PyPI's pymaro (tests/maro_peer/package.py), imported into this process
+    so that both sides run under one interpreter. Built on first use when not cached; skipped when it cannot be
+    installed here, except under CI, which provisions it (.ci/provision-grass.sh)."""
+    import os
 
-    if not MARO_LIB.is_dir():
-        pytest.skip("MARO is not beside the project")
-    sys.dont_write_bytecode = True
-    sys.path.insert(0, str(MARO_LIB))
+    from maro_peer import package
+
     try:
-        from services.master_agent.agent import ResourceController
-        from services.utils.resource import ContainerResource, NodeResource
-    except ImportError as exc:
-        pytest.skip(f"MARO's master agent cannot be imported here: {exc}")
-    finally:
-        sys.path.remove(str(MARO_LIB))
-    return ResourceController, ContainerResource, NodeResource
+        venv = package.ensure_venv()
+    except package.Unavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI provisions MARO (.ci/provision-grass.sh), but {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    return package.resource_controller(venv)
 
 
 @pytest.mark.parametrize("seed", range(25))
