@@ -262,3 +262,37 @@ def test_a_docker_node_agent_killed_and_restarted_loses_nothing(maro):
     done = final(maro, "docker-survivor")
     assert done.state is JobState.SUCCEEDED and [t.exit_code for t in done.tasks] == [0, 0], done
     assert _running(maro, "p1")
+
+
+def big_role(name: str, cpu: int, instances: int) -> str:
+    return (f"  {name}:\n    instances: {instances}\n    dockerImage: img\n"
+            f"    resourcePerInstance: {{cpu: {cpu}, memoryMB: 256, gpu: 0}}\n    commands: [\"sleep 300\"]\n")
+
+
+def test_a_job_no_node_could_ever_hold_is_refused_at_submit(maro):
+    from paictl.errors import ClusterError
+
+    with pytest.raises(ClusterError, match="can never run") as refused:
+        submit(maro, "never-fits", big_role("main", 64, 1))
+    assert "cpu short by 56 cores (capacity 8, needs 64)" in str(refused.value)
+    assert maro.client().hget("name_to_job_details", "never-fits") is None
+    assert "never-fits" not in maro.client().lrange("pending_job_tickets", 0, -1)
+
+
+def test_a_container_the_engine_refuses_fails_the_job_under_maros_master(maro):
+    """The cluster file gives each node 8 cores; the engines have what this machine has. Two containers of 5 cores
+    go one to each node, and each engine refuses `--cpus 5`: MARO's node answers 400 and MARO's master ignores it;
+    paictl's node p1 records docker's reason, so the job fails with it and nothing is left running."""
+    cores = os.cpu_count() or 1
+    if cores >= 5:
+        pytest.skip(f"this machine has {cores} cores: an engine would run a 5-core container")
+    submit(maro, "too-wide", big_role("main", 5, 2))
+    view = final(maro, "too-wide", timeout=180)
+    assert view.state is JobState.FAILED, view
+    assert "could not be created on node p1" in view.message and "docker run" in view.message, view.message
+    assert "cpu" in view.message.lower()
+    refused = next(t for t in view.tasks if t.node in ("", None) or t.diagnosis)
+    assert refused.diagnosis and "docker run" in refused.diagnosis
+    job_id = record(maro, "too-wide")["id"]
+    for engine in maro.engines:
+        assert not engine.containers(f"label=job_id={job_id}", "status=running")
