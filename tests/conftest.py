@@ -84,28 +84,3 @@ def peer(request):
         pytest.skip(str(error))
     yield running
     running.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session")
-def openpai_stack():
-    """The unchanged OpenPAI rest-server and database-controller with their stand-ins (tests/openpai_peer), started
-    once per session; skipped without ../shared/peers."""
-    from openpai_peer.fixtures import running_stack
-
-    yield from running_stack()
-
-
-@pytest.fixture
-def pai_user(openpai_stack, tmp_path):
-    """Alice on `openpai_stack`: her clusters file (alias `lab`, through pylon), her token, the CLI."""
-    from openpai_peer.harness import PaiUser
-
-    return PaiUser(openpai_stack, tmp_path)
-
-
-@pytest.fixture
-def hived_user(openpai_stack, tmp_path):
-    """Alice on the stack's second rest-server, the one with LAUNCHER_SCHEDULER=hivedscheduler."""
-    from openpai_peer.harness import PaiUser
-
-    return PaiUser(openpai_stack, tmp_path, server=openpai_stack.hived())

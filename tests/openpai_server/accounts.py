@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Optional
 
 LOGIN_SECONDS = 7 * 24 * 3600
+PASSWORDS = {"admin": "admin-password-1f2e", "alice": "alice-password-9c1d", "bob": "bob-password-2b7e"}
 
 
 def _b64(data: bytes) -> str:
@@ -121,9 +122,9 @@ class Accounts:
                                                      path="/data/confignfs-data"))}
         self.users: dict[str, User] = {}
         self.tokens: dict[str, list[str]] = {}        # user -> the tokens the server issued, in order
-        self.add_user("admin", "admin-password-1f2e", groups=["default", "admingroup"])
-        self.add_user("alice", "alice-password-9c1d", email="alice@example.com")
-        self.add_user("bob", "bob-password-2b7e", email="bob@example.com")
+        self.add_user("admin", PASSWORDS["admin"], groups=["default", "admingroup"])
+        self.add_user("alice", PASSWORDS["alice"], email="alice@example.com")
+        self.add_user("bob", PASSWORDS["bob"], email="bob@example.com")
 
     # -- users ------------------------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
@@ -120,7 +120,8 @@ class OpenPaiServer:
         self.virtual_clusters = dict(virtual_clusters or (HIVED_VCS if hived else DEFAULT_VCS))
         self.limiters = {"api": _Limiter(self.limits.api_per_min, 60), "list": _Limiter(self.limits.list_per_min, 60),
                          "submit": _Limiter(self.limits.submit_per_hour, 3600)}
-        self.scenarios: dict[str, str] = {}        # job name -> scenario name (jobs.SCENARIOS) for new jobs
+        #: job name -> how a job of that name will move once submitted: a name of jobs.SCENARIOS, or the steps
+        self.scenarios: dict[str, Union[str, list[Step]]] = {}
         self.faults: list[tuple[str, str]] = []    # (path prefix, "drop" | "echo401" | an HTTP status)
         self.requests: list[Recorded] = []
         self._httpd: Optional[ThreadingHTTPServer] = None
@@ -506,7 +507,8 @@ class _Routes:
         if f"{user}~{name}" in self.api.jobs:
             return _error(409, "ConflictJobError", f"Job {user}~{name} already exists.")
         chosen = self.api.scenarios.get(name)
-        self.api.add_job(user, protocol, virtual_cluster=vc, script=scenario(chosen) if chosen else None)
+        self.api.add_job(user, protocol, virtual_cluster=vc,
+                         script=scenario(chosen) if isinstance(chosen, str) else chosen)
         return self.ok(202, {"status": 202, "message": f"Update job {name} for user {user} successfully."})
 
     def parse_protocol(self) -> dict[str, Any]:

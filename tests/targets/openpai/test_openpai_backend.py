@@ -1,9 +1,10 @@
 """The OpenPAI backend's polling schedule over real HTTP, on the test double's scripted clock.
 
-Everything a user does with a job (submit, follow, stop, logs, list, the server's refusals) is tested against the
-unchanged rest-server (test_openpai_peer_*.py). What stays here needs the double (tests/openpai_server): a job whose
-state changes after an exact number of polls, to check the schedule itself (minimum interval, backoff while nothing
-changes, reset on a change, conditional requests answered 304), and a pending timeout.
+Everything a user does with a job (submit, follow, stop, logs, list, the server's refusals) is in
+test_openpai_jobs.py and test_openpai_submit.py. What is here needs a job whose state changes after an exact number
+of polls (the double's scripted clock, tests/openpai_server/jobs.py), to check the schedule itself (minimum
+interval, backoff while nothing changes, reset on a change, conditional requests answered 304), and a pending
+timeout.
 """
 
 from __future__ import annotations

@@ -1,59 +1,29 @@
-"""Jobs on the unchanged OpenPAI REST server (tests/openpai_peer): submit, follow through the states the server
-derives from Framework status as FrameworkController writes it, stop, logs through pylon and the log-manager."""
+"""Jobs on the OpenPAI double (tests/openpai_server, held to the real server's recordings): submit, follow through
+the states the server derives from what FrameworkController writes, stop, logs through pylon and the log-manager.
+
+FrameworkController's moves are the double's `fc_*` methods: made by the test itself, or scripted so that each of
+the follower's reads of the job sees the next state (the double's scripted clock), which a fast or a loaded machine
+sees alike."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 
-from openpai_peer.frameworks import ATTEMPT_COMPLETION
-
-
-
-def wait_state(stack, user: str, job: str, state: str, timeout: float = 30, attempt=None) -> dict:
-    """Until the REST server says `state` (the watcher → write-merger → database path takes a moment)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reply = stack.rest("GET", f"/api/v2/jobs/{user}~{job}", user=user)
-        if reply.status_code == 200:
-            status = reply.json()["jobStatus"]
-            if status["state"] == state and (attempt is None or status["attemptId"] == attempt):
-                return reply.json()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{user}~{job} never reached {state}: {reply.status_code} {reply.text[:300]}")
-        time.sleep(0.05)
-
-
-def settle(stack, user, job, state, attempt=None) -> dict:
-    """The server shows `state`, and a follower polling every 50 ms (backing off while unchanged) has seen it."""
-    detail = wait_state(stack, user, job, state, attempt=attempt)
-    time.sleep(0.8)
-    return detail
+from openpai_server.jobs import Step
 
 
 def test_submit_and_follow_through_every_state_to_success(pai_user):
-    stack, fc = pai_user.stack, pai_user.stack.fc
     job = pai_user.name("ok")
     path = pai_user.write_job(job)
-    fw = pai_user.framework(job)
-
-    def controller():
-        fc.wait_created(fw)
-        fc.create_attempt(fw)
-        settle(stack, "alice", job, "WAITING")
-        fc.framework_state(fw, "AttemptPreparing")
-        fc.task_state(fw, "AttemptPreparing")
-        fc.task_state(fw, "AttemptRunning", index=0)
-        obj = fc.framework_state(fw, "AttemptRunning")
-        fc.write_log(obj, "worker", 0, "epoch 1\nepoch 2\n", user="alice")
-        settle(stack, "alice", job, "RUNNING")
-        fc.task_state(fw, "AttemptRunning", index=1)
-        settle(stack, "alice", job, "RUNNING")
-        return fc.succeed(fw)
-
-    background = pai_user.in_background(controller)
+    pai_user.server.scenarios[job] = [
+        Step(None, 2),                                                   # no attempt yet: WAITING
+        Step(lambda j: j.fc_prepare(), 2),                               # AttemptPreparing: WAITING
+        Step(lambda j: j.fc_run("worker", 0, log="epoch 1\nepoch 2\n"), 2),  # one task runs: RUNNING
+        Step(lambda j: j.fc_run(), 2),                                   # both run
+        Step(lambda j: j.fc_succeed())]
     result = pai_user.paictl("submit", str(path), "--target", "openpai", "--cluster", "lab", "--follow")
-    background.result()
     assert result.returncode == 0, result.stderr + result.stdout
     out = result.stdout
     assert f"job alice~{job} submitted to OpenPAI lab ({pai_user.server.api_url}), virtual cluster default" in out
@@ -65,44 +35,39 @@ def test_submit_and_follow_through_every_state_to_success(pai_user):
 
 
 def test_a_failure_is_diagnosed_with_the_last_lines_of_the_failed_task(pai_user):
-    stack, fc = pai_user.stack, pai_user.stack.fc
     job = pai_user.name("bad")
     path = pai_user.write_job(job)
-    fw = pai_user.framework(job)
     log = "starting\n  File \"train.py\", line 3\nSyntaxError: invalid syntax\n"
 
-    def controller():
-        fc.start(fw, logs={("worker", 0): log, ("worker", 1): "fine\n"}, user="alice")
-        settle(stack, "alice", job, "RUNNING")
-        return fc.fail(fw, "worker", 0, 231, "ContainerSyntaxError")
+    def start(j):
+        j.fc_run("worker", 0, log=log)
+        j.fc_run("worker", 1, log="fine\n")
 
-    background = pai_user.in_background(controller)
+    pai_user.server.scenarios[job] = [Step(start, 2), Step(lambda j: j.fc_fail("worker", 0, 231))]
     result = pai_user.paictl("submit", str(path), "--target", "openpai", "--cluster", "lab", "--follow")
-    background.result()
     assert result.returncode == 1, result.stderr + result.stdout
     out = result.stdout
     assert f"{job}: failed (attempt 0), code 231, decided by worker-0: 231 ContainerSyntaxError" in out
     # the server calls a task ended by the attempt's completion (-220) STOPPED, not FAILED
-    assert "worker-1  STOPPED  attempt 0  on node-0  exit -220  -220 FrameworkAttemptCompletion" in out
+    assert "worker-1  STOPPED  attempt 0  on node1  exit -220  -220 FrameworkAttemptCompletion" in out
     assert "last lines of worker-0" in out
     assert "SyntaxError: invalid syntax" in out
     assert pai_user.token not in out + result.stderr
 
 
 def test_stop_asks_the_server_and_the_job_ends_stopped(pai_user):
-    stack, fc = pai_user.stack, pai_user.stack.fc
     job = pai_user.name("long")
-    path = pai_user.write_job(job)
-    fw = pai_user.framework(job)
-    assert pai_user.paictl("submit", str(path), "--target", "openpai").returncode == 0
-    fc.start(fw, user="alice")
-    wait_state(stack, "alice", job, "RUNNING")
-    background = pai_user.in_background(lambda: fc.stop_when_asked(fw))
+    assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
+    with pai_user.server.lock:
+        pai_user.job(job).fc_run()
     stopped = pai_user.paictl("stop", job, "--target", "openpai")
     assert stopped.returncode == 0, stopped.stderr
     assert f"job alice~{job}: stop requested" in stopped.stdout
-    background.result()
-    wait_state(stack, "alice", job, "STOPPED")
+    double = pai_user.job(job)
+    assert double.execution_type == "STOP"
+    with pai_user.server.lock:  # FrameworkController's answer to executionType Stop
+        double.fc_stop()
+        double.fc_finish()
     status = pai_user.paictl("status", job, "--target", "openpai", "-o", "json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout.splitlines()[-1])["state"] == "stopped"
@@ -111,17 +76,15 @@ def test_stop_asks_the_server_and_the_job_ends_stopped(pai_user):
 
 
 def test_logs_all_one_task_follow_and_an_earlier_attempt(pai_user):
-    stack, fc = pai_user.stack, pai_user.stack.fc
     job = pai_user.name("logs")
-    path = pai_user.write_job(job)
-    fw = pai_user.framework(job)
-    assert pai_user.paictl("submit", str(path), "--target", "openpai").returncode == 0
-    # attempt 0 fails, the Framework retries (attempt 1), whose logs differ
-    obj = fc.start(fw, logs={("worker", 0): "first try 0\n", ("worker", 1): "first try 1\n"}, user="alice")
-    fc.fail(fw, "worker", 0, 137, "ContainerSigKillReceived", final=False)
-    fc.next_attempt(fw)
-    obj = fc.start(fw, logs={("worker", 0): "second try 0\n", ("worker", 1): "second try 1\n"}, user="alice")
-    wait_state(stack, "alice", job, "RUNNING", attempt=1)
+    assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
+    double = pai_user.job(job)
+    with pai_user.server.lock:  # attempt 0 fails, the Framework retries (attempt 1), whose logs differ
+        double.fc_run("worker", 0, log="first try 0\n")
+        double.fc_run("worker", 1, log="first try 1\n")
+        double.fc_fail("worker", 0, 137, retry=True)
+        double.fc_run("worker", 0, log="second try 0\n")
+        double.fc_run("worker", 1, log="second try 1\n")
 
     everything = pai_user.paictl("logs", job, "--target", "openpai")
     assert everything.returncode == 0, everything.stderr
@@ -138,13 +101,16 @@ def test_logs_all_one_task_follow_and_an_earlier_attempt(pai_user):
 
     def more():
         time.sleep(1.0)
-        fc.write_log(obj, "worker", 0, "third line\n", user="alice")
+        with pai_user.server.lock:
+            double.write_log("worker", 0, "third line\n")
         time.sleep(1.0)
-        fc.succeed(fw)
+        with pai_user.server.lock:
+            double.fc_succeed()
 
-    background = pai_user.in_background(more)
+    background = threading.Thread(target=more, daemon=True)
+    background.start()
     followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
-    background.result()
+    background.join(30)
     assert followed.returncode == 0, followed.stderr
     lines = [line for line in followed.stdout.splitlines() if "try" in line or "third" in line]
     assert len(lines) == 2 and "second try 0" in lines[0] and "third line" in lines[1]
@@ -154,22 +120,21 @@ def test_logs_all_one_task_follow_and_an_earlier_attempt(pai_user):
 
 
 def test_the_rest_token_goes_only_to_the_rest_server(pai_user):
-    stack, fc = pai_user.stack, pai_user.stack.fc
+    server = pai_user.server
     job = pai_user.name("confined")
     assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
-    fw = pai_user.framework(job)
-    fc.start(fw, logs={("worker", 0): "hello\n"}, user="alice")
-    wait_state(stack, "alice", job, "RUNNING")
-    seen_pylon, seen_logs = len(pai_user.server.pylon.requests), len(stack.logs.requests)
+    with server.lock:
+        pai_user.job(job).fc_run("worker", 0, log="hello\n")
+    seen_pylon, seen_logs = len(server.pylon.requests), len(server.log_manager.requests)
     result = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai")
     assert result.returncode == 0 and "hello" in result.stdout, result.stderr
-    through = pai_user.server.pylon.requests[seen_pylon:]
+    through = server.pylon.requests[seen_pylon:]
     log_requests = [r for r in through if r[1].startswith("/log-manager/")]
     rest_requests = [r for r in through if r[1].startswith("/rest-server/")]
     assert log_requests and rest_requests
     assert all(r[2].get("Authorization") == f"Bearer {pai_user.token}" for r in rest_requests)
     assert not any("Authorization" in r[2] or pai_user.token in json.dumps(r) for r in log_requests)
-    assert not any("Authorization" in r[2] for r in stack.logs.requests[seen_logs:] if r[0] == "GET"
+    assert not any("Authorization" in r[2] for r in server.log_manager.requests[seen_logs:] if r[0] == "GET"
                    and "token=" in r[1] and "username=alice" in r[1])
 
 
@@ -177,48 +142,31 @@ def test_a_direct_rest_address_reaches_the_log_manager_as_pylon_would(pai_user):
     """An alias naming the REST server itself (no proxy in front): paictl routes /log-manager/HOST:PORT/ itself."""
     from paictl.targets.openpai.clusters import ClusterEntry, save_clusters
 
-    stack, fc = pai_user.stack, pai_user.stack.fc
-    save_clusters({"lab": ClusterEntry(alias="lab", url=stack.rest_url, user="alice",
+    server = pai_user.server
+    save_clusters({"lab": ClusterEntry(alias="lab", url=server.url, user="alice",
                                        token_env="PAICTL_TEST_OPENPAI_TOKEN", min_poll_interval=0.05)},
                   pai_user.clusters_file)
     job = pai_user.name("direct")
     assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
-    fw = pai_user.framework(job)
-    fc.start(fw, logs={("worker", 0): "straight\n"}, user="alice")
-    wait_state(stack, "alice", job, "RUNNING")
-    seen = len(stack.logs.requests)
+    with server.lock:
+        pai_user.job(job).fc_run("worker", 0, log="straight\n")
+    seen, seen_pylon = len(server.log_manager.requests), len(server.pylon.requests)
     result = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai")
     assert result.returncode == 0 and "straight" in result.stdout, result.stderr
-    assert not any("Authorization" in headers for _, _, headers in stack.logs.requests[seen:])
+    assert len(server.log_manager.requests) > seen and len(server.pylon.requests) == seen_pylon
+    assert not any("Authorization" in headers for _, _, headers in server.log_manager.requests[seen:])
 
 
 def test_follow_through_a_retry_and_a_stop(pai_user):
     """The states the other follows do not reach: a retried job restarting, then stopping and stopped (exit 4)."""
-    stack, fc = pai_user.stack, pai_user.stack.fc
     job = pai_user.name("retry")
     path = pai_user.write_job(job)
-    fw = pai_user.framework(job)
-
-    def controller():
-        fc.start(fw, user="alice")
-        settle(stack, "alice", job, "RUNNING")
-        fc.fail(fw, "worker", 0, 137, "ContainerSigKillReceived", final=False)
-        fc.next_attempt(fw)
-        settle(stack, "alice", job, "WAITING", attempt=1)
-        fc.start(fw, user="alice")
-        settle(stack, "alice", job, "RUNNING", attempt=1)
-        assert stack.rest("PUT", f"/api/v2/jobs/alice~{job}/executionType", user="alice",
-                          json={"value": "STOP"}).status_code == 202
-        fc.wait(fw, lambda obj: obj["spec"].get("executionType") == "Stop")
-        fc.complete_attempt(fw, -210, "StopFrameworkRequested", ["Permanent"],
-                            diagnostics="User has requested to stop the Framework")
-        settle(stack, "alice", job, "STOPPING")
-        fc.complete_tasks(fw, *ATTEMPT_COMPLETION)
-        return fc.finish(fw)
-
-    background = pai_user.in_background(controller)
+    pai_user.server.scenarios[job] = [
+        Step(lambda j: j.fc_run(), 2),
+        Step(lambda j: j.fc_fail("worker", 0, 137, retry=True), 2),     # attempt 1 waits: restarting
+        Step(lambda j: j.fc_run(), 2),
+        Step(lambda j: j.request_stop())]                               # STOP: stopping for two reads, then stopped
     result = pai_user.paictl("submit", str(path), "--target", "openpai", "--follow")
-    background.result()
     assert result.returncode == 4, result.stderr + result.stdout
     out = result.stdout
     steps = [f"{job}: running (attempt 0)", f"{job}: restarting (attempt 1): retry 1", f"{job}: running (attempt 1)",
