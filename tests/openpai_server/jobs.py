@@ -216,12 +216,18 @@ class Job:
         assert attempt is not None
         at = now_ms()
         for name, task in self._tasks(role, index):
-            current = task.current
-            if current.state in (PENDING, PREPARING):
-                current.state, current.launched, current.node, current.ip = RUNNING, at, NODE, NODE_IP
+            self._start(name, task.current, at)
             if log:
                 self.write_log(name, task.index, log)
         attempt.state, attempt.launched = RUNNING, attempt.launched or at
+
+    def _start(self, role: str, attempt: TaskAttempt, at: int) -> None:
+        """A task attempt's container starts: it runs on node1, and the runtime opens its log files on the node (so
+        the log-manager has them: before that, the server cannot list a task's logs)."""
+        if attempt.state in (PENDING, PREPARING):
+            attempt.state, attempt.launched, attempt.node, attempt.ip = RUNNING, at, NODE, NODE_IP
+            if self.log_writer is not None:
+                self.log_writer(self.user, self.framework, role, attempt.pod)
 
     def write_log(self, role: str, index: int, stdout: str = "", stderr: str = "") -> None:
         """What the task prints, into the log-manager's files for its current pod."""
@@ -229,21 +235,20 @@ class Job:
         if self.log_writer is not None:
             self.log_writer(self.user, self.framework, role, task.current.pod, stdout=stdout, stderr=stderr)
 
-    def _complete_task(self, task: Task, code: int, diagnostics: Optional[str] = None) -> None:
+    def _complete_task(self, role: str, task: Task, code: int) -> None:
         current = task.current
         if current.state == COMPLETED:
             return
         at = now_ms()
-        if current.launched is None:
-            current.launched, current.node, current.ip = at, NODE, NODE_IP
-        current.state, current.exit_code, current.completed, current.diagnostics = COMPLETED, code, at, diagnostics
+        self._start(role, current, at)
+        current.state, current.exit_code, current.completed = COMPLETED, code, at
 
     def fc_succeed(self) -> None:
         if self.attempt is None or not self.attempt.tasks:
             self.fc_run()
         tasks = self._tasks()
-        for _, task in tasks:
-            self._complete_task(task, 0)
+        for role, task in tasks:
+            self._complete_task(role, task, 0)
         count = len(tasks)
         last_role, last = tasks[-1]
         self._complete(Completion(0, "Succeeded", None, (last_role, last.index,
@@ -256,9 +261,9 @@ class Job:
         if self.attempt is None or not self.attempt.tasks:
             self.fc_run()
         (_, failed), = self._tasks(role, index)
-        self._complete_task(failed, code)
-        for _, task in self._tasks():
-            self._complete_task(task, -220)
+        self._complete_task(role, failed, code)
+        for name, task in self._tasks():
+            self._complete_task(name, task, -220)
         spec = exit_spec(code) or {}
         self._complete(Completion(code, phrase or str(spec.get("phrase")), f"exit {code}",
                                   (role, index, "FailedTaskCount 1 has reached MinFailedTaskCount 1")))
@@ -275,8 +280,8 @@ class Job:
         failed = task.current
         failed.state, failed.exit_code, failed.diagnostics = COMPLETED, code, f"exit {code}"
         attempt_id = failed.id + 1
-        task.attempts.append(TaskAttempt(id=attempt_id, pod=pod or f"{failed.pod}-r{attempt_id}", state=RUNNING,
-                                         launched=now_ms(), node=NODE, ip=NODE_IP))
+        task.attempts.append(TaskAttempt(id=attempt_id, pod=pod or f"{failed.pod}-r{attempt_id}"))
+        self._start(role, task.current, now_ms())
 
     def fc_stop(self) -> None:
         """FrameworkController's answer to executionType Stop: the attempt completes with -210 and its pods are
@@ -291,9 +296,9 @@ class Job:
         """The attempt's pods are gone: Completed; tasks still running end with the attempt's code."""
         attempt = self.attempt
         assert attempt is not None and attempt.completion is not None
-        for tasks in attempt.tasks.values():
+        for role, tasks in attempt.tasks.items():
             for task in tasks:
-                self._complete_task(task, attempt.completion.code)
+                self._complete_task(role, task, attempt.completion.code)
         attempt.state, attempt.completed = COMPLETED, now_ms()
 
     def _complete(self, completion: Completion, *, final: bool = True) -> None:

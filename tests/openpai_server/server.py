@@ -582,6 +582,10 @@ class _Routes:
         chosen = next((a for a in task.attempts if a.id == int(task_attempt)), None)
         if chosen is None:
             raise _error(404, "NoTaskLogError", "Log of task is not found.")
+        if not self.api.log_manager.folder(job.user, job.framework, role, chosen.pod).is_dir():
+            # the server lists a task's logs by asking the node's log-manager, which has none before the
+            # container starts: the recorded answer for a job with no pod yet (logs.jsonl, st-wait)
+            raise _error(500, "UnknownError", "Failed to get log list")
         raise self.ok(200, {"locations": self.log_links(job, role, chosen.pod)})
 
     def log_links(self, job: Job, role: str, pod: str) -> list[dict[str, str]]:

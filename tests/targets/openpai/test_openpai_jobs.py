@@ -173,3 +173,47 @@ def test_follow_through_a_retry_and_a_stop(pai_user):
              f"{job}: stopping (attempt 1)", f"{job}: stopped (attempt 1), code -210"]
     positions = [out.find(step) for step in steps]
     assert -1 not in positions and positions == sorted(positions), out
+
+
+def test_logs_of_tasks_not_started_yet_say_so_and_follow_waits_for_them(pai_user):
+    """Before a task's container starts, the server cannot list its logs (500 "Failed to get log list", as recorded
+    for a job with no pod yet): paictl says "no log yet" for it at once, and a follower shows its lines once it runs."""
+    job = pai_user.name("early")
+    assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
+    double = pai_user.job(job)
+    with pai_user.server.lock:
+        double.fc_prepare()
+    started = time.monotonic()
+    early = pai_user.paictl("logs", job, "--target", "openpai")
+    assert early.returncode == 0, early.stderr
+    assert early.stderr.count("no log yet") == 2 and time.monotonic() - started < 10
+
+    def later():
+        time.sleep(1.0)
+        with pai_user.server.lock:
+            double.fc_run("worker", 0, log="at last\n")
+        time.sleep(1.0)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    background = threading.Thread(target=later, daemon=True)
+    background.start()
+    followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
+    background.join(30)
+    assert followed.returncode == 0, followed.stderr
+    assert "no log yet" in followed.stderr and "at last" in followed.stdout
+
+
+def test_following_one_task_s_log_through_a_retry(pai_user):
+    """While the retried attempt waits to be created its tasks do not exist yet (`taskStatuses: []`, as recorded):
+    the follower waits for them instead of calling the task unknown, then shows the new attempt's lines."""
+    job = pai_user.name("relog")
+    pai_user.server.scenarios[job] = [
+        Step(lambda j: j.fc_run(log="first attempt\n"), 3),
+        Step(lambda j: j.fc_fail("worker", 0, 137, retry=True), 3),
+        Step(lambda j: j.fc_run(log="second attempt\n"), 3),
+        Step(lambda j: j.fc_succeed())]
+    assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
+    followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.index("first attempt") < followed.stdout.index("second attempt"), followed.stdout + followed.stderr
