@@ -14,6 +14,19 @@ import time
 from openpai_server.jobs import Step
 
 
+def in_a_while(pai_user, *moves, pause: float = 1.0) -> threading.Thread:
+    """FrameworkController's moves, made one per `pause` seconds in the background while the CLI runs."""
+    def run():
+        for move in moves:
+            time.sleep(pause)
+            with pai_user.server.lock:
+                move()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_submit_and_follow_through_every_state_to_success(pai_user):
     job = pai_user.name("ok")
     path = pai_user.write_job(job)
@@ -99,16 +112,7 @@ def test_logs_all_one_task_follow_and_an_earlier_attempt(pai_user):
     assert earlier.returncode == 0, earlier.stderr
     assert "first try 0" in earlier.stdout and "second try" not in earlier.stdout
 
-    def more():
-        time.sleep(1.0)
-        with pai_user.server.lock:
-            double.write_log("worker", 0, "third line\n")
-        time.sleep(1.0)
-        with pai_user.server.lock:
-            double.fc_succeed()
-
-    background = threading.Thread(target=more, daemon=True)
-    background.start()
+    background = in_a_while(pai_user, lambda: double.write_log("worker", 0, "third line\n"), double.fc_succeed)
     followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
     background.join(30)
     assert followed.returncode == 0, followed.stderr
@@ -188,16 +192,7 @@ def test_logs_of_tasks_not_started_yet_say_so_and_follow_waits_for_them(pai_user
     assert early.returncode == 0, early.stderr
     assert early.stderr.count("no log yet") == 2 and time.monotonic() - started < 10
 
-    def later():
-        time.sleep(1.0)
-        with pai_user.server.lock:
-            double.fc_run("worker", 0, log="at last\n")
-        time.sleep(1.0)
-        with pai_user.server.lock:
-            double.fc_succeed()
-
-    background = threading.Thread(target=later, daemon=True)
-    background.start()
+    background = in_a_while(pai_user, lambda: double.fc_run("worker", 0, log="at last\n"), double.fc_succeed)
     followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
     background.join(30)
     assert followed.returncode == 0, followed.stderr
