@@ -180,3 +180,22 @@ def test_error_bodies():
     assert server_error('{"message": "bad\\n  yaml"}') == ("", "bad yaml")  # js-yaml errors come without a code
     assert server_error("<html>\n<body>Bad Gateway</body>") == ("", "<html>")
     assert server_error("") == ("", "(empty response)")
+
+
+def test_a_rate_limit_longer_than_the_retries_is_one_line_at_once():
+    """The HiveD server of the recordings lists a user's jobs 3 times a minute; the 4th answer is 429 with
+    `retry-after: 60` (recordings: rate-limit): retrying within the window is useless, so paictl says when to try
+    again, at once."""
+    from openpai_server.server import HIVED_LIMITS
+
+    with OpenPaiServer(hived=True, limits=HIVED_LIMITS) as hived:
+        hived.issue_token("alice", TOKEN)
+        slept: list[float] = []
+        client = OpenPaiClient(url=hived.url, token=TOKEN, alias="testpai", sleep=slept.append)
+        for _ in range(3):
+            assert client.get("/api/v2/jobs", params={"username": "alice"}).status == 200
+        with pytest.raises(ClusterError) as caught:
+            client.get("/api/v2/jobs", params={"username": "alice"}, what="list jobs")
+    assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 429: Too many requests, please try again later; "
+                                 "the server's rate limit lets this through again in 60 s")
+    assert slept == []
