@@ -99,7 +99,7 @@ class Attempt:
     completion: Optional[Completion] = None
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Step:
     """One step of a scripted job: FrameworkController's move, then how many reads the job stays so."""
     move: Optional[Callable[["Job"], None]]

@@ -284,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
                 _Routes(self, parts.path, parse_qs(parts.query, keep_blank_values=True), body).route()
             except _Reply as reply:
                 return self._send(reply)
+            except Exception as error:  # a fault of the double's own: an answer that says so, not a dropped line
+                return self._send(_error(500, "UnknownError", f"the OpenPAI double failed: {error!r}"))
         raise AssertionError("every route answers with a _Reply")  # pragma: no cover
 
     do_GET = do_POST = do_PUT = do_DELETE = _dispatch
@@ -348,7 +350,7 @@ class _Routes:
         rest = ""
         if handler is None:
             for verb, prefix, candidate in prefixed:
-                if method == verb and path.startswith(prefix) and "/" not in path[len(prefix):]:
+                if method == verb and path.startswith(prefix) and path[len(prefix):] and "/" not in path[len(prefix):]:
                     handler, rest = candidate, path[len(prefix):]
                     break
         job = _JOB.match(path)
