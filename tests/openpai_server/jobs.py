@@ -202,7 +202,10 @@ class Job:
         assert attempt is not None
         attempt.state = PREPARING
         if not attempt.tasks:
-            pod = pod or (lambda job_attempt, role, index: f"poduid-{job_attempt}-{index}")
+            # the recorded stand-in's names (one task role: `poduid-0-0`), the role added when there are several
+            several = len(self.roles()) > 1
+            pod = pod or (lambda job_attempt, role, index:
+                          f"poduid-{job_attempt}-{role}-{index}" if several else f"poduid-{job_attempt}-{index}")
             for role, instances, _ in self.roles():
                 attempt.tasks[role] = [Task(index=i, uid=f"task-uid-{i}-{uuid.uuid4().hex[:6]}",
                                             attempts=[TaskAttempt(id=0, pod=pod(attempt.id, role, i))])
