@@ -70,26 +70,34 @@ def peer():
         yield double
 
 
-@pytest.fixture(scope="session")
-def openpai_stack():
-    """The unchanged OpenPAI rest-server and database-controller with their stand-ins (tests/openpai_peer), started
-    once per session; skipped without ../shared/peers."""
-    from openpai_peer.fixtures import running_stack
+@pytest.fixture
+def pai_user(tmp_path, monkeypatch):
+    """Alice on a default-scheduler OpenPAI double (tests/openpai_server), known by the alias `lab` through pylon
+    (`.../rest-server`, as a deployment is reached), with a real login token of the double in
+    PAICTL_TEST_OPENPAI_TOKEN. Each test has its own server: the double starts in milliseconds. The OpenPAI
+    rest-server is in no package registry; the double answers as its recordings do (tests/openpai_server/
+    test_contract.py)."""
+    from openpai_server import OpenPaiServer
 
-    yield from running_stack()
+    with OpenPaiServer() as server:
+        yield _openpai_user(server, tmp_path, monkeypatch)
 
 
 @pytest.fixture
-def pai_user(openpai_stack, tmp_path):
-    """Alice on `openpai_stack`: her clusters file (alias `lab`, through pylon), her token, the CLI."""
-    from openpai_peer.harness import PaiUser
+def hived_user(tmp_path, monkeypatch):
+    """Alice on a HiveD-scheduler OpenPAI double (JOB_HISTORY=false, virtual clusters default and vc1), a member of
+    vc1's group."""
+    from openpai_server import OpenPaiServer
 
-    return PaiUser(openpai_stack, tmp_path)
+    with OpenPaiServer(hived=True) as server:
+        server.accounts.add_group(server.accounts.groups["vc1"], "alice")
+        yield _openpai_user(server, tmp_path, monkeypatch)
 
 
-@pytest.fixture
-def hived_user(openpai_stack, tmp_path):
-    """Alice on the stack's second rest-server, the one with LAUNCHER_SCHEDULER=hivedscheduler."""
-    from openpai_peer.harness import PaiUser
+def _openpai_user(server, tmp_path, monkeypatch):
+    from openpai_server.harness import TOKEN_ENV, Harness
 
-    return PaiUser(openpai_stack, tmp_path, server=openpai_stack.hived())
+    harness = Harness(server, tmp_path, server.accounts.login("alice"), alias="lab", url=server.api_url)
+    monkeypatch.setenv(TOKEN_ENV, harness.token)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(harness.config_home))
+    return harness

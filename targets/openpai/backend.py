@@ -31,6 +31,8 @@ POLL_SLOWDOWN = 1.5
 #: Log locations in the order paictl prefers them (the swagger's example lists stderr, all, stdout).
 LOG_PREFERENCE = ("all", "stdout", "stderr")
 EXCERPT_LINES = 20
+#: Rows asked for per job-list request: the server's own page when no limit is given (its maximum is 50,000).
+LIST_PAGE = 5000
 
 
 class OpenPaiBackend:
@@ -250,10 +252,20 @@ class OpenPaiBackend:
             self.sleep(interval)
 
     def list(self) -> list[JobView]:
-        rows = self.client.get("/api/v2/jobs", params={"username": self.user}, what="list jobs").body
-        if isinstance(rows, dict):  # withTotalCount form
-            rows = rows.get("data") or []
-        return [summary_view(row, where=self._where(row.get("virtualCluster"))) for row in rows or []
+        """Every job of the user, page by page: without `limit` the server answers its first 5,000 rows and nothing
+        in the answer says more exist (recordings/openpai job-list-5012), so paictl asks for pages until a short
+        one."""
+        rows: list[Any] = []
+        while True:
+            page = self.client.get("/api/v2/jobs", params={"username": self.user, "offset": len(rows),
+                                                           "limit": LIST_PAGE}, what="list jobs").body
+            if isinstance(page, dict):  # withTotalCount form
+                page = page.get("data") or []
+            page = page if isinstance(page, list) else []
+            rows += page
+            if len(page) < LIST_PAGE:
+                break
+        return [summary_view(row, where=self._where(row.get("virtualCluster"))) for row in rows
                 if isinstance(row, dict)]
 
     def stop(self, name: str) -> StopResult:
@@ -293,10 +305,10 @@ class OpenPaiBackend:
     def _log_lines(self, name: str, detail: dict[str, Any], tasks: list[tuple[str, dict[str, Any]]],
                    role: Optional[str], index: Optional[int], job_attempt: int,
                    follow: bool) -> Iterator[LogLine]:
-        shown: dict[tuple[str, int, int], int] = {}
+        shown: dict[tuple[int, str, int, int], int] = {}
         while True:
             for task_role, task in tasks:
-                key = (task_role, int(task.get("taskIndex") or 0), int(task.get("attemptId") or 0))
+                key = (job_attempt, task_role, int(task.get("taskIndex") or 0), int(task.get("attemptId") or 0))
                 yield from self._task_log(name, job_attempt, task_role, task, shown, announce=key not in shown)
             if not follow or self._view(detail).state.is_final:
                 return
@@ -309,6 +321,10 @@ class OpenPaiBackend:
     def _select_tasks(self, detail: dict[str, Any], role: Optional[str],
                       index: Optional[int]) -> list[tuple[str, dict[str, Any]]]:
         roles = detail.get("taskRoles") or {}
+        if not any((status or {}).get("taskStatuses") for status in roles.values()):
+            # no attempt yet (`taskRoles: {}`), or one waiting to be created after a retry (`taskStatuses: []`):
+            # no task exists to choose yet
+            return []
         if role is not None and role not in roles:
             raise UsageError(f"job {detail.get('name')} has no task role {role!r}; it has {', '.join(roles)}")
         chosen = []
@@ -323,12 +339,20 @@ class OpenPaiBackend:
         return chosen
 
     def _task_log(self, name: str, job_attempt: int, role: str, task: dict[str, Any],
-                  shown: dict[tuple[str, int, int], int], *, announce: bool) -> Iterator[LogLine]:
+                  shown: dict[tuple[int, str, int, int], int], *, announce: bool) -> Iterator[LogLine]:
         task_index = int(task.get("taskIndex") or 0)
         task_attempt = int(task.get("attemptId") or 0)
-        key = (role, task_index, task_attempt)
+        # a task's attempts count from 0 again in each job attempt (a retried job's attempt 1 runs task attempt 0)
+        key = (job_attempt, role, task_index, task_attempt)
         path = (f"{self._job_path(name)}/attempts/{job_attempt}/taskRoles/{quote(role, safe='')}/taskIndex/"
                 f"{task_index}/attempts/{task_attempt}/logs")
+        if task.get("taskState") == "WAITING":
+            # its container has not started: the node's log-manager has nothing, and the server answers 500
+            # "Failed to get log list" for it, which is no error of the user's
+            if announce:
+                yield LogLine(role=role, index=task_index, text="no log yet", stream="note")
+            shown.setdefault(key, 0)
+            return
         try:
             locations = (self.client.get(path, what=f"log locations of {role}-{task_index}").body or {}) \
                 .get("locations") or []

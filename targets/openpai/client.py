@@ -5,7 +5,8 @@ httpx does the HTTP (connection reuse, timeouts, proxies from the environment, T
   (the cluster is not there; asking again only makes the user wait);
 - idempotent requests (GET, and the PUT of an execution type) are retried with exponential backoff when an open
   connection drops, or the server answers 429 or 5xx; a POST is never repeated, since the job may have been created.
-  Once retrying has taken a second, each further attempt is announced (a WARNING on the `paictl.openpai` logger,
+  A 429 whose Retry-After outlasts the retries (the REST server's rate limiters say 60 or 3600 s) is one line at
+  once, saying when to try again. Once retrying has taken a second, each further attempt is announced (a WARNING on the `paictl.openpai` logger,
   which reaches standard error through logging's last-resort handler unless an application configures logging);
 - the server's error body `{code, message}` becomes one `ClusterError`/`NotFoundError` line naming the server,
   the HTTP status, the code and the message, plus what to do;
@@ -204,10 +205,12 @@ class OpenPaiClient:
             except httpx.HTTPError as exc:  # an invalid URL or header: never retried
                 raise ClusterError(self.redact(f"OpenPAI {self.alias}: {what or path}: {exc}")) from None
             else:
-                if response.status_code not in RETRY_STATUSES or last:
+                wait = _retry_after(response.headers.get("Retry-After"))
+                if response.status_code not in RETRY_STATUSES or last or wait > MAX_BACKOFF:
+                    # a rate limiter's window (the REST server's are a minute or an hour) outlasts any retry
                     return self._reply(response, what or f"{method} {path}", raw=raw)
                 reason = f"HTTP {response.status_code}"
-                delay = max(delay, min(_retry_after(response.headers.get("Retry-After")), MAX_BACKOFF))
+                delay = max(delay, wait)
             if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
                 logging.getLogger(LOGGER).warning(self.redact(
                     f"paictl: OpenPAI {self.alias}: {what or method + ' ' + path}: {reason}; "
@@ -221,7 +224,8 @@ class OpenPaiClient:
         if response.status_code == 304:
             return Reply(status=304, body=None, etag=response.headers.get("ETag"))
         if response.status_code >= 400:
-            raise self._error(response.status_code, text, what)
+            raise self._error(response.status_code, text, what,
+                              retry_after=_retry_after(response.headers.get("Retry-After")))
         body: Any = text
         if not raw:
             try:
@@ -239,10 +243,12 @@ class OpenPaiClient:
         return self.redact(f"cannot reach the OpenPAI REST server {self.alias} ({self.url}){tries}: "
                            f"{what + ': ' if what else ''}{reason}{unsure}")
 
-    def _error(self, status: int, text: str, what: str) -> ClusterError:
+    def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
         code, message = server_error(text)
         line = f"OpenPAI {self.alias}: {what}: HTTP {status}" + (f" {code}" if code else "") + f": {message}"
-        if status == 401:
+        if status == 429 and retry_after:
+            line = line.rstrip(".") + f"; the server's rate limit lets this through again in {retry_after:.0f} s"
+        elif status == 401:
             line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
                                        f"`paictl openpai login {self.alias}`")
         elif status == 404 and not code and text.lstrip().startswith("<"):

@@ -1,5 +1,6 @@
-"""A test OpenPAI REST server (test code, never shipped): see server.py."""
+"""The OpenPAI REST server double (test code, never shipped): see server.py; held to recordings/openpai by
+test_contract.py."""
 
-from .server import LOG_TOKEN, OpenPaiServer
+from .server import Cluster, Limits, OpenPaiServer
 
-__all__ = ["LOG_TOKEN", "OpenPaiServer"]
+__all__ = ["Cluster", "Limits", "OpenPaiServer"]

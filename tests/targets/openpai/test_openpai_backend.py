@@ -1,9 +1,10 @@
 """The OpenPAI backend's polling schedule over real HTTP, on the test double's scripted clock.
 
-Everything a user does with a job (submit, follow, stop, logs, list, the server's refusals) is tested against the
-unchanged rest-server (test_openpai_peer_*.py). What stays here needs the double (tests/openpai_server): a job whose
-state changes after an exact number of polls, to check the schedule itself (minimum interval, backoff while nothing
-changes, reset on a change, conditional requests answered 304), and a pending timeout.
+Everything a user does with a job (submit, follow, stop, logs, list, the server's refusals) is in
+test_openpai_jobs.py and test_openpai_submit.py. What is here needs a job whose state changes after an exact number
+of polls (the double's scripted clock, tests/openpai_server/jobs.py), to check the schedule itself (minimum
+interval, backoff while nothing changes, reset on a change, conditional requests answered 304), and a pending
+timeout.
 """
 
 from __future__ import annotations
@@ -103,3 +104,14 @@ def test_opening_the_backend_never_fails_and_says_whether_it_is_configured(tmp_p
     with pytest.raises(UsageError, match="no OpenPAI cluster configured"):
         nothing.describe("x")
     nothing.close()
+
+
+def test_the_job_list_is_read_page_by_page(pai):
+    """Without `limit` the server answers 5,000 rows and nothing says more exist (recordings: job-list-5012): the
+    list asks for pages until a short one, and so shows all 5,012."""
+    pai.server.cluster.bulk_insert("alice", 5012)
+    views = pai.backend().list()
+    assert len(views) == 5012 and views[0].name == "j00000" and views[-1].name == "j05011"
+    pages = [r.path for r in pai.server.requests if r.path.startswith("/api/v2/jobs?")]
+    assert pages == ["/api/v2/jobs?username=alice&offset=0&limit=5000",
+                     "/api/v2/jobs?username=alice&offset=5000&limit=5000"]

@@ -1,5 +1,5 @@
 """`paictl openpai ...` and `paictl compile --target openpai` as a user runs them: real processes, real HTTP, the
-unchanged OpenPAI REST server behind pylon (tests/openpai_peer)."""
+OpenPAI double behind its pylon stand-in (tests/openpai_server, held to the real server's recordings)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,16 @@ import json
 import stat
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
-from openpai_peer.harness import ALIAS, TOKEN_ENV
-from openpai_peer.stack import USERS
+from openpai_server.accounts import PASSWORDS
+from openpai_server.harness import TOKEN_ENV
+from openpai_server.harness import write_job
 
+ALIAS = "lab"
 FAKE_KEYRING = Path(__file__).resolve().parents[2] / "openpai_server" / "fake_keyring"
-PASSWORD = USERS["alice"]
+PASSWORD = PASSWORDS["alice"]
 
 
 @pytest.fixture
@@ -21,19 +24,8 @@ def pai(pai_user):
     return pai_user
 
 
-def write_job(folder: Path, name: str, **options) -> Path:
-    from openpai_peer.harness import job_text
-
-    path = folder / f"{name}.yaml"
-    secrets = f"secrets:\n  apiKey: {options['secret']}\n" if options.get("secret") else ""
-    auth = (f"    auth:\n      username: robot\n      password: {options['registry_password']}\n"
-            "      registryuri: registry.example.org\n") if options.get("registry_password") else ""
-    path.write_text(job_text(name, secrets=secrets, auth=auth), encoding="utf-8")
-    return path
-
-
 def accepted(pai, token: str) -> bool:
-    return pai.stack.rest("GET", "/api/v2/users/alice", headers={"Authorization": f"Bearer {token}"}) \
+    return httpx.get(f"{pai.server.url}/api/v2/users/alice", headers={"Authorization": f"Bearer {token}"}) \
         .status_code == 200
 
 
@@ -133,7 +125,8 @@ def test_login_failures_are_one_line(pai):
 
 
 def test_login_with_an_application_token(pai):
-    reply = pai.stack.rest("POST", "/api/v2/tokens/application", user="alice")
+    reply = httpx.post(f"{pai.server.url}/api/v2/tokens/application",
+                       headers={"Authorization": f"Bearer {pai.token}"})
     assert reply.status_code == 200, reply.text
     app_token = reply.json()["token"]
     done = pai.paictl("openpai", "login", ALIAS, "--token-stdin", "--store-plaintext", input=app_token + "\n")

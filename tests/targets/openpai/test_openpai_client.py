@@ -1,8 +1,8 @@
 """The OpenPAI REST client over real HTTP: retries, dropped connections, 429/5xx, error bodies, the token guard.
 
-Faults are injected through the test double (tests/openpai_server): the real rest-server (test_openpai_peer_*.py)
-cannot be made to drop a connection or answer 503 on a chosen request. Link resolution and failing fast need no
-server at all."""
+Faults are injected through the test double (tests/openpai_server, held to the real server's recordings by its
+test_contract.py): no recording drops a connection or answers 503 on a chosen request. Link resolution and failing
+fast need no server at all."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_a_get_is_retried_after_a_5xx(server):
     server.faults.append(("/api/v2/virtual-clusters", "503"))
     server.faults.append(("/api/v2/virtual-clusters", "500"))
     reply = _client(server).get("/api/v2/virtual-clusters")
-    assert reply.status == 200 and sorted(reply.body) == ["default", "gpu", "restricted"]
+    assert reply.status == 200 and sorted(reply.body) == ["default"]
     assert len([r for r in server.requests if r.path == "/api/v2/virtual-clusters"]) == 3
 
 
@@ -139,9 +139,8 @@ def test_the_token_goes_only_under_the_rest_servers_own_address():
 def test_a_wrong_token_says_to_log_in(server):
     with pytest.raises(ClusterError) as caught:
         _client(server, token="not-the-token").get("/api/v2/jobs", what="list jobs")
-    assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 401 UnauthorizedUserError: Guest is not allowed "
-                                 "to do this operation; the token is missing, wrong or expired: run "
-                                 "`paictl openpai login testpai`")
+    assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 401 UnauthorizedUserError: Your token is invalid; "
+                                 "the token is missing, wrong or expired: run `paictl openpai login testpai`")
 
 
 def test_404_is_not_found(server):
@@ -181,3 +180,22 @@ def test_error_bodies():
     assert server_error('{"message": "bad\\n  yaml"}') == ("", "bad yaml")  # js-yaml errors come without a code
     assert server_error("<html>\n<body>Bad Gateway</body>") == ("", "<html>")
     assert server_error("") == ("", "(empty response)")
+
+
+def test_a_rate_limit_longer_than_the_retries_is_one_line_at_once():
+    """The HiveD server of the recordings lists a user's jobs 3 times a minute; the 4th answer is 429 with
+    `retry-after: 60` (recordings: rate-limit): retrying within the window is useless, so paictl says when to try
+    again, at once."""
+    from openpai_server.server import HIVED_LIMITS
+
+    with OpenPaiServer(hived=True, limits=HIVED_LIMITS) as hived:
+        hived.issue_token("alice", TOKEN)
+        slept: list[float] = []
+        client = OpenPaiClient(url=hived.url, token=TOKEN, alias="testpai", sleep=slept.append)
+        for _ in range(3):
+            assert client.get("/api/v2/jobs", params={"username": "alice"}).status == 200
+        with pytest.raises(ClusterError) as caught:
+            client.get("/api/v2/jobs", params={"username": "alice"}, what="list jobs")
+    assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 429: Too many requests, please try again later; "
+                                 "the server's rate limit lets this through again in 60 s")
+    assert slept == []

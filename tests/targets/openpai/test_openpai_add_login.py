@@ -1,6 +1,6 @@
-"""`paictl openpai add|login|clusters` against the unchanged OpenPAI REST server behind pylon, and the token canary:
-the user's real token appears in no output stream and no file of any `openpai` or `--target openpai` command,
-error paths included."""
+"""`paictl openpai add|login|clusters` against the OpenPAI double behind its pylon stand-in (tests/openpai_server, held
+to the real server's recordings), and the token canary: the user's real token appears in no output stream and no
+file of any `openpai` or `--target openpai` command, error paths included."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import socket
 import yaml
 from canary import PASSWORD, SECRET
 
-from openpai_peer.harness import ALIAS, TOKEN_ENV
-from openpai_peer.stack import USERS
+from openpai_server.accounts import PASSWORDS
+from openpai_server.harness import TOKEN_ENV
+
+ALIAS = "lab"
 
 
 def dead_url() -> str:
@@ -30,8 +32,8 @@ def test_add_finds_the_rest_api_under_the_site_root(pai_user):
     assert site.returncode == 0, site.stderr
     assert stored(pai_user, "site")["url"] == server.api_url
     assert f"cluster site: {server.api_url} (the REST API of {server.site_url}) as alice" in site.stdout
-    direct = pai_user.paictl("openpai", "add", "direct", server.rest_url, "--user", "alice")
-    assert direct.returncode == 0 and stored(pai_user, "direct")["url"] == server.rest_url
+    direct = pai_user.paictl("openpai", "add", "direct", server.url, "--user", "alice")
+    assert direct.returncode == 0 and stored(pai_user, "direct")["url"] == server.url
     api = pai_user.paictl("openpai", "add", "api", server.api_url + "/", "--user", "alice")
     assert api.returncode == 0 and stored(pai_user, "api")["url"] == server.api_url
     status = pai_user.paictl("status", "--target", "openpai", "--cluster", "site")
@@ -51,7 +53,7 @@ def test_a_site_root_stored_unchecked_says_what_to_do(pai_user):
 
 
 def test_add_says_what_to_type_when_the_address_is_not_openpai(pai_user):
-    other = f"http://127.0.0.1:{pai_user.stack.logs.port}"  # a web server, but not OpenPAI's
+    other = pai_user.server.log_manager.url  # a web server, but not OpenPAI's
     result = pai_user.paictl("openpai", "add", "other", other, "--user", "alice")
     assert result.returncode == 2
     line, = result.stderr.strip().splitlines()
@@ -98,7 +100,7 @@ def test_a_clusters_file_that_is_not_yaml_never_quotes_its_token(pai_user):
 
 
 def test_login_with_a_password_and_with_an_application_token(pai_user):
-    password = USERS["alice"]
+    password = PASSWORDS["alice"]
     logged = pai_user.paictl("openpai", "login", ALIAS, "--password-stdin", "--store-plaintext",
                              input=password + "\n")
     assert logged.returncode == 0, logged.stderr
@@ -134,27 +136,17 @@ def test_login_token_env_checks_the_token_and_works_without_a_server(pai_user):
 def test_token_canary_in_every_openpai_command(pai_user):
     """Every `openpai` command and every `--target openpai` command, successes and failures: the token is in no
     output stream and in no file paictl wrote."""
-    stack, fc, token = pai_user.stack, pai_user.stack.fc, pai_user.token
+    token = pai_user.token
     ok, failing, long = (pai_user.name(base) for base in ("cok", "cbad", "clong"))
-    for name in (ok, failing, long):
+    for name, scenario in ((ok, "succeed"), (failing, "fail"), (long, "long")):
         pai_user.write_job(name, secret=SECRET, registry_password=PASSWORD)
+        pai_user.server.scenarios[name] = scenario
     target = ("--target", "openpai", "--cluster", ALIAS)
-
-    def controller():
-        fc.start(pai_user.framework(ok), logs={("worker", 0): "fine\n"}, user="alice")
-        fc.succeed(pai_user.framework(ok))
-        fc.start(pai_user.framework(failing), logs={("worker", 0): "Traceback\nboom\n"}, user="alice")
-        fc.fail(pai_user.framework(failing), "worker", 0, 1, "ContainerNonZeroExitCode")
-
-    background = pai_user.in_background(controller)
     runs = {
         "submit ok": pai_user.paictl("submit", f"{ok}.yaml", *target, "--follow"),
         "submit failing": pai_user.paictl("submit", f"{failing}.yaml", *target, "--follow", "-o", "json"),
+        "submit long": pai_user.paictl("submit", f"{long}.yaml", *target),
     }
-    background.result()
-    runs["submit long"] = pai_user.paictl("submit", f"{long}.yaml", *target)
-    fc.start(pai_user.framework(long), logs={("worker", 0): "running\n"}, user="alice")
-    stop = pai_user.in_background(lambda: fc.stop_when_asked(pai_user.framework(long), timeout=300))
     assert pai_user.paictl("openpai", "add", "gone", dead_url(), "--user", "alice", "--no-check",
                            "--token-env", TOKEN_ENV).returncode == 0
     runs.update({
@@ -185,8 +177,6 @@ def test_token_canary_in_every_openpai_command(pai_user):
         "bad login": pai_user.paictl("openpai", "login", ALIAS, "--token-env", "WRONG",
                                      env={"WRONG": token + "x"}),
     })
-    assert runs["stop"].returncode == 0, runs["stop"].stderr + runs["stop"].stdout
-    stop.result()
     runs["remove"] = pai_user.paictl("openpai", "remove", "second")
     codes = {name: run.returncode for name, run in runs.items()}
     assert codes == {
@@ -198,7 +188,7 @@ def test_token_canary_in_every_openpai_command(pai_user):
     for name, run in runs.items():
         assert token not in run.stdout + run.stderr, name
         assert SECRET not in run.stdout + run.stderr and PASSWORD not in run.stdout + run.stderr, name
-    assert "boom" in runs["logs"].stdout and "fine" in runs["logs follow"].stdout
+    assert "SyntaxError: invalid syntax" in runs["logs"].stdout and "epoch 2 done" in runs["logs follow"].stdout
     for path, data in pai_user.files().items():
         assert token.encode() not in data, path
         if path.suffix != ".yaml" or path.parent != pai_user.folder:  # the job files themselves hold the secrets

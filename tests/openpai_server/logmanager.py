@@ -1,4 +1,4 @@
-"""A stand-in for OpenPAI's log-manager (microsoft/pai `src/log-manager`: an openresty app, not in ../peers).
+"""A stand-in for OpenPAI's log-manager (microsoft/pai `src/log-manager`, an openresty app; in no registry).
 
 Its API, as upstream's nginx.conf.default and lua files define it (read at a95d9420; behaviour re-implemented, no
 code copied):
@@ -17,9 +17,6 @@ Logs live in a folder laid out as on a node: `<root>/<user>/<framework>/<taskrol
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import re
 import time
@@ -27,6 +24,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
+from .accounts import jwt_payload, jwt_sign
 from .loopback import LoopbackHandler, LoopbackServer
 
 VALID = re.compile(r"^[\w\-.~]+$", re.ASCII)   # lua's ^[%w_%-%.~]+$
@@ -34,27 +32,9 @@ TAIL_BYTES = 16384
 PARAMS = ("username", "framework-name", "taskrole", "pod-uid")
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def jwt_sign(secret: str, payload: dict) -> str:
-    head = _b64(json.dumps({"typ": "JWT", "alg": "HS256"}, separators=(",", ":")).encode())
-    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-    signature = hmac.new(secret.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
-    return f"{head}.{body}.{_b64(signature)}"
-
-
 def jwt_verify(secret: str, token: str, subject: str) -> bool:
-    try:
-        head, body, signature = token.split(".")
-        expected = hmac.new(secret.encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
-        if not hmac.compare_digest(_b64(expected), signature):
-            return False
-        payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    except (ValueError, TypeError):
-        return False
-    return payload.get("sub") == subject and float(payload.get("exp", 0)) > time.time()
+    payload = jwt_payload(secret, token)
+    return payload is not None and payload.get("sub") == subject and "exp" in payload
 
 
 class LogManager(LoopbackServer):
@@ -71,13 +51,16 @@ class LogManager(LoopbackServer):
 
     def write(self, user: str, framework: str, taskrole: str, pod_uid: str, *, stdout: str = "", stderr: str = "",
               rotated: Optional[str] = None) -> None:
-        """Append to a container's logs as the node's log collector does (`user-all` has both streams)."""
+        """Append to a container's logs as the runtime writes them on a node: `user.pai.stdout`, `user.pai.stderr`
+        and `user.pai.all` (both streams), the three files the REST server's log links name (recordings/openpai
+        logs.jsonl); `rotated` goes into a `user-all` folder's rotated file."""
         base = self.folder(user, framework, taskrole, pod_uid)
-        for name, text in (("user-stdout", stdout), ("user-stderr", stderr), ("user-all", stdout + stderr)):
-            (base / name).mkdir(parents=True, exist_ok=True)
-            with open(base / name / "current", "a", encoding="utf-8") as out:
+        base.mkdir(parents=True, exist_ok=True)
+        for name, text in (("user.pai.stdout", stdout), ("user.pai.stderr", stderr), ("user.pai.all", stdout + stderr)):
+            with open(base / name, "a", encoding="utf-8") as out:
                 out.write(text)
         if rotated is not None:
+            (base / "user-all").mkdir(exist_ok=True)
             (base / "user-all" / "@4000000000000000.s").write_text(rotated, encoding="utf-8")
 
     def token(self) -> str:
