@@ -18,7 +18,7 @@ def on_page_read_source(page, config):
     docs generator (`typer ... utils docs`), so neither can drift."""
     if page.file.src_uri == "index.md":
         return (ROOT / "README.md").read_text(encoding="utf-8")
-    if page.file.src_uri == "reference.md":
+    if page.file.src_uri == "reference/cli.md":
         return command_reference()
     return None
 
@@ -31,8 +31,8 @@ def command_reference() -> str:
 
     command = typer.main.get_command(app)
     intro = ("Every command and option, generated from the command-line app when the site is built (so it is what "
-             "`paictl COMMAND --help` says).\n\n")
-    text = get_docs_for_click(obj=command, ctx=typer.Context(command), name="paictl", title="Command reference")
+             "`paictl COMMAND --help` says). [Commands](commands.md) says what each command is for.\n\n")
+    text = get_docs_for_click(obj=command, ctx=typer.Context(command), name="paictl", title="Command-line options")
     head, _, rest = text.partition("\n\n")
     return head + "\n\n" + intro + rest
 
