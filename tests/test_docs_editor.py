@@ -32,7 +32,8 @@ def recipe(heading: str) -> str:
 
 @pytest.mark.skipif(NVIM is None and not os.environ.get("CI"), reason="no nvim on PATH")
 def test_the_neovim_07_recipe_shows_paictl_diagnostics(tmp_path):
-    if NVIM is None or nvim_version() >= (0, 11):
+    assert NVIM, "CI needs nvim for the editor recipe's test (.ci/run installs Debian's neovim)"
+    if nvim_version() >= (0, 11):
         pytest.skip("the 0.7-0.10 recipe needs Neovim 0.7-0.10 (Debian 12's nvim)")
     (tmp_path / "init.lua").write_text(recipe("## Neovim 0.7 to 0.10"))
     (tmp_path / "bad.yaml").write_text("protocolVersion: 2\nname: demo\ntype: job\ntaskrole: {}\n")
