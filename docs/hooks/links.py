@@ -1,7 +1,8 @@
-"""MkDocs hooks: the home page and the command reference (below); and links. The pages were written as README sections, so their links name files from the repository's root
-(`schemas/job.schema.json`), and the README (the home page) links pages as `docs/<page>.md`. Links to
-pages are made relative to docs/; a link to a repository file that exists becomes its URL on the repository host;
-anything else is left for `mkdocs build --strict` to report."""
+"""MkDocs hooks: the home page and the command-line options page (below); and links. Pages link repository files
+from the repository's root (`schemas/job.schema.json`), so that the same Markdown reads on GitHub, and the README
+(the home page) links pages as `docs/<page>.md`. Links to pages are made relative to the page; a link to a
+repository file that exists becomes its URL on the repository host; anything else is left for `mkdocs build
+--strict` to report."""
 
 from __future__ import annotations
 
