@@ -57,3 +57,11 @@ def test_help_shows_whole_command_summaries(group):
     assert len(commands) >= 3
     for line in commands:
         assert not line.rstrip().endswith("...") and re.match(r"  \S+ +[A-Z].*\.$", line), line
+
+
+def test_the_editor_links_codes_to_the_codes_page():
+    from paictl.lsp.navigation import CODES_URL
+
+    path, _, anchor = CODES_URL.removeprefix("https://github.com/paictl/paictl/blob/main/").partition("#")
+    page = (ROOT / path).read_text(encoding="utf-8")
+    assert page.startswith("# Diagnostic codes\n") and anchor == "diagnostic-codes"
