@@ -77,7 +77,7 @@ def test_explain(run_cli):
 def test_the_docs_list_exactly_the_codes():
     from paictl.protocol.codes import CODES
 
-    readme = (ROOT / "docs" / "validate.md").read_text()
+    readme = (ROOT / "docs" / "reference" / "codes.md").read_text()
     rows = dict((c, (s, t)) for c, s, t in
                 __import__("re").findall(r"^\| ([EW]\d{3}) \| (error|warning) \| (.+?) \|$", readme, flags=8))
     assert rows == {c: (s.value, t) for c, (s, t) in CODES.items()}

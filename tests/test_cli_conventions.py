@@ -125,7 +125,7 @@ def test_schema_names_agree_between_the_command_its_help_and_the_files():
         assert name in listed, name
         assert load_schema(name)["$id"] == f"https://paictl.dev/schemas/{name}.schema.json"
         assert (ROOT / "schemas" / f"{name}.schema.json").is_file()
-    docs = (ROOT / "docs" / "commands.md").read_text()
+    docs = (ROOT / "docs" / "reference" / "commands.md").read_text()
     assert all(f"`{name}`" in docs for name in schema_names())
 
 

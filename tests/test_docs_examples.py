@@ -9,7 +9,10 @@ A ```console block is preceded by an HTML comment that says how it is checked:
 - `<!-- console: status (why) -->`: the commands run and must exit 0 (or, for `cmd; echo "exit $?"`, what it shows);
   their output is not compared (e.g. it depends on timing, or is abridged).
 - `<!-- console: skip (why) -->`: not run here (needs a cluster, a server, installs...), the reason is required.
-The Python examples (docs/python-api.md, docs/marketplace.md) are run by their own tests.
+The Python examples (docs/reference/python-api.md, docs/how-to/marketplace.md) are run by their own tests.
+
+A page in SESSIONS (the tutorial) is one reader's session: its blocks run in order in one folder with one HOME, so a
+file one step writes (or a run one step starts) is there for the next.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import pytest
 
 from conftest import ROOT
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+SESSIONS = {ROOT / "docs" / "tutorial.md"}
 BLOCK = re.compile(r"(?:<!-- console: (?P<mode>compare|status|skip)(?: \((?P<why>[^)]*)\))? -->\n)?"
                    r"```console\n(?P<body>.*?)```", re.S)
 
@@ -71,16 +75,36 @@ def test_every_console_example_is_run_or_says_why_not():
         assert mode != "skip" or why, f"{param.id}: a skipped example must say why"
 
 
-@pytest.mark.parametrize("page, mode, why, body", list(blocks()))
+@pytest.mark.parametrize("page, mode, why, body", [p for p in blocks() if p.values[0] not in SESSIONS])
 def test_console_example(page, mode, why, body, tmp_path):
     if mode == "skip":
         pytest.skip(why)
+    run_block(mode, body, *reader_folders(tmp_path))
+
+
+@pytest.mark.parametrize("page", sorted(SESSIONS), ids=lambda page: str(page.relative_to(ROOT)))
+def test_session_page(page, tmp_path):
+    work, home = reader_folders(tmp_path)
+    ran = 0
+    for param in blocks():
+        block_page, mode, why, body = param.values
+        if block_page == page and mode != "skip":
+            run_block(mode, body, work, home)
+            ran += 1
+    assert ran >= 3
+
+
+def reader_folders(tmp_path: Path) -> tuple[Path, Path]:
     work = tmp_path / "work"
     work.mkdir()
     for folder in ("examples", "clusters"):
         shutil.copytree(ROOT / folder, work / folder)
     home = tmp_path / "home"
     home.mkdir()
+    return work, home
+
+
+def run_block(mode: str, body: str, work: Path, home: Path) -> None:
     bin_dir = os.path.dirname(sys.executable)  # the environment's paictl console script
     env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(home), "LANG": "C.UTF-8",
            "KUBECONFIG": str(home / "no-cluster")}

@@ -98,8 +98,8 @@ def test_status_lists_local_runs_before_the_cluster_error(tmp_path):
 
 
 def test_the_documented_exit_code_table_covers_every_exit_code():
-    readme = (ROOT / "docs" / "exit-codes.md").read_text() + "\n"
-    table = readme[readme.index("### Exit codes"):]
+    readme = (ROOT / "docs" / "reference" / "exit-codes.md").read_text() + "\n"
+    table = readme[readme.index("# Exit codes"):]
     documented = {int(m) for m in re.findall(r"^\| (\d+) \|", table[:table.index("\n\n", table.index("| code"))],
                                              re.M)}
     from paictl import errors

@@ -1,4 +1,4 @@
-"""The pre-commit hook as a user meets it: the config snippet of docs/pre-commit.md, copied into a repository and
+"""The pre-commit hook as a user meets it: the config snippet of docs/how-to/pre-commit.md, copied into a repository and
 run by real pre-commit against a fresh clone of this repository (what `repo:` names), then `pre-commit autoupdate`.
 
 The snippet is used as written, with one substitution: its `repo:` URL becomes the clone's path. In CI the clone's
@@ -31,7 +31,7 @@ def git(*args: str, cwd) -> str:
 
 
 def snippet() -> str:
-    text = (ROOT / "docs" / "pre-commit.md").read_text()
+    text = (ROOT / "docs" / "how-to" / "pre-commit.md").read_text()
     return re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
 
 

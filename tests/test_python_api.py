@@ -1,4 +1,4 @@
-"""The Python API example of docs/python-api.md runs as written and takes a job to its verdict on the local backend; the API
+"""The Python API example of docs/reference/python-api.md runs as written and takes a job to its verdict on the local backend; the API
 is lazy (importing paictl imports nothing else) and raises the errors the CLI maps to exit codes."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from conftest import ROOT
 
 
 def readme_example() -> str:
-    section = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    section = (ROOT / "docs" / "reference" / "python-api.md").read_text(encoding="utf-8")
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

@@ -1,7 +1,8 @@
-"""MkDocs hooks: the home page and the command reference (below); and links. The pages were written as README sections, so their links name files from the repository's root
-(`schemas/job.schema.json`), and the README (the home page) links pages as `docs/<page>.md`. Links to
-pages are made relative to docs/; a link to a repository file that exists becomes its URL on the repository host;
-anything else is left for `mkdocs build --strict` to report."""
+"""MkDocs hooks: the home page and the command-line options page (below); and links. Pages link repository files
+from the repository's root (`schemas/job.schema.json`), so that the same Markdown reads on GitHub, and the README
+(the home page) links pages as `docs/<page>.md`. Links to pages are made relative to the page; a link to a
+repository file that exists becomes its URL on the repository host; anything else is left for `mkdocs build
+--strict` to report."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def on_page_read_source(page, config):
     docs generator (`typer ... utils docs`), so neither can drift."""
     if page.file.src_uri == "index.md":
         return (ROOT / "README.md").read_text(encoding="utf-8")
-    if page.file.src_uri == "reference.md":
+    if page.file.src_uri == "reference/cli.md":
         return command_reference()
     return None
 
@@ -31,8 +32,8 @@ def command_reference() -> str:
 
     command = typer.main.get_command(app)
     intro = ("Every command and option, generated from the command-line app when the site is built (so it is what "
-             "`paictl COMMAND --help` says).\n\n")
-    text = get_docs_for_click(obj=command, ctx=typer.Context(command), name="paictl", title="Command reference")
+             "`paictl COMMAND --help` says). [Commands](commands.md) says what each command is for.\n\n")
+    text = get_docs_for_click(obj=command, ctx=typer.Context(command), name="paictl", title="Command-line options")
     head, _, rest = text.partition("\n\n")
     return head + "\n\n" + intro + rest
 

@@ -17,7 +17,32 @@ def _kubernetes():
     except ImportError:
         raise ClusterError("talking to Kubernetes needs the kubernetes package: "
                            "pip install 'paictl[kubernetes]'") from None
+    import logging
+
+    if CLIENT_LOG not in logging.getLogger().filters:
+        logging.getLogger().addFilter(CLIENT_LOG)
     return kubernetes
+
+
+class ClientLogLines:
+    """Keeps the official client's log lines off standard error, for paictl to report as its own errors.
+
+    The client reports an exec credential plugin that fails (or answers without a token) through the root logger
+    (`logging.error` in kubernetes/config/kube_config.py), which prints `ERROR:root:...` and goes on without
+    credentials, to a 401 or a misleading "not installed" later. kubectl stops there; so does `connect`, with the
+    plugin's message as its one line."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def filter(self, record) -> bool:
+        if f"{os.sep}kubernetes{os.sep}" not in record.pathname:
+            return True
+        self.lines.append(" ".join(record.getMessage().split())[:500])
+        return False
+
+
+CLIENT_LOG = ClientLogLines()
 
 
 def kubectl_current_context(config_file: str) -> Optional[str]:
@@ -143,10 +168,14 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
             raise ClusterError(f"kubeconfig {config_file}: no context named "
                                f"{context or kubectl_current_context(config_file)!r}")
         configuration = kubernetes.client.Configuration()
+        logged = len(CLIENT_LOG.lines)
         kubernetes.config.load_kube_config(config_file=config_file, context=chosen["name"],
                                            client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ClusterError(f"kubeconfig {config_file}: {' '.join(str(exc).split())}") from None
+    if len(CLIENT_LOG.lines) > logged:
+        raise ClusterError(f"kubeconfig {config_file}: context {chosen['name']!r}: getting credentials failed: "
+                           f"{CLIENT_LOG.lines[logged]}")
     # Failures are retried by paictl's own loops (with backoff), never silently by urllib3.
     configuration.retries = False
     return Cluster(api=kubernetes.client.ApiClient(configuration),

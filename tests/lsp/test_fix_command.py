@@ -88,6 +88,24 @@ def test_unsafe_fixes_add_skeletons(tmp_path):
     assert "commands: [TODO]" in job.read_text()
 
 
+def test_unsafe_fixes_never_call_made_up_values_valid(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("protocolVersion: 2\nname: demo\ntype: job\nprerequisites:\n  - {type: dockerimage, name: img, "
+                   "uri: 'python:3.11'}\ntaskRoles:\n  train:\n    dockerImage: img\n"
+                   "    resourcePerInstance: {gpu: 1}\n")
+    done = paictl("fix", "--unsafe-fixes", str(job))
+    # The file now passes the checks, but with values nobody chose: the report names them, never says "valid"
+    # alone, and exits 1.
+    assert "cpu: 0" in job.read_text() and "commands: [TODO]" in job.read_text()
+    assert done.returncode == 1, done.stdout
+    assert "train.commands: [TODO] was made up by --unsafe-fixes" in done.stdout
+    assert "train.resourcePerInstance.cpu: 0 was made up by --unsafe-fixes" in done.stdout
+    assert done.stdout.endswith("remaining: 3 made-up values to replace in 1 file; the checks: 1 file valid\n")
+    again = paictl("fix", "--unsafe-fixes", "-o", "json", str(job))
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["results"][0]["made_up"] == []  # nothing made up by this run
+
+
 def test_stdin_prints_the_fixed_text_exactly(tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text(JOB.removesuffix("\n"))  # no final newline: none is added

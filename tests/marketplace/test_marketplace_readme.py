@@ -1,4 +1,4 @@
-"""The marketplace Python example of docs/marketplace.md runs as written."""
+"""The marketplace Python example of docs/how-to/marketplace.md runs as written."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from marketplace_helpers import EXAMPLE_ITEMS, ROOT
 
 
 def test_the_readme_marketplace_example_runs(tmp_path):
-    section = (ROOT / "docs" / "marketplace.md").read_text(encoding="utf-8")
+    section = (ROOT / "docs" / "how-to" / "marketplace.md").read_text(encoding="utf-8")
     example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     shutil.copytree(EXAMPLE_ITEMS, tmp_path / "examples" / "marketplace")
     done = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, timeout=120)

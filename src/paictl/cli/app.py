@@ -49,7 +49,7 @@ def _root(
     """
 
 
-@app.command()
+@app.command(short_help="Check job and marketplace item files, every problem at once.")
 def validate(
     paths: List[str] = typer.Argument(..., metavar="PATH...",
                                       help="Job files, directories (searched for *.yaml/*.yml: the jobs and "
@@ -100,7 +100,7 @@ def _schema_names(incomplete: str) -> list[str]:
     return [name for name in schema_names() if name.startswith(incomplete)]
 
 
-@app.command()
+@app.command(short_help="Print a JSON Schema paictl validates with.")
 def schema(
     name: str = typer.Argument("job", help=f"Which schema: {SCHEMA_HELP}.", autocompletion=_schema_names),
     output_format: str = typer.Option("json", "--output", "-o", "--format", metavar="FORMAT",
@@ -125,7 +125,7 @@ def schema(
         typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
 
 
-@app.command()
+@app.command(short_help="Explain a diagnostic code, or list them all.")
 def explain(
     code: Optional[str] = typer.Argument(None, help="A diagnostic code such as E202; omit to list them all."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o", "--format", help="text or json."),
@@ -161,14 +161,14 @@ from .marketplace_cmd import marketplace_app  # noqa: E402
 from .openpai_cmd import openpai_app  # noqa: E402
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
 
-app.command("compile")(compile_command)
-app.command("submit")(submit_command)
-app.command("status")(status_command)
-app.command("stop")(stop_command)
-app.command("logs")(logs_command)
-app.command("diagnose")(diagnose_command)
-app.command("fix")(fix_command)
-app.command("lsp")(lsp_command)
+app.command("compile", short_help="Compile a job into the objects a target runs.")(compile_command)
+app.command("submit", short_help="Compile a job and run it; --follow to its verdict.")(submit_command)
+app.command("status", short_help="Show a job's state and tasks, or list the jobs.")(status_command)
+app.command("stop", short_help="Stop a job.")(stop_command)
+app.command("logs", short_help="Print task logs.")(logs_command)
+app.command("diagnose", short_help="Say which failure rule an exit code and log match.")(diagnose_command)
+app.command("fix", short_help="Apply the fixes the diagnostics' hints state.")(fix_command)
+app.command("lsp", short_help="Run the language server for editors.")(lsp_command)
 app.add_typer(marketplace_app)
 app.add_typer(grass_app)
 app.add_typer(openpai_app)

@@ -94,32 +94,65 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
         results.append(_validate(outcome.text, name).summary())
         records.append({"file": name, "changed": changed, "fixes": [
             {"code": f.diagnostic.code, "line": f.diagnostic.line, "column": f.diagnostic.column, "title": f.title}
-            for f in outcome.applied]})
+            for f in outcome.applied], "made_up": made_up_values(outcome.applied)})
 
     # Standard output carries the fixed text for `-` and the diff for --diff: the report then goes to standard error.
     report_err = diff or any(found.path == "-" for found in files)
+    failing = [not r.ok or (strict and bool(r.warnings)) or bool(record["made_up"])
+               for record, r in zip(records, results)]
     if json_output:
         payload = {"summary": {"files": len(results), "changed": changed_files, "fixes": fixed_total,
-                               "invalid": sum(1 for r in results if not r.ok or (strict and r.warnings)),
-                               "written": not diff},
-                   "results": [{**record, "valid": r.ok and not (strict and r.warnings),
-                                "diagnostics": [d.to_dict() for d in r.diagnostics]}
-                               for record, r in zip(records, results)]}
+                               "invalid": sum(failing), "written": not diff,
+                               "made_up": sum(len(record["made_up"]) for record in records)},
+                   "results": [{**record, "valid": not fails, "diagnostics": [d.to_dict() for d in r.diagnostics]}
+                               for record, r, fails in zip(records, results, failing)]}
         echo(json_escaped(json.dumps(payload, indent=2, ensure_ascii=False)), err=report_err)
     else:
         report = text_report(results)
         if report:
             echo(report, err=report_err)
+        for record in records:
+            for value in record["made_up"]:
+                echo(f"{record['file']}: {value['path']}: {value['value']} was made up by --unsafe-fixes: "
+                     "replace it with your own value", err=report_err)
         if results:
             verb = "to apply" if diff else "applied"
             echo(f"{fixed_total} fix{'es' if fixed_total != 1 else ''} {verb} in {changed_files} "
-                 f"file{'s' if changed_files != 1 else ''}; remaining: {summary_line(results, strict)}",
+                 f"file{'s' if changed_files != 1 else ''}; remaining: {_remaining(results, records, strict)}",
                  err=report_err)
     for message in io_errors:
         echo(error_line(message), err=True)
     if io_errors:
         return InputError.exit_code
-    return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
+    return 1 if any(failing) else 0
+
+
+def made_up_values(applied) -> list[dict[str, str]]:
+    """The keys an unsafe fix added with a value the schema made up (`cpu: 0`, `commands: [TODO]`): the file then
+    validates, but it is not the user's job until they choose those values, so the report must not call it valid."""
+    from paictl.protocol.diagnostics import split_pointer
+
+    values = []
+    for fix in applied:
+        if fix.safe:
+            continue
+        for edit in fix.edits:
+            written = edit.new_text.strip().lstrip(",{").strip().splitlines()[0].strip().lstrip("- ")
+            key, _, value = written.partition(":")
+            path = ".".join((*split_pointer(fix.diagnostic.pointer), key.strip()))
+            values.append({"path": path, "value": value.strip()})
+    return values
+
+
+def _remaining(results, records, strict: bool) -> str:
+    from .report import summary_line
+
+    made_up = sum(len(record["made_up"]) for record in records)
+    files = sum(1 for record in records if record["made_up"])
+    if not made_up:
+        return summary_line(results, strict)
+    return (f"{made_up} made-up value{'s' if made_up != 1 else ''} to replace in {files} "
+            f"file{'s' if files != 1 else ''}; the checks: {summary_line(results, strict)}")
 
 
 def _diff_name(side: str, name: str) -> str:

@@ -9,6 +9,7 @@ import typer
 from paictl.errors import InvalidJobError, PaictlError
 
 grass_app = typer.Typer(name="grass", no_args_is_help=True,
+                        short_help="Run a Grass cluster's master or node; plan a job.",
                         help="MARO Grass clusters: run the master or a node agent; show where a job would land.")
 
 CLUSTER_OPTION = typer.Option(..., "--cluster", metavar="FILE",
@@ -59,7 +60,7 @@ def _run(agent, *, started: bool = False) -> None:
         raise typer.Exit(130)
 
 
-@grass_app.command("master")
+@grass_app.command("master", short_help="Run the master loops against the cluster's Redis.")
 def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float] = INTERVAL_OPTION,
                    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request.")) -> None:
     """Run MARO's master loops against the cluster's Redis: place pending jobs, stop killed ones, track status.
@@ -82,7 +83,7 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
     _run(agent)
 
 
-@grass_app.command("node")
+@grass_app.command("node", short_help="Run a node agent and its node API.")
 def node_command(cluster: List[str] = CLUSTER_OPTION,
                  name: str = typer.Option(..., "--name", metavar="NODE", help="This node's name in the cluster file."),
                  interval: Optional[float] = INTERVAL_OPTION,
@@ -119,7 +120,7 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
     _run(agent, started=True)
 
 
-@grass_app.command("plan")
+@grass_app.command("plan", short_help="Show where each container of a job would land.")
 def plan_command(job_path: str = typer.Argument(..., metavar="JOB", help="The job file, or - for standard input."),
                  cluster: List[str] = CLUSTER_OPTION,
                  output_format: PlanFormat = typer.Option(PlanFormat.text, "--output", "-o", "--format",

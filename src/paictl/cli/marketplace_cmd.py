@@ -18,6 +18,7 @@ from .errors import error_line, fail, report_invalid
 
 marketplace_app = typer.Typer(
     name="marketplace",
+    short_help="Check, pack, publish and find marketplace items.",
     help="Share job templates and data sets: validate, pack, publish, list, search and pull marketplace items.",
     no_args_is_help=True,
 )
@@ -100,7 +101,7 @@ def _store(target: str, token: Optional[str], timeout: float = 30.0):
         fail(error)
 
 
-@marketplace_app.command("validate")
+@marketplace_app.command("validate", short_help="Check marketplace item files.")
 def validate_command(
     paths: List[str] = typer.Argument(..., metavar="PATH...", help="Item files, or folders searched for items."),
     output: Format = _output_option(Format.text, "text, json or yaml."),
@@ -117,7 +118,7 @@ def validate_command(
                                               echo=typer.echo))
 
 
-@marketplace_app.command("pack")
+@marketplace_app.command("pack", short_help="Print one self-contained item.")
 def pack_command(
     path: str = typer.Argument(..., metavar="ITEM", help="The item file."),
     output: DocumentFormat = _output_option(DocumentFormat.yaml, "yaml or json."),
@@ -135,7 +136,7 @@ def pack_command(
     _write_or_print(packed_json(item) if output is DocumentFormat.json else packed_yaml(item), output_file)
 
 
-@marketplace_app.command("publish")
+@marketplace_app.command("publish", short_help="Validate items, then create or update each one.")
 def publish_command(
     paths: List[str] = typer.Argument(..., metavar="ITEM...", help="Item files or folders (all validated first)."),
     target: str = typer.Option(..., "--to", metavar="TARGET", help="A local index folder or a marketplace URL."),
@@ -185,7 +186,7 @@ def _emit(output: Format, record: dict) -> None:
                    f"{record['target']} (id {record['id']})")
 
 
-@marketplace_app.command("list")
+@marketplace_app.command("list", short_help="List a target's items, filtered.")
 def list_command(
     target: str = FROM_OPTION,
     item_type: Optional[str] = TYPE_OPTION,
@@ -204,7 +205,7 @@ def list_command(
           author=author, keyword=keyword)
 
 
-@marketplace_app.command("search")
+@marketplace_app.command("search", short_help="Find items by keyword (and the list filters).")
 def search_command(
     keyword: str = typer.Argument(..., help="Case-insensitive plain text to find in an item's name, author or summary "
                                   "(no wildcards)."),
@@ -252,7 +253,7 @@ def _list(target: str, token: Optional[str], output: ListFormat, timeout: float,
         typer.echo("\n".join(lines))
 
 
-@marketplace_app.command("pull")
+@marketplace_app.command("pull", short_help="Print an item's job, or the whole item.")
 def pull_command(
     name: str = typer.Argument(..., help="The item's name."),
     target: str = FROM_OPTION,

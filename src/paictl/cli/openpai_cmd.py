@@ -14,6 +14,7 @@ from paictl.errors import PaictlError, UsageError
 from .errors import fail as _fail
 
 openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
+                          short_help="Name OpenPAI clusters by alias and log in to them.",
                           help="OpenPAI clusters: aliases, REST server URLs, users and where their tokens are.")
 
 _FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT", help="text or json.")
@@ -23,7 +24,7 @@ _VIRTUAL_CLUSTER = typer.Option(None, "--virtual-cluster", metavar="VC",
                                 help="Virtual cluster used when the job names none (default: default).")
 
 
-@openpai_app.command("clusters")
+@openpai_app.command("clusters", short_help="List the configured clusters.")
 def clusters_command(output_format: str = _FORMAT) -> None:
     """List the configured clusters and print where the clusters file is. Tokens are never shown."""
     from paictl.targets.openpai.clusters import clusters_path, display_url, load_clusters
@@ -51,7 +52,7 @@ def clusters_command(output_format: str = _FORMAT) -> None:
         typer.echo("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[-1])
 
 
-@openpai_app.command("add")
+@openpai_app.command("add", short_help="Add a cluster alias, or change one.")
 def add_command(
     alias: str = typer.Argument(..., metavar="ALIAS", help="A short name for the cluster (used with --cluster)."),
     url: str = typer.Argument(..., metavar="URL",
@@ -102,7 +103,7 @@ def add_command(
     typer.echo(f"cluster {alias}: {display_url(entry.url)}{found} as {user}; token: {entry.token_source} ({path})")
 
 
-@openpai_app.command("remove")
+@openpai_app.command("remove", short_help="Remove a cluster alias and its kept token.")
 def remove_command(alias: str = typer.Argument(..., metavar="ALIAS")) -> None:
     """Remove a cluster alias (and its token from the OS keyring, if it was kept there)."""
     from paictl.targets.openpai.clusters import forget_token, get_cluster, load_clusters, save_clusters
@@ -118,7 +119,7 @@ def remove_command(alias: str = typer.Argument(..., metavar="ALIAS")) -> None:
     typer.echo(f"cluster {alias} removed")
 
 
-@openpai_app.command("login")
+@openpai_app.command("login", short_help="Log in to a cluster and keep its token.")
 def login_command(
     alias: str = typer.Argument(..., metavar="ALIAS"),
     user: Optional[str] = typer.Option(None, "--user", "-u", help="Log in as this user (default: the alias's)."),

@@ -11,7 +11,7 @@ from . import names
 from .cursor import line_content, cursor_at, key_span
 
 #: Where the table of every code is: an editor links a diagnostic's code here (LSP codeDescription).
-CODES_URL = "https://github.com/paictl/paictl#diagnostic-codes"
+CODES_URL = "https://github.com/paictl/paictl/blob/main/docs/reference/codes.md#diagnostic-codes"
 
 
 class Span(NamedTuple):

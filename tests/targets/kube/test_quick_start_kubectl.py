@@ -157,3 +157,16 @@ def test_status_watch_without_a_name_prints_changed_rows_until_ctrl_c(emulator, 
         watcher.send_signal(signal.SIGINT)
         _, err = watcher.communicate(timeout=30)
     assert watcher.returncode == 130, err
+
+
+def test_the_namespace_goes_to_paictl_not_to_kubectl(kubectl):
+    """The README and the Kubernetes how-to: the objects carry their namespace, so `kubectl apply -n team-a` refuses
+    what `compile` made for `default`, and `compile -n team-a | kubectl apply -f -` puts them in team-a."""
+    assert kubectl("apply", "-f", "-", stdin="apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n"
+                   ).returncode == 0
+    refused = kubectl("apply", "-n", "team-a", "-f", "-", stdin=compiled(str(PS), "--barrier-rbac"))
+    assert refused.returncode != 0 and 'does not match the namespace "team-a"' in refused.stderr, refused.stderr
+    applied = kubectl("apply", "-f", "-", stdin=compiled(str(PS), "--barrier-rbac", "-n", "team-a"))
+    assert applied.returncode == 0, applied.stderr
+    names = kubectl("get", "frameworks", "-n", "team-a", "-o", "name").stdout.split()
+    assert len(names) == 1 and names[0].startswith("framework.frameworkcontroller.microsoft.com/pstraining")
