@@ -141,7 +141,8 @@ def status_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A",
-                                        help="Kubernetes: list the jobs of every namespace (as kubectl -A)."),
+                                        help="Kubernetes: list the jobs of every namespace (as kubectl -A); "
+                                             "OpenPAI: every user's jobs the server shows, as user~job."),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", metavar="SELECTOR",
                                            help="Kubernetes: only jobs whose labels match, e.g. userName=alice "
                                                 "(as kubectl -l; local runs have no labels)."),
