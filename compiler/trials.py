@@ -28,18 +28,19 @@ MAX_TRIALS = 10_000
 
 
 def parameters_used(job: Job) -> frozenset[str]:
-    """The parameters some task role's entrypoint depends on: rendered with two different values of a parameter, the
-    entrypoint changes (so `<% $parameters.lr %>`, a bare `<% $parameters %>` and any other path that reads it
-    count, exactly as the rest-server renders them)."""
+    """The parameters some task role's entrypoint depends on: rendered with its default and with two other values of
+    a parameter, the entrypoint changes (so `<% $parameters.lr %>`, a bare `<% $parameters %>` and any path into
+    it count, exactly as the rest-server renders them)."""
     from .render import render_entrypoint
 
     used: set[str] = set()
-    for name in job.parameters:
-        for role in job.task_roles:
-            first = render_entrypoint(job, role.name, {name: "paictl-sweep-probe-a"})
-            if first != render_entrypoint(job, role.name, {name: "paictl-sweep-probe-b"}):
+    for role in job.task_roles:
+        default = render_entrypoint(job, role.name)
+        for name in job.parameters:
+            # two strings catch `<% $parameters.lr %>`; the default against them catches `.dataset.shards[0]`
+            probes = {render_entrypoint(job, role.name, {name: probe}) for probe in ("paictl-probe-a", "paictl-probe-b")}
+            if len(probes | {default}) > 1:
                 used.add(name)
-                break
     return frozenset(used)
 
 

@@ -391,11 +391,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "use `<% $parameters.NAME %>`: every trial would run the same commands.",
              "parameters: {lr: 0.01}\ncommands: [python train.py]",
              "use `<% $parameters.NAME %>` in the commands, or drop the parameter from the space"),
-    "E853": ("A value the space gives a parameter is not of the kind the job's default is: an integer parameter "
-             "sampled from a continuous distribution, a number where the job has a string or a boolean.",
-             "parameters: {epochs: 10}\nspace: {\"epochs\": {\"_type\": \"uniform\", \"_value\": [1, 20]}}",
-             "use randint or a quantized type with integer bounds and q for an integer, choice for strings and "
-             "booleans; or change the job's default"),
+    "E853": ("A value the space gives a parameter is not of the kind the job's default is (a number, a string, a "
+             "boolean, a list or a mapping): a number where the job has a string or a boolean, a string where it "
+             "has a number. Integers and reals are one kind, as in JavaScript.",
+             "parameters: {optimizer: adam}\nspace: {\"optimizer\": {\"_type\": \"randint\", \"_value\": [1, 3]}}",
+             "use choice with values of the default's kind (randint or integer-quantized types for an integer), or "
+             "change the job's default"),
     "E854": ("A distribution that cannot be sampled as NNI defines it: randint and uniform need lower < upper, the "
              "log-uniform types a lower bound above 0, the quantized types q > 0, the normal types sigma > 0.",
              "{\"lr\": {\"_type\": \"loguniform\", \"_value\": [0, 0.1]}}",

@@ -5,8 +5,10 @@ or YAML, through the job's own located loader and its limits), plus explicit row
 (`{"_rows": [{name: value, ...}, ...]}`), plus `--space key=v1,v2` on the command line (a choice). Against the job
 it is checked as a submission would be: every key must be one of the job's `parameters` (did-you-mean otherwise,
 E851), a parameter no command uses is a warning (W852, decided by the caller, which renders the commands), and
-every value the space can give must be of the kind the job's default is (E853): a sweep that would only fail at
-run time, trial after trial, is refused before any trial is compiled.
+every value the space can give must be of the kind the job's default is (E853: a number, a string, a boolean, a
+list or a mapping; integers and reals are one kind, as JavaScript and so OpenPAI read `1.0` as `1`): a sweep that
+would only fail at run time, trial after trial, is refused before any trial is compiled. A value written as an
+integer in the space stays one (`randint`, and quantized types whose bounds and q are integers).
 
 The types and their arguments are NNI's (`nni/docs/en_US/Tutorial/SearchSpaceSpec`): choice (any values), randint
 [lower, upper) integers, uniform [low, high], quniform [low, high, q], loguniform [low, high], qloguniform
@@ -42,10 +44,12 @@ class Dimension:
 
     @property
     def integral(self) -> bool:
-        """Whether every value it gives is an integer: randint, and quantized types whose bounds and q are written
+        """Whether every value it gives is an integer: randint, quantized types whose bounds and q are written
         as integers (NNI gives floats there; paictl gives `32`, not `32.0`, to a command expecting an integer)."""
         if self.kind == "randint":
             return True
+        if self.kind in ("qnormal", "qlognormal"):  # round(x / q) * q, unclipped: only q matters
+            return _is_int(self.arguments[2])
         return self.kind in QUANTIZED and all(_is_int(a) for a in self.arguments)
 
 
@@ -201,7 +205,7 @@ def _fits(value: Any, default: Any) -> bool:
     wanted = _kind(default)
     if wanted == "null":
         return True  # a parameter declared without a value takes anything
-    if wanted == "number":
+    if wanted in ("number", "integer"):  # JavaScript has one number type: OpenPAI's `1.0` is `1`
         return _is_number(value)
     return _kind(value) == wanted
 
@@ -222,16 +226,12 @@ def _fit(name: str, values: list[tuple[str, Any]], parameters: Mapping[str, Any]
 def _fit_distribution(name: str, kind: str, arguments: list[Any], parameters: Mapping[str, Any]) -> list[Finding]:
     default = parameters[name]
     wanted = _kind(default)
-    if wanted in ("null", "number"):
+    if wanted in ("null", "number", "integer"):
         return []
-    dimension = Dimension(name=name, kind=kind, arguments=tuple(arguments))
-    if wanted == "integer" and dimension.integral:
-        return []
-    gives = "integers" if dimension.integral else "real numbers"
-    hint = ("use randint, or a quantized type with integer bounds and q (e.g. [1, 10, 1])" if wanted == "integer"
-            else "use choice with values of that kind, or change the job's default")
+    gives = "integers" if Dimension(name=name, kind=kind, arguments=tuple(arguments)).integral else "numbers"
     return [finding("E853", pointer_of(name, "_type"), f"{name}: {kind} gives {gives}; the job's default "
-                    f"{_shown(default)} is {_article(wanted)}", hint=hint)]
+                    f"{_shown(default)} is {_article(wanted)}",
+                    hint="use choice with values of that kind, or change the job's default")]
 
 
 def _article(kind: str) -> str:

@@ -83,10 +83,11 @@ def trial_name(job_name: str, sweep_id: str, index: int) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 # The space
 
-def read_space(specs: Sequence[str], *, parameters: Mapping[str, Any], used: Optional[frozenset[str]],
-               strategy: Optional[str]) -> tuple[SearchSpace, list[Diagnostic]]:
+def read_space(specs: Sequence[str] | Mapping[str, Any], *, parameters: Mapping[str, Any],
+               used: Optional[frozenset[str]], strategy: Optional[str]) -> tuple[SearchSpace, list[Diagnostic]]:
     """The space the `--space` values make (a file, `key=v1,v2` choices, or both: a choice replaces the file's
-    parameter of that name), checked against the job. Raises InvalidJobError with every diagnostic on an error."""
+    parameter of that name), or a mapping of NNI's format (the Python API), checked against the job. Raises
+    InvalidJobError with every diagnostic on an error."""
     import os
 
     from paictl.protocol import read_source
@@ -94,6 +95,11 @@ def read_space(specs: Sequence[str], *, parameters: Mapping[str, Any], used: Opt
     from paictl.protocol.searchspace import (ROWS_KEY, SearchSpace, check_space_data, check_space_text,
                                              choices_data)
 
+    if isinstance(specs, Mapping):
+        given, problems = check_space_data(specs, "<space>", parameters=parameters, used=used, strategy=strategy)
+        if given is None:
+            raise InvalidJobError(problems)
+        return given, problems
     if not specs:
         raise UsageError("--space is required: a search-space file (NNI's format) or key=v1,v2")
     files = [spec for spec in specs if "=" not in spec or os.path.exists(spec)]
@@ -137,7 +143,7 @@ def _choice(pair: str) -> tuple[str, list[Any]]:
 # ------------------------------------------------------------------------------------------------------------------
 # The trials
 
-def prepare_sweep(job: str, specs: Sequence[str], *, target: str, strategy: Optional[str] = None,
+def prepare_sweep(job: str, specs: Sequence[str] | Mapping[str, Any], *, target: str, strategy: Optional[str] = None,
                   seed: Optional[int] = None, max_trials: Optional[int] = None, sweep_id: Optional[str] = None,
                   profile: str = "default", user: Optional[str] = None, namespace: Optional[str] = None,
                   secrets_from: Optional[str] = None, cluster: Optional[Sequence[str]] = None,

@@ -161,13 +161,6 @@ class SweepRunner:
                 return
             time.sleep(self.poll)
 
-    def run(self) -> SweepView:
-        view = None
-        for view in self.views():
-            pass
-        assert view is not None
-        return view
-
     def reconcile(self) -> None:
         """Intents left by an interrupted run: a trial the backend has (by its job name) was submitted; one it does
         not have never was, and is submitted again in its turn."""

@@ -34,7 +34,9 @@ class SweepStore:
     """One sweep's folder (see the module docstring)."""
 
     def __init__(self, sweep_id: str, root: Optional[Path] = None):
-        self.sweep_id = sweep_id
+        from .prepare import check_sweep_id
+
+        self.sweep_id = check_sweep_id(sweep_id)  # never a path: `../x` or `.x.lock` name no sweep
         self.root = Path(root) if root is not None else default_sweeps_dir()
         self.folder = self.root / sweep_id
         self._lock: Optional[int] = None

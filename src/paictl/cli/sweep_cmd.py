@@ -64,7 +64,7 @@ def sweep_command(
     Exit status: 0 every trial succeeded (or --stop-when was met); 1 a trial failed, or an invalid job or space; 2
     usage error; 3 cluster error; 4 stopped (`paictl stop --sweep`); 130 interrupted (the trials go on running).
     """
-    from .errors import fail
+    from .errors import print_error
     from .sweep import run_sweep
 
     given = {"context": context, "namespace": namespace, "kubeconfig": kubeconfig, "cluster": cluster,
@@ -77,8 +77,8 @@ def sweep_command(
                          sweep_id=sweep_id, output_format=output_format, given=given,
                          compile_options={"profile": profile, "user": user, "secrets_from": secrets_from,
                                           "cluster": cluster}, strict=strict, stdin_name=stdin_name)
-    except PaictlError as error:
-        fail(error)
+    except PaictlError as error:  # an invalid job or space: its located report, as `validate` prints it
+        code = print_error(error, typer.echo)
     if code:
         raise typer.Exit(code)
 
