@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from paictl.protocol.model import Job
     from paictl.protocol.searchspace import Dimension, SearchSpace
 
-#: A grid or a list larger than this needs --max-trials: each trial is a job on a cluster.
+#: A sweep has at most this many trials (each is a job on a cluster); a larger grid needs --max-trials.
 MAX_TRIALS = 10_000
 
 
@@ -55,6 +55,7 @@ def trials(space: SearchSpace, *, strategy: str, seed: Optional[int] = None,
     """The parameter sets, in order. grid: every combination, the last parameter varying fastest; random:
     `max_trials` draws from `seed`; list: the rows. A grid or list is cut to `max_trials` (refused beyond
     MAX_TRIALS without it)."""
+    check_max_trials(max_trials)
     if strategy == "list":
         if space.rows is None:
             raise UsageError("--strategy list takes a space of explicit rows (`_rows`)")
@@ -76,6 +77,11 @@ def trials(space: SearchSpace, *, strategy: str, seed: Optional[int] = None,
     axes = [(d.name, _grid_values(d)) for d in space.dimensions]
     return [dict(zip((name for name, _ in axes), values))
             for values in itertools.islice(itertools.product(*(values for _, values in axes)), count)]
+
+
+def check_max_trials(max_trials: Optional[int]) -> None:
+    if max_trials is not None and not 1 <= max_trials <= MAX_TRIALS:
+        raise UsageError(f"--max-trials {max_trials}: give 1 to {MAX_TRIALS:,} (each trial is a job)")
 
 
 def _grid_count(dimension: Dimension) -> int:

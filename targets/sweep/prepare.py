@@ -153,12 +153,11 @@ def prepare_sweep(job: str, specs: Sequence[str] | Mapping[str, Any], *, target:
 
     `sweep_id` None draws a new one, or with `derive_id` makes one of the job and the trials (`compile --space`:
     the same input gives the same names)."""
-    from paictl.compiler.trials import parameters_used, trials as draw
+    from paictl.compiler.trials import check_max_trials, parameters_used, trials as draw
     from paictl.protocol import read_source, read_stdin
     from paictl.targets.compiled import compile_job
 
-    if max_trials is not None and max_trials < 1:
-        raise UsageError(f"--max-trials {max_trials}: give 1 or more")
+    check_max_trials(max_trials)  # before the job is read
     path = stdin_name if job == "-" else str(job)
     raw = read_stdin() if job == "-" else read_source(job)
     base = compile_job(raw, name=path, target=target, profile=profile, user=user, namespace=namespace,

@@ -98,7 +98,9 @@ def test_a_huge_grid_needs_max_trials():
     space, _ = space_of('{"batch": {"_type": "randint", "_value": [0, 20000]}}')
     with pytest.raises(UsageError, match="--max-trials"):
         trials(space, strategy="grid")
-    assert len(trials(space, strategy="grid", max_trials=MAX_TRIALS + 5)) == MAX_TRIALS + 5
+    assert len(trials(space, strategy="grid", max_trials=MAX_TRIALS)) == MAX_TRIALS
+    with pytest.raises(UsageError, match="--max-trials"):  # never a billion trials drawn into memory
+        trials(space, strategy="random", max_trials=10 ** 9)
     with pytest.raises(UsageError, match="--max-trials"):
         trials(space, strategy="random")
 
@@ -217,3 +219,24 @@ def test_stop_when_conditions():
         parse_stop_when("accuracy<1", "loss")
     with pytest.raises(UsageError):
         parse_stop_when("metric<0.1", None)
+
+
+def test_the_live_table_marks_the_best_on_a_terminal(capsys):
+    from paictl.cli.sweep import draw
+    from paictl.targets.sweep.runner import sweep_view
+
+    definition = {"id": "ab12cd", "job": {"name": "sweeptrain"}, "target": "local", "metric": "loss", "goal": "min",
+                  "trials": [{"index": n, "name": f"sweeptrain-ab12cd-{n}", "parameters": {"lr": lr}}
+                             for n, lr in enumerate((0.1, 0.01))]}
+    records = {0: {"phase": "done", "name": "x", "state": "succeeded", "exit_code": 0, "metric": 2.0,
+                   "submitted_at": 0.0, "ended_at": 3.0},
+               1: {"phase": "done", "name": "y", "state": "succeeded", "exit_code": 0, "metric": 1.0,
+                   "submitted_at": 0.0, "ended_at": 75.0}}
+    views = [sweep_view(definition, {0: records[0]}, stopped=None, now=5.0),
+             sweep_view(definition, records, stopped=None, now=80.0, done=True)]
+    last = draw(iter(views), live=True)
+    out = capsys.readouterr().out
+    assert last.best.index == 1 and [row.index for row in last.rows] == [1, 0]
+    assert "best trial 1" in " ".join(out.split()) and "1m15s" in out and "LOSS" in out
+    row = next(line for line in out.splitlines() if "lr=0.01" in line and "succeeded" in line)
+    assert row.rstrip(" │|").endswith("*")

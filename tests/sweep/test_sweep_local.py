@@ -192,3 +192,16 @@ def test_the_python_api_returns_trial_handles(tmp_path, state_home):
         assert any("loss=41" in line.text for line in sweep.trials[1].logs().lines)
     finally:
         sweep.close()
+
+
+def test_resume_refuses_a_job_file_that_changed(tmp_path, state_home):
+    import paictl as api
+
+    job = job_file(tmp_path)
+    sweep = api.sweep(job, ["lr=0.1,0.2"], backend="local", extra={"runtime": "host"})
+    sweep.close()
+    assert not state_home.exists() or not any(state_home.iterdir())  # recorded, nothing submitted yet
+    job.write_text(job.read_text().replace("epoch 1", "epoch one"))
+    done = paictl("sweep", "--resume", sweep.id)
+    assert done.returncode == 2 and "changed since sweep" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert not state_home.exists() or not any(state_home.iterdir())

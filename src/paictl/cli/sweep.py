@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional
 
-from paictl.errors import PaictlError, UsageError
+from paictl.errors import ClusterError, PaictlError, UsageError
 
 from .output import plain_echo as echo
 
@@ -163,6 +163,9 @@ def _drive(store, backend: "Backend", definition: dict[str, Any], compiled: dict
              f"`paictl sweep --resume {store.sweep_id}`, stop it with `paictl stop --sweep {store.sweep_id}`",
              err=True)
         return INTERRUPTED
+    except ClusterError as error:  # a lost connection: what was submitted goes on, and the record knows it
+        raise type(error)(f"{error}; sweep {store.sweep_id} stops following: resume it with `paictl sweep "
+                          f"--resume {store.sweep_id}`") from None
     finally:
         store.release()
     return verdict(last)
