@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from paictl.errors import InvalidJobError, UsageError
@@ -92,7 +91,7 @@ def read_space(specs: Sequence[str] | Mapping[str, Any], *, parameters: Mapping[
 
     from paictl.protocol import read_source
     from paictl.protocol.loading import decode_source
-    from paictl.protocol.searchspace import (ROWS_KEY, SearchSpace, check_space_data, check_space_text,
+    from paictl.protocol.searchspace import (ROWS_KEY, check_space_data, check_space_text,
                                              choices_data)
 
     if isinstance(specs, Mapping):

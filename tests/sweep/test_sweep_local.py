@@ -5,7 +5,6 @@ time, metrics and the best trial; Ctrl-C of a real `paictl sweep` then `--resume
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

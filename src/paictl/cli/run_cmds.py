@@ -409,6 +409,8 @@ def logs_command(
             from .sweep import trial_for_logs
 
             if name is not None:  # `logs --sweep ID --trial N [ROLE [INDEX]]`: the arguments shift by one
+                if role is not None and not role.isdigit():
+                    raise UsageError(f"INDEX {role!r}: expected a number")
                 name, role, index = None, name, int(role) if role is not None else None
             name, target, recorded = trial_for_logs(sweep, trial)
             context, namespace, kubeconfig = recorded.get("context"), recorded.get("namespace"), recorded.get(
