@@ -45,17 +45,30 @@ def test_compile_space_is_a_stream_kubectl_applies(emulator, tmp_path):
     assert again.stdout == done.stdout
 
 
-@pytest.mark.parametrize("target, kind", [("framework", "Framework"), ("jobset", "JobSet")])
-def test_sweep_submits_every_trial_labelled_and_follows_them(emulator, target, kind):
+def mars_job(folder) -> str:
+    """The Mars example with a parameter its workers read (a Mars job has one scheduler and workers)."""
+    text = (ROOT / "examples" / "mars-dataframe.yaml").read_text()
+    text = text.replace("type: job\n", "type: job\nparameters:\n  cache: 1\n", 1)
+    text = text.replace("python -m mars.deploy.kubernetes.worker",
+                        "python -m mars.deploy.kubernetes.worker --cache-mem <% $parameters.cache %>g")
+    path = folder / "mars.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("target, kind", [("framework", "Framework"), ("jobset", "JobSet"), ("mars", "MarsJob")])
+def test_sweep_submits_every_trial_labelled_and_follows_them(emulator, target, kind, tmp_path):
     emulator.scenario(kind, "*", "succeeded")
-    done = paictl(emulator, "sweep", PS, "--space", GRID, "--target", target, "--parallel", "4", "-o", "json",
+    job, space = (PS, GRID) if target != "mars" else (mars_job(tmp_path), "cache=1,2,4,6,8,10,12,14,16")
+    done = paictl(emulator, "sweep", job, "--space", space, "--target", target, "--parallel", "4", "-o", "json",
                   timeout=240)
     assert done.returncode == 0, done.stderr
     final = json.loads(done.stdout.splitlines()[-1])
     assert final["kind"] == "sweep" and final["done"] and len(final["trials"]) == 9
     assert all(trial["state"] == "succeeded" for trial in final["trials"])
     sweep_id = final["sweep"]
-    api = {"Framework": "frameworkcontroller.microsoft.com/v1", "JobSet": "jobset.x-k8s.io/v1alpha2"}[kind]
+    api = {"Framework": "frameworkcontroller.microsoft.com/v1", "JobSet": "jobset.x-k8s.io/v1alpha2",
+           "MarsJob": "training.kubedl.io/v1alpha1"}[kind]
     objects = [obj for obj in emulator.list_objects(api, kind, "default")
                if (obj["metadata"].get("labels") or {}).get("paictl.io/sweep") == sweep_id]
     assert len(objects) == 9
