@@ -38,7 +38,8 @@ def parameters_used(job: Job) -> frozenset[str]:
         default = render_entrypoint(job, role.name)
         for name in job.parameters:
             # two strings catch `<% $parameters.lr %>`; the default against them catches `.dataset.shards[0]`
-            probes = {render_entrypoint(job, role.name, {name: probe}) for probe in ("paictl-probe-a", "paictl-probe-b")}
+            probes = {render_entrypoint(job, role.name, {name: probe})
+                      for probe in ("paictl-probe-a", "paictl-probe-b")}
             if len(probes | {default}) > 1:
                 used.add(name)
     return frozenset(used)

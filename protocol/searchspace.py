@@ -92,10 +92,11 @@ def choices_data(pairs: Iterable[tuple[str, list[Any]]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------------------------
 # Checks
 
-def space_findings(data: Any, *, parameters: Mapping[str, Any], used: Optional[frozenset[str]],
+def space_findings(data: Any, *, parameters: Optional[Mapping[str, Any]], used: Optional[frozenset[str]],
                    strategy: Optional[str]) -> list[Finding]:
-    """Every problem of a space against a job whose `parameters` are given; `used` is the set of parameters the
-    commands use (None: unknown, no W852); `strategy` the one asked for (None: the space's own)."""
+    """Every problem of a space against a job whose `parameters` are given (None: no job known, e.g. an editor
+    with the space file alone: the file's own problems only); `used` is the set of parameters the commands use
+    (None: unknown, no W852); `strategy` the one asked for (None: the space's own)."""
     from .schema_check import check_schema
 
     schema = [f._replace(message=_in_space(f.message), hint=_in_space(f.hint))
@@ -120,7 +121,8 @@ def space_findings(data: Any, *, parameters: Mapping[str, Any], used: Optional[f
         findings.append(finding("E855", "", "--strategy list takes explicit rows (`_rows: [{name: value}, ...]`), "
                                 "not distributions", hint="use --strategy grid or random"))
     for name, spec in data.items():
-        if not _name_findings(name, pointer_of(name), parameters, used, report_unused=True, out=findings):
+        known = _name_findings(name, pointer_of(name), parameters, used, report_unused=True, out=findings)
+        if parameters is not None and not known:
             continue
         kind, arguments = spec["_type"], spec["_value"]
         if strategy in (None, "grid") and kind not in GRID_TYPES:  # grid is the default
@@ -130,6 +132,8 @@ def space_findings(data: Any, *, parameters: Mapping[str, Any], used: Optional[f
         problem = _range_problem(kind, arguments)
         if problem is not None:
             findings.append(finding("E854", pointer_of(name, "_value"), f"{name}: {problem}"))
+            continue
+        if not known:
             continue
         if kind == "choice":
             findings += _fit(name, [(pointer_of(name, "_value", i), v) for i, v in enumerate(arguments)], parameters)
@@ -145,11 +149,14 @@ def _in_space(text: Optional[str]) -> Optional[str]:
     return text.replace("in the job", "in the search space").replace("the job ", "the search space ")
 
 
-def _name_findings(name: str, pointer: str, parameters: Mapping[str, Any], used: Optional[frozenset[str]], *,
-                   report_unused: bool, out: list[Finding]) -> bool:
-    """E851 or W852 for a name (appended to `out`); whether the name is one of the job's parameters."""
+def _name_findings(name: str, pointer: str, parameters: Optional[Mapping[str, Any]],
+                   used: Optional[frozenset[str]], *, report_unused: bool, out: list[Finding]) -> bool:
+    """E851 or W852 for a name (appended to `out`); whether the name's values can be checked against the job's
+    default (it is one of the job's parameters)."""
     from .suggest import did_you_mean
 
+    if parameters is None:
+        return False
     if name not in parameters:
         guess = did_you_mean(name, parameters)
         defined = ", ".join(map(str, parameters)) or "none"
@@ -273,8 +280,9 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def check_space_text(text: str, path: str, *, parameters: Mapping[str, Any], used: Optional[frozenset[str]],
-                     strategy: Optional[str]) -> tuple[Optional[SearchSpace], list[Diagnostic]]:
+def check_space_text(text: str, path: str, *, parameters: Optional[Mapping[str, Any]],
+                     used: Optional[frozenset[str]], strategy: Optional[str]
+                     ) -> tuple[Optional[SearchSpace], list[Diagnostic]]:
     """The space (None when it has errors) and every diagnostic, located in `path`, in the file's order."""
     from .loading import DocumentError
     from .validate import locate

@@ -240,3 +240,10 @@ def test_the_live_table_marks_the_best_on_a_terminal(capsys):
     assert "best trial 1" in " ".join(out.split()) and "1m15s" in out and "LOSS" in out
     row = next(line for line in out.splitlines() if "lr=0.01" in line and "succeeded" in line)
     assert row.rstrip(" │|").endswith("*")
+
+
+def test_a_space_alone_gets_its_own_problems_checked():
+    """What an editor can say of a space file without its job (no E851-E853, which need the job)."""
+    text = '{"lr": {"_type": "loguniform", "_value": [0, 1]},\n "whatever": {"_type": "choice", "_value": ["a"]}}'
+    space, diagnostics = check_space_text(text, "s.json", parameters=None, used=None, strategy="random")
+    assert space is None and [(d.line, d.code) for d in diagnostics] == [(1, "E854")]

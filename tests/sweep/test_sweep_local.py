@@ -16,7 +16,8 @@ import pytest
 from conftest import ROOT
 
 HERE = Path(__file__).resolve().parent
-SPACE = '{"lr": {"_type": "choice", "_value": [0.001, 0.01, 0.1]}, "batch": {"_type": "choice", "_value": [16, 64, 128]}}'
+SPACE = ('{"lr": {"_type": "choice", "_value": [0.001, 0.01, 0.1]}, '
+         '"batch": {"_type": "choice", "_value": [16, 64, 128]}}')
 
 
 def job_file(tmp_path: Path, *, sleep: float = 0.0, ledger: Path | None = None) -> Path:

@@ -217,7 +217,8 @@ def summary_line(view: "SweepView") -> str:
             + ", ".join(f"{count} {state}" for state, count in counts.items()))
     best = view.best
     if best is not None:
-        line += f"; best trial {best.index} ({view.metric}={metric_text(best.metric)}): {parameters_text(best.parameters)}"
+        line += (f"; best trial {best.index} ({view.metric}={metric_text(best.metric)}): "
+                 f"{parameters_text(best.parameters)}")
     if view.stopped:
         line += f"; stopped: {view.stopped}"
     return line
