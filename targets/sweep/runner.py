@@ -146,16 +146,20 @@ class SweepRunner:
     # -- the loop ---------------------------------------------------------------------------------------------------
 
     def views(self) -> Iterator[SweepView]:
-        """A view after every round that changed something; the last one has `done`."""
+        """A view after every round that changed something (and at least once a second while trials run); the last
+        one has `done`."""
         self.reconcile()
         last: Optional[SweepView] = None
+        shown = 0.0
         while True:
             self._round()
             done = self._finished()
-            view = sweep_view(self.definition, self.records, stopped=self.store.stop_reason(), now=self.clock(),
-                              done=done)
-            if last is None or _changed(last, view):
+            now = self.clock()
+            view = sweep_view(self.definition, self.records, stopped=self.store.stop_reason(), now=now, done=done)
+            # a change, or once a second while trials run: a live table's durations go on counting
+            if last is None or _changed(last, view) or (self._active() and now - shown >= 1.0):
                 yield view
+                shown = now
             last = view
             if done:
                 return
