@@ -18,7 +18,7 @@ from paictl.errors import NotFoundError, PaictlError
 from paictl.targets.states import JobState
 
 from .metrics import StopCondition, metric_of, parse_stop_when
-from .store import SweepStore
+from .store import PHASES, SweepStore
 
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .prepare import PreparedSweep
 
-SUBMITTING, SUBMITTED, DONE = "submitting", "submitted", "done"
+SUBMITTING, SUBMITTED, DONE = PHASES
 WAITING, CANCELLED = "waiting", "cancelled"
 
 

@@ -26,6 +26,26 @@ from ..local.store import default_run_dir, lock_run, read_json, run_locked, writ
 DEFINITION, TRIALS, STOP = "sweep.json", "trials", "stop"
 
 
+PHASES = ("submitting", "submitted", "done")
+
+
+def _definition_shape(data: Any) -> bool:
+    """What the readers of sweep.json use, checked: an edited or truncated record is one line, never a traceback."""
+    if not isinstance(data, dict) or not isinstance(data.get("trials"), list):
+        return False
+    if not all(isinstance(data.get(key), str) for key in ("id", "target")) or not isinstance(data.get("job"), dict):
+        return False
+    if not isinstance(data["job"].get("name"), str) or not isinstance(data.get("backend", {}), dict):
+        return False
+    return all(isinstance(trial, dict) and trial.get("index") == position and isinstance(trial.get("name"), str)
+               and isinstance(trial.get("parameters"), dict) for position, trial in enumerate(data["trials"]))
+
+
+def _record_shape(data: Any, index: int) -> bool:
+    return (isinstance(data, dict) and data.get("index") == index and data.get("phase") in PHASES
+            and isinstance(data.get("name"), str))
+
+
 def default_sweeps_dir() -> Path:
     return default_run_dir().parent / "sweeps"
 
@@ -62,7 +82,7 @@ class SweepStore:
             raise NotFoundError(f"no sweep {self.sweep_id!r} in {self.root}") from None
         except (OSError, ValueError) as error:
             raise ClusterError(f"the sweep record {self.folder / DEFINITION} cannot be read: {error}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("trials"), list):
+        if not _definition_shape(data):
             raise ClusterError(f"the sweep record {self.folder / DEFINITION} is not one paictl wrote")
         return data
 
@@ -76,7 +96,9 @@ class SweepStore:
         except (OSError, ValueError) as error:
             raise ClusterError(f"the trial record {self.folder / TRIALS / f'{index}.json'} cannot be read: "
                                f"{error}") from None
-        return data if isinstance(data, dict) else None
+        if not _record_shape(data, index):
+            raise ClusterError(f"the trial record {self.folder / TRIALS / f'{index}.json'} is not one paictl wrote")
+        return data
 
     def records(self) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}

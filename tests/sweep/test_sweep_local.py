@@ -205,3 +205,18 @@ def test_resume_refuses_a_job_file_that_changed(tmp_path, state_home):
     done = paictl("sweep", "--resume", sweep.id)
     assert done.returncode == 2 and "changed since sweep" in done.stderr and len(done.stderr.splitlines()) == 1
     assert not state_home.exists() or not any(state_home.iterdir())
+
+
+def test_an_edited_sweep_record_is_one_line_never_a_traceback(tmp_path, state_home):
+    import paictl as api
+
+    sweep = api.sweep(job_file(tmp_path), ["lr=0.1,0.2"], backend="local", extra={"runtime": "host"})
+    sweep.close()
+    folder = sweep_folder(state_home, sweep.id)
+    (folder / "trials" / "0.json").write_text('{"index": 0, "phase": "sideways"}')
+    done = paictl("status", "--sweep", sweep.id)
+    assert done.returncode == 3 and len(done.stderr.splitlines()) == 1 and "not one paictl wrote" in done.stderr
+    (folder / "trials" / "0.json").unlink()
+    (folder / "sweep.json").write_text('{"trials": [{"index": 0}]}')
+    done = paictl("sweep", "--resume", sweep.id)
+    assert done.returncode == 3 and len(done.stderr.splitlines()) == 1 and "not one paictl wrote" in done.stderr
