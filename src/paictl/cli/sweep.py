@@ -109,8 +109,6 @@ def _start(*, job_path: str, specs: List[str], target: Optional[str], strategy: 
         prepared = prepare_sweep(job_path, specs, target=target, strategy=strategy, seed=seed, max_trials=max_trials,
                                  sweep_id=sweep_id, namespace=backend.namespace, strict=strict, stdin_name=stdin_name,
                                  on_warnings=report_warnings, **compile_options)
-        if stop_when is not None and metric is None:  # pragma: no cover - checked before
-            raise UsageError("--stop-when needs --metric")
         definition = definition_of(prepared, backend=given, compile_options=compile_options, parallel=parallel,
                                    metric=metric, goal=goal, stop_when=stop_when, max_trials=max_trials)
         store = SweepStore(prepared.sweep_id)
