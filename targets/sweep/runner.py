@@ -10,6 +10,7 @@ without --follow leaves a job); `resume` picks the sweep up from its record.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional
@@ -219,13 +220,14 @@ class SweepRunner:
         compiled = self.compiled.get(index)
         if compiled is None:
             raise PaictlError(f"trial {index} of sweep {self.store.sweep_id} was not compiled")  # pragma: no cover
-        submission = self.backend.submit(compiled)
+        with _interrupts_deferred():
+            submission = self.backend.submit(compiled)
+            self._write(index, {**record, "phase": SUBMITTED, "job": submission.name, "uid": submission.uid,
+                                "state": JobState.PENDING.value})
         notes = [note for note in submission.notes if trial["name"] not in note and note not in self._noted]
         self._noted.update(notes)
         if notes and self.on_notes is not None:
             self.on_notes(notes)
-        self._write(index, {**record, "phase": SUBMITTED, "job": submission.name, "uid": submission.uid,
-                            "state": JobState.PENDING.value})
         return True
 
     def _refresh(self, index: int) -> None:
@@ -263,6 +265,30 @@ class SweepRunner:
     def _write(self, index: int, record: dict[str, Any]) -> None:
         self.store.write_record(index, record)
         self.records[index] = record
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM during a submission takes effect once it is done: a submission cut halfway (a local run's
+    folder made, its supervisor not yet started) leaves a job that exists but never runs, which a resumed sweep
+    would take for submitted. Handlers, not a signal mask: a mask would be inherited by the processes a backend
+    starts. Only the main thread can set handlers; elsewhere nothing is deferred."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {number: signal.signal(number, lambda received, frame: pending.append(received))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        if pending:
+            signal.raise_signal(pending[0])
 
 
 def _changed(before: SweepView, after: SweepView) -> bool:
