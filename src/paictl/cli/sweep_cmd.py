@@ -75,8 +75,11 @@ def sweep_command(
         code = run_sweep(job_path=job_path, specs=space, target=target, strategy=strategy, max_trials=max_trials,
                          parallel=parallel, seed=seed, metric=metric, goal=goal, stop_when=stop_when, resume=resume,
                          sweep_id=sweep_id, output_format=output_format, given=given,
+                         # --cluster names the place to submit to; only Grass compiles against it (its cluster
+                         # file), as `submit` does: an OpenPAI alias is no cluster file
                          compile_options={"profile": profile, "user": user, "secrets_from": secrets_from,
-                                          "cluster": cluster}, strict=strict, stdin_name=stdin_name)
+                                          "cluster": cluster if target == "grass" else None},
+                         strict=strict, stdin_name=stdin_name)
     except PaictlError as error:  # an invalid job or space: its located report, as `validate` prints it
         code = print_error(error, typer.echo)
     if code:
