@@ -34,6 +34,8 @@ import socket
 import urllib.parse
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+from paictl.errors import display_url
+
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 #: The API version paictl speaks: docker 17.06's, so every engine since answers (newer ones accept older versions).
 API_VERSION = "v1.30"
@@ -70,7 +72,8 @@ def engine_address(environ: Mapping[str, str] = os.environ) -> Address:
             tls = tuple(os.path.join(certs, name) for name in ("ca.pem", "cert.pem", "key.pem"))
         return Address(url=url, host=parsed.hostname or "localhost", port=parsed.port or (2376 if tls else 2375),
                        tls=tls)  # type: ignore[arg-type]
-    raise EngineError(f"DOCKER_HOST={url}: paictl reaches docker engines on unix:// or tcp:// addresses only")
+    raise EngineError(f"DOCKER_HOST={display_url(url)}: paictl reaches docker engines on unix:// or tcp:// "
+                      "addresses only")
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -123,7 +126,8 @@ class Engine:
             return connection, connection.getresponse()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise EngineError(f"no docker engine answers at {self.address.url} ({_reason(error)})") from None
+            raise EngineError(f"no docker engine answers at {display_url(self.address.url)} "
+                              f"({_reason(error)})") from None
 
     def call(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, body: Any = None,
              timeout: Optional[float] = None, missing_ok: bool = False) -> Any:
@@ -132,7 +136,8 @@ class Engine:
         try:
             data = response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise EngineError(f"the docker engine at {self.address.url} broke off ({_reason(error)})") from None
+            raise EngineError(f"the docker engine at {display_url(self.address.url)} broke off "
+                              f"({_reason(error)})") from None
         finally:
             connection.close()
         if response.status == 404 and missing_ok:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from paictl.compiler.exit_rules import Rule
-from paictl.errors import ClusterError, UsageError
+from paictl.errors import ClusterError, UsageError, display_url
 
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, engine_address, gpu_devices, \
     run_argv
@@ -83,7 +83,7 @@ class Choice:
 
     @property
     def line(self) -> str:
-        where = f"engine {self.engine.address.url}" if self.engine is not None else self.reason
+        where = f"engine {display_url(self.engine.address.url)}" if self.engine is not None else self.reason
         return f"paictl: runtime {self.kind} ({where}; choose with --runtime {'|'.join(RUNTIMES)})"
 
 
