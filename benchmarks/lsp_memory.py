@@ -9,7 +9,7 @@ VmRSS from /proc. The peer is pygls alone (a LanguageServer with no feature of i
 the same edits), which keeps a finished future per notification (pygls#608) and so grows with every edit.
 
 Goal (issue 38): paictl's RSS after 20,000 edits within 10 MB of its RSS after 1,000. The peer's growth is printed
-beside it, and the ratio of the two growths.
+beside it, and both growths per 1,000 edits.
 """
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ def main() -> int:
     peer_early, peer_late = session([sys.executable, "-c", PEER], args.early, args.edits)
     report.add(f"pygls alone (peer): RSS after {args.early:,} -> {args.edits:,} edits",
                f"{peer_early:.1f} MB -> {peer_late:.1f} MB (+{peer_late - peer_early:.1f} MB)", "", None)
-    growth = max(late - early, 0.1)
-    report.add("growth, pygls alone / paictl lsp", f"{(peer_late - peer_early) / growth:.1f}x", "", None)
+    report.add("growth per 1,000 edits: paictl lsp / pygls alone",
+               f"{(late - early) * 1000 / (args.edits - args.early):.2f} MB / "
+               f"{(peer_late - peer_early) * 1000 / (args.edits - args.early):.2f} MB", "", None)
     print(json.dumps({"paictl_rss_mb": [round(early, 1), round(late, 1)],
                       "pygls_rss_mb": [round(peer_early, 1), round(peer_late, 1)]}))
     return report.finish()
