@@ -34,11 +34,19 @@ import socket
 import urllib.parse
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
-from paictl.errors import display_url
-
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 #: The API version paictl speaks: docker 17.06's, so every engine since answers (newer ones accept older versions).
 API_VERSION = "v1.30"
+
+
+def _shown(url: str) -> str:
+    """An engine address as messages show it: paictl.errors.display_url (no user:password, no query values). The
+    watchdog loads this module by path without paictl importable, and prints nothing."""
+    try:
+        from paictl.errors import display_url
+    except ImportError:
+        return "(the engine)"
+    return display_url(url)
 
 
 class EngineError(Exception):
@@ -72,7 +80,7 @@ def engine_address(environ: Mapping[str, str] = os.environ) -> Address:
             tls = tuple(os.path.join(certs, name) for name in ("ca.pem", "cert.pem", "key.pem"))
         return Address(url=url, host=parsed.hostname or "localhost", port=parsed.port or (2376 if tls else 2375),
                        tls=tls)  # type: ignore[arg-type]
-    raise EngineError(f"DOCKER_HOST={display_url(url)}: paictl reaches docker engines on unix:// or tcp:// "
+    raise EngineError(f"DOCKER_HOST={_shown(url)}: paictl reaches docker engines on unix:// or tcp:// "
                       "addresses only")
 
 
@@ -126,7 +134,7 @@ class Engine:
             return connection, connection.getresponse()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise EngineError(f"no docker engine answers at {display_url(self.address.url)} "
+            raise EngineError(f"no docker engine answers at {_shown(self.address.url)} "
                               f"({_reason(error)})") from None
 
     def call(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, body: Any = None,
@@ -136,7 +144,7 @@ class Engine:
         try:
             data = response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise EngineError(f"the docker engine at {display_url(self.address.url)} broke off "
+            raise EngineError(f"the docker engine at {_shown(self.address.url)} broke off "
                               f"({_reason(error)})") from None
         finally:
             connection.close()

@@ -93,16 +93,21 @@ class DockerEngine:
         """Stop dockerd as `systemctl stop docker` does (SIGTERM: it stops every container, which ends with 143,
         and exits), keeping its data: `start()` brings the same engine back, its stopped containers with it."""
         assert self.process is not None
+        self._terminate(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(b"dockerd" not in _cmdline(pid) for pid in self._own_processes()):
+            time.sleep(0.1)  # containerd and the shims end after dockerd
+        self.socket.unlink(missing_ok=True)
+
+    def _terminate(self, timeout: float) -> None:
+        """SIGTERM to dockerd, SIGKILL after `timeout`."""
+        assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(b"dockerd" not in _cmdline(pid) for pid in self._own_processes()):
-            time.sleep(0.1)  # containerd and the shims end after dockerd
-        self.socket.unlink(missing_ok=True)
 
     def stop(self) -> None:
         """Remove every container, stop dockerd and whatever it started, unmount and delete its folder."""
@@ -110,12 +115,7 @@ class DockerEngine:
             ids = self.docker("ps", "-aq", check=False, timeout=60).stdout.split()
             if ids:
                 self.docker("rm", "-f", *ids, check=False, timeout=120)
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=_STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            self._terminate(_STOP_SECONDS)
         for pid in self._own_processes():
             try:
                 os.kill(pid, signal.SIGKILL)

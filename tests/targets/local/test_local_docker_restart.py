@@ -14,19 +14,23 @@ from docker_engine import no_docker_engine, private_docker_engine  # noqa: F401 
 from test_local_run import job_file, paictl, state, wait_for, wait_running
 
 
+def halted_mid_run(engine, tmp_path, monkeypatch, name: str) -> None:
+    """A one-task run in the engine, then the engine stopped under it, and the run ended."""
+    engine.docker("tag", engine.base_image(), "ubuntu:22.04")
+    monkeypatch.setenv("DOCKER_HOST", engine.host)
+    job = job_file(tmp_path, name, ["echo up", "sleep 600"], instances=1)
+    paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=0)
+    wait_running(tmp_path, name, 1)
+    wait_for(lambda: engine.containers(f"label=paictl.job={name}", "status=running"), "the task's container")
+    engine.halt()  # mid-run: the task's container is stopped (143) and kept
+    wait_for(lambda: state(tmp_path, name)["view"]["state"] in ("failed", "stopped"), "the run to end",
+             timeout=120)
+
+
 def test_containers_an_engine_kept_across_a_restart_are_removed_and_reported(private_docker_engine, tmp_path,
                                                                                monkeypatch):
     engine = private_docker_engine
-    engine.docker("tag", engine.base_image(), "ubuntu:22.04")
-    monkeypatch.setenv("DOCKER_HOST", engine.host)
-    job = job_file(tmp_path, "restarted", ["echo up", "sleep 600"], instances=1)
-    paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=0)
-    wait_running(tmp_path, "restarted", 1)
-    wait_for(lambda: engine.containers("label=paictl.job=restarted", "status=running"), "the task's container")
-
-    engine.halt()  # mid-run: the task's container is stopped (143) and kept
-    wait_for(lambda: state(tmp_path, "restarted")["view"]["state"] in ("failed", "stopped"), "the run to end",
-             timeout=120)
+    halted_mid_run(engine, tmp_path, monkeypatch, "restarted")
     engine.start()
     kept = engine.containers("label=paictl.job=restarted")
     assert kept and all("Exited (143)" in c["Status"] for c in kept), kept  # what the engine brings back
@@ -41,15 +45,7 @@ def test_containers_an_engine_kept_across_a_restart_are_removed_and_reported(pri
 
 def test_while_the_engine_is_still_down_status_says_so(private_docker_engine, tmp_path, monkeypatch):
     engine = private_docker_engine
-    engine.docker("tag", engine.base_image(), "ubuntu:22.04")
-    monkeypatch.setenv("DOCKER_HOST", engine.host)
-    job = job_file(tmp_path, "down", ["echo up", "sleep 600"], instances=1)
-    paictl("submit", str(job), "--target", "local", "--runtime", "docker", cwd=tmp_path, check_code=0)
-    wait_running(tmp_path, "down", 1)
-    wait_for(lambda: engine.containers("label=paictl.job=down", "status=running"), "the task's container")
-    engine.halt()
-    wait_for(lambda: state(tmp_path, "down")["view"]["state"] in ("failed", "stopped"), "the run to end",
-             timeout=120)
+    halted_mid_run(engine, tmp_path, monkeypatch, "down")
     status = paictl("status", "down", cwd=tmp_path)
     assert "does not" in status.stdout and "removed once it answers" in status.stdout, status.stdout
     engine.start()
