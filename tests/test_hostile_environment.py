@@ -128,6 +128,19 @@ def test_a_broken_kubeconfig_is_one_located_line_and_exit_3(tmp_path, case, comm
     assert re.search(re.escape(str(config)) + ":" + position + ": the kubeconfig ", line), line
 
 
+@pytest.mark.parametrize("content", [
+    "contexts: [{name: x, context: 5}]\ncurrent-context: x\n",
+    "clusters: [{name: c, cluster: {server: 5}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    "current-context: x\n",
+    "contexts: 5\n",
+    "contexts: [5]\n",
+])
+def test_a_kubeconfig_of_the_wrong_shape_is_one_line_and_exit_3(tmp_path, content):
+    (tmp_path / "kubeconfig").write_text(content)
+    result = paictl("status", "nosuchjob", "--kubeconfig", str(tmp_path / "kubeconfig"), home=tmp_path)
+    assert "kubeconfig" in assert_one_error_line(result, 3)
+
+
 @pytest.mark.parametrize("command", ["status", "status-name", "submit"])
 def test_every_file_of_a_kubeconfig_list_is_checked(tmp_path, command):
     good, broken = tmp_path / "good", tmp_path / "broken"

@@ -133,16 +133,23 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     import yaml
     from kubernetes.config.config_exception import ConfigException
 
+    chosen_name = context
     try:
         contexts, chosen = _chosen_context(kubernetes, config_file, context)
         if chosen is None:
             raise ClusterError(f"kubeconfig {config_file}: no context named "
                                f"{context or kubectl_current_context(config_file)!r}")
+        chosen_name = chosen["name"]
         configuration = kubernetes.client.Configuration()
         kubernetes.config.load_kube_config(config_file=config_file, context=chosen["name"],
                                            client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ClusterError(f"kubeconfig {config_file}: {' '.join(str(exc).split())}") from None
+    except (AttributeError, KeyError, IndexError):  # the client indexes what it reads without checking its shape
+        which = f" (context {chosen_name!r})" if chosen_name else ""
+        raise ConfigFileError(f"kubeconfig {config_file}{which}: not of the shape kubectl reads (contexts, clusters "
+                              "and users are lists of {name, context|cluster|user} mappings, their fields "
+                              "strings)") from None
     except yaml.YAMLError as exc:  # YAML the located loader reads but PyYAML (the client's reader) does not
         mark = getattr(exc, "problem_mark", None)
         where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else config_file
