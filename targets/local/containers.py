@@ -229,7 +229,7 @@ def sweep_leftovers(folder: Path) -> Optional[str]:
         return None
     if record["removed"] is None:
         try:
-            engine = Engine(engine_address({"DOCKER_HOST": record["engine"]}), timeout=30.0)
+            engine = Engine(engine_address({"DOCKER_HOST": record["engine"]}), timeout=5.0)  # a listing waits on it
             removed = engine.remove_labelled({LABEL_RUN: record["run"]})
         except EngineError:
             return (f"the docker engine at {display_url(record['engine'])} did not answer when the run ended and "
