@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,9 @@ from conftest import JOBS, ROOT
 
 SECRET = "env-secret-4c1d9e"
 PASSWORD = "env-password-77b2aa"
-LOOPBACK_CLOSED_PORT = 9  # discard: nothing listens there on loopback, so a connection is refused at once
+_HELD = socket.socket()
+_HELD.bind(("127.0.0.1", 0))  # bound for the whole module and never listening: a connection is refused at once
+LOOPBACK_CLOSED_PORT = _HELD.getsockname()[1]
 JOB = JOBS / "kube" / "two-roles.yaml"
 NO_PRIVILEGE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
 TRACEBACK = "Traceback (most recent call last)"

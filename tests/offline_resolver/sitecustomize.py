@@ -52,4 +52,20 @@ def install() -> None:
     socket.getaddrinfo, socket.gethostbyname, socket.gethostbyname_ex = getaddrinfo, gethostbyname, gethostbyname_ex
 
 
+def _run_the_next_sitecustomize() -> None:
+    """This file shadows any sitecustomize later on sys.path (a distribution's): run that one too, once."""
+    import importlib.machinery
+    import importlib.util
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [path for path in sys.path if os.path.abspath(path or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None and spec.origin != os.path.abspath(__file__):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 install()
+if __name__ == "sitecustomize":  # imported at start-up (conftest.py runs this file by path instead)
+    _run_the_next_sitecustomize()
