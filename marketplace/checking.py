@@ -202,6 +202,10 @@ def _visibility_findings(data: dict[str, Any]) -> list[Finding]:
 # Files the item names
 
 
+#: What no file name paictl reads may hold: a NUL (the OS cannot take it) and the other C0 controls and DEL.
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _reference(value: Any) -> str | None:
     """The path of a `{file: PATH}` reference, else None (the value is given inline)."""
     if isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
@@ -232,6 +236,9 @@ def _read_beside(base: Path, relative: str, pointer: str, document: Document) ->
     def refused(code: str, message: str, hint: str | None = None) -> tuple[None, list[Diagnostic]]:
         return None, [locate(finding(code, pointer, message, hint), document)]
 
+    if "\x00" in relative or _CONTROL.search(relative):  # the OS refuses a NUL (ValueError): say so first
+        return refused("E880", f"{relative!r} is not a usable file name: it holds a control character",
+                       "name a file inside the item's folder")
     if os.path.isabs(relative) or relative.startswith("~"):
         return refused("E881", f"{relative!r} is not a relative path", "name a file inside the item's folder")
     target = _plainly_inside(base, relative)

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from paictl.errors import ClusterError, NotFoundError
+from paictl.errors import ClusterError, NotFoundError, display_url
 from paictl.protocol.diagnostics import one_line
 
 from .query import ItemQuery, in_listing_order
@@ -47,12 +47,13 @@ class MarketplaceServer:
         import httpx
 
         self.base_url = base_url.rstrip("/")
+        self.shown = display_url(self.base_url)  # what messages name: never user:password@ or ?token=
         self._token = token
         self._client = httpx.Client(base_url=self.base_url + "/", timeout=timeout, follow_redirects=False,
                                     headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
 
     def __str__(self) -> str:
-        return self.base_url
+        return self.shown
 
     def close(self) -> None:
         self._client.close()
@@ -68,27 +69,27 @@ class MarketplaceServer:
             response = self._client.request(method, route.lstrip("/"), params=params, content=content,
                                             headers=headers)
         except httpx.TimeoutException:
-            raise ClusterError(f"marketplace {self.base_url}: {method} {route} timed out (no answer within "
+            raise ClusterError(f"marketplace {self.shown}: {method} {route} timed out (no answer within "
                                f"{self._client.timeout.read:g} s; --request-timeout sets the limit)") from None
         except httpx.HTTPError as exc:
             reason = self._redacted(str(exc)) or type(exc).__name__
-            raise ClusterError(f"marketplace {self.base_url}: cannot reach the server: {reason}") from None
+            raise ClusterError(f"marketplace {self.shown}: cannot reach the server: {reason}") from None
         if response.status_code >= 400:
             raise self._error(method, route, response)
         if response.status_code >= 300:  # not followed: a redirected POST or PUT would lose its body
             where = self._redacted(response.headers.get("location", "elsewhere"))
-            raise ClusterError(f"marketplace {self.base_url}: {method} {route} answered {response.status_code}, "
+            raise ClusterError(f"marketplace {self.shown}: {method} {route} answered {response.status_code}, "
                                f"a redirect to {one_line(where)}; give that URL as the target")
         if "json" not in response.headers.get("content-type", ""):
             return response.text
         try:
             return response.json()
         except ValueError:
-            raise ClusterError(f"marketplace {self.base_url}: {method} {route} answered invalid JSON") from None
+            raise ClusterError(f"marketplace {self.shown}: {method} {route} answered invalid JSON") from None
 
     def _error(self, method: str, route: str, response) -> ServerError:
         text = self._redacted(answer_text(response.text))[:300] or response.reason_phrase
-        message = f"marketplace {self.base_url}: {method} {route} answered {response.status_code}: {text}"
+        message = f"marketplace {self.shown}: {method} {route} answered {response.status_code}: {text}"
         if response.status_code == 401:
             message += (" (check the token; reading needs the JWT token OpenPAI issues, which the server decodes "
                         "to find the user)")
@@ -159,7 +160,7 @@ class MarketplaceServer:
     def items(self, params: dict[str, str]) -> list[dict[str, Any]]:
         answer = self.call("GET", "/items", params=params)
         if not isinstance(answer, list):
-            raise ClusterError(f"marketplace {self.base_url}: GET /items did not answer a list")
+            raise ClusterError(f"marketplace {self.shown}: GET /items did not answer a list")
         return [d for d in answer if isinstance(d, dict) and isinstance(d.get("id"), str)]
 
     def named(self, collection: str) -> dict[str, str]:
@@ -188,10 +189,10 @@ class MarketplaceServer:
         found = self.find(name, author)
         if not found:
             by = f" by {author}" if author else ""
-            raise NotFoundError(f"marketplace {self.base_url}: no item named {name!r}{by} that this token can see")
+            raise NotFoundError(f"marketplace {self.shown}: no item named {name!r}{by} that this token can see")
         authors = sorted({str(d.get("author")) for d in found})
         if len(authors) > 1:
-            raise UsageError(f"marketplace {self.base_url}: several items are named {name!r} (authors: "
+            raise UsageError(f"marketplace {self.shown}: several items are named {name!r} (authors: "
                              f"{', '.join(authors)}); give --author")
         return oldest(found)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
-from paictl.errors import InvalidJobError, UsageError
+from paictl.errors import InvalidJobError, UsageError, display_url
 
 from .item import Item
 
@@ -37,7 +37,7 @@ def open_target(target: str, token: str | None = None, *, timeout: float = 30.0)
     if is_server(target):
         token = token or os.environ.get(TOKEN_VARIABLE) or None
         if not token:
-            raise UsageError(f"{target}: a marketplace server needs a token: --token, or the environment variable "
+            raise UsageError(f"{display_url(target)}: a marketplace server needs a token: --token, or the environment variable "
                              f"{TOKEN_VARIABLE}")
         if not all(33 <= ord(ch) < 127 for ch in token):
             # Said without the token: httpx would put the header value, token and all, into its own error.
@@ -47,7 +47,7 @@ def open_target(target: str, token: str | None = None, *, timeout: float = 30.0)
 
         return ServerItemStore(target, token, timeout=timeout)
     if "://" in target:
-        raise UsageError(f"{target}: a target is a folder or an http(s):// URL")
+        raise UsageError(f"{display_url(target)}: a target is a folder or an http(s):// URL")
     from .local_index import LocalIndex
 
     return LocalIndex(target)

@@ -39,6 +39,16 @@ DEFAULT_HOST = "unix:///var/run/docker.sock"
 API_VERSION = "v1.30"
 
 
+def _shown(url: str) -> str:
+    """An engine address as messages show it: paictl.errors.display_url (no user:password, no query values). The
+    watchdog loads this module by path without paictl importable, and prints nothing."""
+    try:
+        from paictl.errors import display_url
+    except ImportError:
+        return "(the engine)"
+    return display_url(url)
+
+
 class EngineError(Exception):
     """The engine refused a call or cannot be reached; `status` is the HTTP status (None: no answer)."""
 
@@ -70,7 +80,8 @@ def engine_address(environ: Mapping[str, str] = os.environ) -> Address:
             tls = tuple(os.path.join(certs, name) for name in ("ca.pem", "cert.pem", "key.pem"))
         return Address(url=url, host=parsed.hostname or "localhost", port=parsed.port or (2376 if tls else 2375),
                        tls=tls)  # type: ignore[arg-type]
-    raise EngineError(f"DOCKER_HOST={url}: paictl reaches docker engines on unix:// or tcp:// addresses only")
+    raise EngineError(f"DOCKER_HOST={_shown(url)}: paictl reaches docker engines on unix:// or tcp:// "
+                      "addresses only")
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -123,7 +134,8 @@ class Engine:
             return connection, connection.getresponse()
         except (OSError, http.client.HTTPException) as error:
             connection.close()
-            raise EngineError(f"no docker engine answers at {self.address.url} ({_reason(error)})") from None
+            raise EngineError(f"no docker engine answers at {_shown(self.address.url)} "
+                              f"({_reason(error)})") from None
 
     def call(self, method: str, path: str, *, query: Optional[Mapping[str, Any]] = None, body: Any = None,
              timeout: Optional[float] = None, missing_ok: bool = False) -> Any:
@@ -132,7 +144,8 @@ class Engine:
         try:
             data = response.read()
         except (OSError, http.client.HTTPException) as error:
-            raise EngineError(f"the docker engine at {self.address.url} broke off ({_reason(error)})") from None
+            raise EngineError(f"the docker engine at {_shown(self.address.url)} broke off "
+                              f"({_reason(error)})") from None
         finally:
             connection.close()
         if response.status == 404 and missing_ok:

@@ -16,6 +16,22 @@ OPENPAI = CORPUS / "openpai"
 CASES = Path(__file__).resolve().parent / "cases"  # validation cases: every file gets a golden diagnostic snapshot
 JOBS = Path(__file__).resolve().parent / "jobs"    # valid jobs written for other tests (submit, follow)
 
+
+def _answer_reserved_names_here() -> None:
+    """No test sends a DNS query off the machine: names under .invalid/.test/.example are answered inside this
+    process and every Python process it starts (offline_resolver/sitecustomize.py, first on PYTHONPATH)."""
+    import os
+    import runpy
+
+    site = str(Path(__file__).resolve().parent / "offline_resolver")
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if site not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([site, *filter(None, paths)])
+    runpy.run_path(os.path.join(site, "sitecustomize.py"))
+
+
+_answer_reserved_names_here()
+
 needs_corpus = pytest.mark.skipif(not OPENPAI.is_dir(), reason="../shared/corpus is not beside this checkout")
 
 

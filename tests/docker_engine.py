@@ -89,18 +89,33 @@ class DockerEngine:
         self.stop()
         raise RuntimeError(f"dockerd did not answer on {self.socket} within {timeout:.0f} s:\n{tail}")
 
+    def halt(self, timeout: float = _STOP_SECONDS) -> None:
+        """Stop dockerd as `systemctl stop docker` does (SIGTERM: it stops every container, which ends with 143,
+        and exits), keeping its data: `start()` brings the same engine back, its stopped containers with it."""
+        assert self.process is not None
+        self._terminate(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(b"dockerd" not in _cmdline(pid) for pid in self._own_processes()):
+            time.sleep(0.1)  # containerd and the shims end after dockerd
+        self.socket.unlink(missing_ok=True)
+
+    def _terminate(self, timeout: float) -> None:
+        """SIGTERM to dockerd, SIGKILL after `timeout`."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
     def stop(self) -> None:
         """Remove every container, stop dockerd and whatever it started, unmount and delete its folder."""
         if self.process is not None and self.process.poll() is None:
             ids = self.docker("ps", "-aq", check=False, timeout=60).stdout.split()
             if ids:
                 self.docker("rm", "-f", *ids, check=False, timeout=120)
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=_STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            self._terminate(_STOP_SECONDS)
         for pid in self._own_processes():
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -288,6 +303,14 @@ def docker_registry(docker_engine) -> Iterator[Registry]:
         registry.stop()
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
 # -- the fixture ------------------------------------------------------------------------------------------------
 
 _shared: dict[str, object] = {"engine": None, "users": 0}
@@ -326,6 +349,23 @@ def docker_engine() -> Iterator[DockerEngine]:
             engine = _shared["engine"]
             _shared["engine"] = None
             engine.stop()  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def private_docker_engine() -> Iterator[DockerEngine]:
+    """An engine of the test's own, for a test that stops and restarts it (the session's is shared)."""
+    reason = _missing()
+    if reason is not None:
+        _fail_or_skip(reason)
+    engine = DockerEngine(Path(tempfile.mkdtemp(prefix="pdp-", dir="/tmp")))
+    try:
+        engine.start()
+    except RuntimeError as error:
+        _fail_or_skip(str(error))
+    try:
+        yield engine
+    finally:
+        engine.stop()
 
 
 @pytest.fixture(autouse=True)

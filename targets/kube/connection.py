@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional
 
-from paictl.errors import ClusterError, NotFoundError
+from paictl.errors import ClusterError, ConfigFileError, NotFoundError, display_url
 
+from paictl.targets.config_files import load_config_file
 from .client import REQUEST_TIMEOUT, Cluster
 
 
@@ -62,27 +63,21 @@ def _chosen_context(kubernetes: Any, config_file: str, context: Optional[str]) -
 
 def _kubeconfig_entries(config_file: str) -> tuple[Optional[str], dict[str, dict], dict[str, dict]]:
     """(current context, contexts by name, clusters by name) merged as kubectl merges a KUBECONFIG list (first
-    wins), read with PyYAML's C loader: no kubernetes import."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    wins), read by the configuration-file loader: no kubernetes import, and a file that is not valid YAML (or cannot
+    be read) is one located line and exit 3 here, before the official client would raise a PyYAML traceback. A file
+    of the list that does not exist is skipped, as kubectl skips it."""
     current: Optional[str] = None
     contexts: dict[str, dict] = {}
     clusters: dict[str, dict] = {}
     for path in config_file.split(os.pathsep):
         path = os.path.expanduser(path)
-        if not path or not os.path.isfile(path):
+        if not path or not os.path.lexists(path):
             continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = yaml.load(handle, Loader=loader)
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
-            continue
-        if not isinstance(data, dict):
-            continue
+        data = load_config_file(path, "kubeconfig").data
         current = current or (str(data["current-context"]) if data.get("current-context") else None)
         for key, found in (("contexts", contexts), ("clusters", clusters)):
-            for entry in data.get(key) or []:
+            entries = data.get(key)
+            for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, dict) and isinstance(entry.get(key[:-1]), dict):
                     found.setdefault(str(entry.get("name")), entry[key[:-1]])
     return current, contexts, clusters
@@ -115,7 +110,7 @@ def _probe_server(server: str, name: str) -> None:
         return
 
     def unreachable(reason: str) -> ClusterError:
-        return ClusterError(f"cannot reach the cluster at {server} (context {name}): {reason}")
+        return ClusterError(f"cannot reach the cluster at {display_url(server)} (context {name}): {reason}")
 
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -160,19 +155,32 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     if not probed:
         probe(config_file, context)
     kubernetes = _kubernetes()
+    import yaml
     from kubernetes.config.config_exception import ConfigException
 
+    chosen_name = context
     try:
         contexts, chosen = _chosen_context(kubernetes, config_file, context)
         if chosen is None:
             raise ClusterError(f"kubeconfig {config_file}: no context named "
                                f"{context or kubectl_current_context(config_file)!r}")
+        chosen_name = chosen["name"]
         configuration = kubernetes.client.Configuration()
         logged = len(CLIENT_LOG.lines)
         kubernetes.config.load_kube_config(config_file=config_file, context=chosen["name"],
                                            client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise ClusterError(f"kubeconfig {config_file}: {' '.join(str(exc).split())}") from None
+    except (AttributeError, KeyError, IndexError):  # the client indexes what it reads without checking its shape
+        which = f" (context {chosen_name!r})" if chosen_name else ""
+        raise ConfigFileError(f"kubeconfig {config_file}{which}: not of the shape kubectl reads (contexts, clusters "
+                              "and users are lists of {name, context|cluster|user} mappings, their fields "
+                              "strings)") from None
+    except yaml.YAMLError as exc:  # YAML the located loader reads but PyYAML (the client's reader) does not
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}:{mark.line + 1}:{mark.column + 1}" if mark is not None else config_file
+        raise ConfigFileError(f"{where}: the kubeconfig is not valid YAML for the kubernetes client: "
+                              f"{getattr(exc, 'problem', None) or 'cannot be parsed'}") from None
     if len(CLIENT_LOG.lines) > logged:
         raise ClusterError(f"kubeconfig {config_file}: context {chosen['name']!r}: getting credentials failed: "
                            f"{CLIENT_LOG.lines[logged]}")
@@ -180,7 +188,7 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     configuration.retries = False
     return Cluster(api=kubernetes.client.ApiClient(configuration),
                    namespace=namespace or (chosen.get("context") or {}).get("namespace") or "default",
-                   context=chosen["name"], server=configuration.host, notice=notice)
+                   context=chosen["name"], server=display_url(configuration.host), notice=notice)
 
 
 def in_cluster(kubeconfig: Optional[str] = None, context: Optional[str] = None) -> bool:
@@ -222,7 +230,7 @@ def _connect_in_cluster(namespace: Optional[str], notice: Optional[Callable[[str
         raise ClusterError(f"in-cluster configuration (service account): {' '.join(str(exc).split())}") from None
     configuration.retries = False
     return Cluster(api=kubernetes.client.ApiClient(configuration), namespace=namespace or _in_cluster_namespace(),
-                   context="in-cluster", server=configuration.host, notice=notice)
+                   context="in-cluster", server=display_url(configuration.host), notice=notice)
 
 
 def context_namespace(*, context: Optional[str], kubeconfig: Optional[str]) -> Optional[str]:

@@ -228,7 +228,8 @@ class LocalBackend:
                 return JobView(name=name, state=JobState.STOPPED, where=str(folder),
                                message="abandoned: the process that started it ended before the run began")
             return JobView(name=name, state=JobState.PENDING, message="starting", where=str(folder))
-        return shown_view(folder, state)
+        view = shown_view(folder, state)
+        return _with_leftovers_removed(folder, view) if view.state.is_final else view
 
     @classmethod
     def _listed(cls, folder: Path) -> JobView:
@@ -331,6 +332,7 @@ class LocalBackend:
         from .store import read_plan, read_state, task_log
 
         folder = self._folder(name)
+        _leftovers_note(folder)  # `status` says what was removed
         try:
             roles = {r["name"]: r["instances"] for r in read_plan(folder)["spec"]["taskRoles"]}
         except FileNotFoundError:
@@ -378,6 +380,27 @@ class LocalBackend:
 
     def close(self) -> None:
         pass
+
+
+def _leftovers_note(folder: Path) -> Optional[str]:
+    """An ended run whose docker engine kept its containers (it was stopped mid-run): they are removed now that a
+    command touches the run (containers.sweep_leftovers); what `status` says about it, else None."""
+    from .store import LEFTOVERS
+
+    if not (folder / LEFTOVERS).is_file():
+        return None
+    from .containers import sweep_leftovers
+
+    return sweep_leftovers(folder)
+
+
+def _with_leftovers_removed(folder: Path, view: JobView) -> JobView:
+    note = _leftovers_note(folder)
+    if note is None:
+        return view
+    import dataclasses
+
+    return dataclasses.replace(view, message=f"{view.message}; {note}" if view.message else note)
 
 
 def _new_lines(path: Path, offset: int, *, whole: bool) -> tuple[list[str], int]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from paictl.compiler.exit_rules import Rule
-from paictl.errors import ClusterError, UsageError
+from paictl.errors import ClusterError, UsageError, display_url
 
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, engine_address, gpu_devices, \
     run_argv
@@ -83,7 +83,7 @@ class Choice:
 
     @property
     def line(self) -> str:
-        where = f"engine {self.engine.address.url}" if self.engine is not None else self.reason
+        where = f"engine {display_url(self.engine.address.url)}" if self.engine is not None else self.reason
         return f"paictl: runtime {self.kind} ({where}; choose with --runtime {'|'.join(RUNTIMES)})"
 
 
@@ -219,23 +219,43 @@ def launch(plan: Mapping[str, Any], role: Mapping[str, Any], *, name: str, env: 
     return run_argv(spec), merged
 
 
-def remove_containers(engine: Engine, labels: Mapping[str, str]) -> None:
-    """Remove the containers carrying `labels`; an engine that no longer answers is not an error here (the
-    containers then die with it)."""
-    try:
-        engine.remove_labelled(labels)
-    except EngineError:
-        pass
+def sweep_leftovers(folder: Path) -> Optional[str]:
+    """Remove the containers of an ended run that its engine kept (recorded by DockerTasks.close when the engine
+    did not answer), if the engine answers now; what `status` says about them, or None when nothing was left."""
+    from paictl.targets.local.store import LEFTOVERS, read_leftovers, write_json
+
+    record = read_leftovers(folder)
+    if record is None:
+        return None
+    if record["removed"] is None:
+        try:
+            engine = Engine(engine_address({"DOCKER_HOST": record["engine"]}), timeout=5.0)  # a listing waits on it
+            removed = engine.remove_labelled({LABEL_RUN: record["run"]})
+        except EngineError:
+            return (f"the docker engine at {display_url(record['engine'])} did not answer when the run ended and "
+                    "still does not: the run's containers it keeps are removed once it answers")
+        record["removed"] = removed
+        try:
+            write_json(folder / LEFTOVERS, record)
+        except OSError:
+            pass
+    removed = record["removed"]
+    if not removed:
+        return None
+    return (f"removed {len(removed)} container{'s' if len(removed) != 1 else ''} the docker engine kept after it "
+            f"stopped mid-run ({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})")
 
 
 class DockerTasks:
     """The runner's docker side for one run (see the module docstring): starts task attempts as containers,
     removes each one as its task ends, and at the end of the run every container of the run and the secrets."""
 
-    def __init__(self, plan: Mapping[str, Any], run_id: str, secrets: Mapping[str, str]):
+    def __init__(self, plan: Mapping[str, Any], run_id: str, secrets: Mapping[str, str],
+                 folder: Optional[Path] = None):
         from paictl.targets.local.procs import RUN_MARKER
 
         self.plan = plan
+        self.folder = folder  # the run folder: where containers that could not be removed are recorded
         self.run_id = run_id
         self.url = plan["spec"]["runtime"]["engine"]
         environ = {k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}
@@ -315,6 +335,17 @@ class DockerTasks:
             self.ended(label)
         while self._removals:
             self._removals.pop().join()
-        remove_containers(self.engine, {LABEL_RUN: self.run_id})
+        try:
+            self.engine.remove_labelled({LABEL_RUN: self.run_id})
+        except EngineError:
+            # The engine does not answer (stopped mid-run): it keeps the run's containers, stopped, for when it is
+            # back. Recorded, so that the next command that touches the run removes them (sweep_leftovers).
+            if self.folder is not None:
+                from paictl.targets.local.store import record_leftovers
+
+                try:
+                    record_leftovers(self.folder, self.url, self.run_id)
+                except OSError:
+                    pass  # the folder is gone or full: nothing can be recorded
         remove_secrets(self.secrets_dir)
         self.secrets_dir = None

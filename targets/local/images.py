@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from paictl.errors import ClusterError
+from paictl.errors import ClusterError, display_url
 
 from paictl.targets.docker_runtime import Engine, EngineError
 from paictl.targets.local.containers import Report, check_choices
@@ -32,7 +32,8 @@ def ensure_images(plan: Mapping[str, Any], engine: Engine, policy: str, report: 
         if present and policy != "always":
             continue
         if not present and policy == "never":
-            raise ClusterError(f"image {image} ({used_by}) is not on the docker engine at {engine.address.url}, "
+            raise ClusterError(f"image {image} ({used_by}) is not on the docker engine at "
+                               f"{display_url(engine.address.url)}, "
                                "and --pull never forbids pulling it")
         if report is not None:
             report(f"paictl: pulling image {image} ({used_by})", False)

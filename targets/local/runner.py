@@ -82,7 +82,7 @@ class LocalRunner:
         if (plan["spec"].get("runtime") or {}).get("kind") == "docker":
             from paictl.targets.local.containers import DockerTasks
 
-            self._docker = DockerTasks(plan, self.run_id, self.secrets)
+            self._docker = DockerTasks(plan, self.run_id, self.secrets, folder)
         self._processes = RunProcesses(self.run_id, lambda: self.tasks, self._docker)
 
     # -- the run ------------------------------------------------------------------------------------------------

@@ -296,6 +296,29 @@ def prepare_run(run_dir: Path, name: str, plan: dict[str, Any], *,
     return folder, lock
 
 
+#: The docker runtime's containers of a run that could not be removed when it ended (the engine did not answer:
+#: stopped mid-run, it keeps them as `Exited (143)` once it is back): {"engine": URL, "run": RUN_ID, "removed": null
+#: until a later command removed them, then their names}.
+LEFTOVERS = "leftover-containers.json"
+
+
+def record_leftovers(folder: Path, engine: str, run_id: str) -> None:
+    write_json(folder / LEFTOVERS, {"engine": engine, "run": run_id, "removed": None})
+
+
+def read_leftovers(folder: Path) -> Optional[dict[str, Any]]:
+    """The record, or None (none written, or not one paictl wrote: it is then left alone)."""
+    try:
+        data = read_json(folder / LEFTOVERS)
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("engine"), str) and isinstance(data.get("run"), str)
+            and (data.get("removed") is None or (isinstance(data["removed"], list)
+                                                 and all(isinstance(n, str) for n in data["removed"])))):
+        return None
+    return data
+
+
 def request_stop(folder: Path) -> None:
     (folder / STOP).touch()
 

@@ -28,7 +28,7 @@ import time
 from typing import Any, Callable, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from paictl.errors import ClusterError, NotFoundError
+from paictl.errors import ClusterError, NotFoundError, display_url
 
 #: Statuses a retry can cure: too many requests, or the server or a proxy in front of it failed, not the request.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -244,7 +244,7 @@ class OpenPaiClient:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         tries = f" (tried {attempts} times)" if attempts > 1 else ""
         unsure = "" if idempotent else "; the server may have acted on it: check with `paictl status` first"
-        return self.redact(f"cannot reach the OpenPAI REST server {self.alias} ({self.url}){tries}: "
+        return self.redact(f"cannot reach the OpenPAI REST server {self.alias} ({display_url(self.url)}){tries}: "
                            f"{what + ': ' if what else ''}{reason}{unsure}")
 
     def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
@@ -258,8 +258,8 @@ class OpenPaiClient:
         elif status == 404 and not code and text.lstrip().startswith("<"):
             # an HTML page, not the REST server's {code, message}: the address is a web site, e.g. the cluster's
             # site root, whose REST API is under /rest-server
-            line += (f"; {self.url} answers, but not as an OpenPAI REST API: give the cluster's address to "
-                     "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
+            line += (f"; {display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
+                     "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
         cls = NotFoundError if status == 404 else ClusterError
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]

@@ -23,7 +23,8 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from paictl.errors import ClusterError, InputError, PaictlError, UsageError
+from paictl.errors import ClusterError, ConfigFileError, InputError, PaictlError, UsageError, display_url
+from paictl.targets.config_files import ConfigDocument, load_config_file
 
 KEYRING_SERVICE = "paictl-openpai"
 ALIAS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -90,84 +91,58 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def display_url(url: str) -> str:
-    """The URL as paictl shows it: without user:password, and with every query value and the fragment replaced by
-    `***` (a hand-edited clusters file may carry `?token=...`)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "(an invalid URL)"
-    netloc = ("***@" if parts.username or parts.password else "") + (f"[{host}]" if ":" in host else host) + port
-    query = "&".join(f"{pair.partition('=')[0]}=***" for pair in parts.query.split("&")) if parts.query else ""
-    return urlunsplit((parts.scheme, netloc, parts.path, query, "***" if parts.fragment else ""))
-
-
 def load_clusters(path: Optional[Path] = None) -> dict[str, ClusterEntry]:
-    """Every alias in the file, in file order; an absent file is an empty one."""
-    from paictl.protocol.source import read_text_file
-
+    """Every alias in the file, in file order; an absent file is an empty one. A broken file (not YAML, or not
+    the shape `save_clusters` writes) is ConfigFileError (exit 3), located, and never quotes a line: it may hold a
+    token. The file is bounded as a job is: a FIFO or /dev/zero never hangs it."""
     path = path or clusters_path()
     if not os.path.lexists(path):
         return {}
-    text = read_text_file(path, "clusters file")  # bounded as a job is: a FIFO or /dev/zero never hangs it
-    data = _load_fast(text)
-    if data is None:
-        data = _load_located(text, path)
-    clusters = data.get("clusters") if isinstance(data, dict) else None
+    document = load_config_file(path, "clusters file")
+    try:
+        return _entries(document)
+    except ConfigFileError:
+        if document.positions is not None:
+            raise
+    return _entries(load_config_file(path, "clusters file", located=True))  # read again, to say where
+
+
+def _entries(document: ConfigDocument) -> dict[str, ClusterEntry]:
+    clusters = document.data.get("clusters")
     if not isinstance(clusters, dict):
-        raise InputError(f"{path}: expected a mapping `clusters:` of alias to cluster")
-    return {str(alias): _entry(str(alias), value, path) for alias, value in clusters.items()}
+        where = document.where("/clusters") if "clusters" in document.data else f"{document.shown}:1:1"
+        raise ConfigFileError(f"{where}: expected a mapping `clusters:` of alias to cluster")
+    return {str(alias): _entry(str(alias), value, document) for alias, value in clusters.items()}
 
 
-def _load_fast(text: str) -> Any:
-    """The file's data through yaml-rs (a YAML 1.2 loader in Rust, as ruamel's safe loader reads 1.2; a twentieth
-    of ruamel's import time, which was most of an unreachable cluster's answer), or None when ruamel must decide:
-    anything yaml-rs refuses (a duplicate key, bad syntax: ruamel's error says where), several documents, or
-    anything beyond what `save_clusters` writes (tags, anchors)."""
-    if "!" in text or "&" in text or "*" in text or "%" in text or "\n---" in text or text.startswith("---"):
-        return None
-    import yaml_rs
+def _entry(alias: str, value: Any, document: ConfigDocument) -> ClusterEntry:
+    from paictl.protocol.diagnostics import escape_pointer_token
 
-    try:
-        data = yaml_rs.loads(text, parse_datetime=True, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
-    except Exception:  # noqa: BLE001 - any failure of the fast path defers to ruamel, whose errors we report
-        return None
-    return data if data is not None else {}
+    pointer = f"/clusters/{escape_pointer_token(alias)}"
 
+    def broken(key: str, problem: str) -> ConfigFileError:
+        where = document.where(f"{pointer}/{key}") if isinstance(value, dict) and key in value else \
+            document.where(pointer)
+        return ConfigFileError(f"{where}: cluster {alias!r}{problem}")
 
-def _load_located(text: str, path: Path) -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    try:
-        return YAML(typ="safe", pure=True).load(text) or {}
-    except YAMLError as exc:
-        # Only where and what: ruamel's message quotes the offending line, which may be a token.
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "cannot be parsed"
-        raise InputError(f"{path}: not valid YAML: {where}{problem} (the line is not shown: it may hold a "
-                         "token)") from None
-
-
-def _entry(alias: str, value: Any, path: Path) -> ClusterEntry:
     if not isinstance(value, dict) or not isinstance(value.get("url"), str) or not isinstance(value.get("user"), str):
-        raise InputError(f"{path}: cluster {alias!r} needs a `url` and a `user` (strings)")
+        raise broken("", " needs a `url` and a `user` (strings)")
     store = value.get("tokenStore")
     if store is not None and store not in ("keyring", "plaintext"):
-        raise InputError(f"{path}: cluster {alias!r}: tokenStore must be keyring or plaintext, not {store!r}")
+        raise broken("tokenStore", ": tokenStore must be keyring or plaintext")
     interval = value.get("minPollInterval", DEFAULT_MIN_POLL_INTERVAL)
     if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
-        raise InputError(f"{path}: cluster {alias!r}: minPollInterval must be a positive number of seconds")
+        raise broken("minPollInterval", ": minPollInterval must be a positive number of seconds")
+    for key in ("tokenEnv", "virtualCluster", "token"):
+        if value.get(key) is not None and not isinstance(value[key], (str, int, float)):
+            raise broken(key, f": {key} must be a string")
     token = value.get("token")
-    return ClusterEntry(alias=alias, url=value["url"], user=value["user"], token_env=value.get("tokenEnv"),
+    return ClusterEntry(alias=alias, url=value["url"], user=value["user"],
+                        token_env=None if value.get("tokenEnv") is None else str(value["tokenEnv"]),
                         token_store="plaintext" if token is not None and store is None else store,
                         token=str(token) if token is not None else None,
-                        virtual_cluster=value.get("virtualCluster"), min_poll_interval=float(interval))
+                        virtual_cluster=None if value.get("virtualCluster") is None else str(value["virtualCluster"]),
+                        min_poll_interval=float(interval))
 
 
 def save_clusters(entries: dict[str, ClusterEntry], path: Optional[Path] = None) -> Path:
@@ -193,7 +168,8 @@ def save_clusters(entries: dict[str, ClusterEntry], path: Optional[Path] = None)
             item["minPollInterval"] = entry.min_poll_interval
         data["clusters"][alias] = item
     stream = io.StringIO()
-    stream.write("# paictl OpenPAI clusters (`paictl openpai --help`). Mode 0600: it may name a token's place.\n")
+    stream.write("# paictl OpenPAI clusters (`paictl openpai --help`). Readable by its owner only (u=rw): it may "
+                 "name a token's place.\n")
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     yaml.dump(data, stream)

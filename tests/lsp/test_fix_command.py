@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 JOB = textwrap.dedent("""\
     # Training job for the nightly run.
@@ -171,3 +174,67 @@ def test_yaml_that_is_not_a_job_is_never_changed(tmp_path):
     done = paictl("fix", str(tmp_path))
     assert manifest.read_text() == text
     assert done.returncode == 1  # validate's verdict on it, as `paictl validate` gives
+
+
+# What `fix DIR` writes (issue 38): decided as black and ruff do, and kept atomic (write-then-rename).
+
+def _fixable(folder) -> None:
+    folder.mkdir(exist_ok=True)
+    (folder / "job.yaml").write_text(JOB)
+
+
+def test_fix_dir_does_not_follow_a_symlink_out_of_the_folder(tmp_path):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(JOB)
+    _fixable(tmp_path / "jobs")
+    (tmp_path / "jobs" / "link.yaml").symlink_to(outside)
+    done = paictl("fix", str(tmp_path / "jobs"))
+    assert outside.read_text() == JOB, "a file outside the folder was rewritten"
+    assert "dockerImage: base" in (tmp_path / "jobs" / "job.yaml").read_text()
+    assert (tmp_path / "jobs" / "link.yaml").is_symlink()
+    assert done.stderr.splitlines() == [f"paictl: warning: {tmp_path / 'jobs' / 'link.yaml'}: a symbolic link out "
+                                        "of the folder searched (name the file itself to check it); skipped"]
+    assert "1 entry not read" in done.stdout
+
+
+def test_fix_leaves_a_read_only_file_alone_even_as_root(tmp_path):
+    _fixable(tmp_path / "jobs")
+    job = tmp_path / "jobs" / "job.yaml"
+    job.chmod(0o444)
+    done = paictl("fix", str(tmp_path / "jobs"))
+    assert job.read_text() == JOB and (job.stat().st_mode & 0o777) == 0o444
+    assert done.returncode == 1  # its problems remain, and are reported
+    assert "read-only" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert "(1 not written: see the warnings)" in done.stdout
+
+
+def test_fix_does_not_split_hard_links(tmp_path):
+    _fixable(tmp_path / "jobs")
+    job = tmp_path / "jobs" / "job.yaml"
+    other = tmp_path / "other-name.yaml"
+    os.link(job, other)
+    inode = job.stat().st_ino
+    done = paictl("fix", str(job))
+    assert job.stat().st_ino == inode == other.stat().st_ino and job.stat().st_nlink == 2
+    assert job.read_text() == JOB == other.read_text()
+    assert "hard links" in done.stderr and done.returncode == 1, done.stderr
+
+
+def test_fix_keeps_the_mode(tmp_path):
+    _fixable(tmp_path / "jobs")
+    job = tmp_path / "jobs" / "job.yaml"
+    job.chmod(0o640)
+    assert paictl("fix", str(job)).returncode == 0
+    assert "dockerImage: base" in job.read_text() and (job.stat().st_mode & 0o7777) == 0o640
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_root_fixing_another_users_file_leaves_it_theirs(tmp_path):
+    _fixable(tmp_path / "jobs")
+    job = tmp_path / "jobs" / "job.yaml"
+    os.chown(job, 65534, 65534)
+    job.chmod(0o664)
+    assert paictl("fix", str(job)).returncode == 0
+    status = job.stat()
+    assert "dockerImage: base" in job.read_text()
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (65534, 65534, 0o664)

@@ -13,9 +13,10 @@ from paictl.errors import InvalidJobError, PaictlError
 
 def error_line(error: PaictlError | str) -> str:
     """The one line every command prints for an error, on standard error."""
+    from paictl.errors import mask_urls
     from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
 
-    return f"paictl: error: {one_line(str(error))}"
+    return f"paictl: error: {mask_urls(one_line(str(error)))}"
 
 
 def fail(error: PaictlError) -> NoReturn:

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from paictl.errors import InputError
 
-from .validate_cmd import Echo, collect_paths, validate_if_item
+from .validate_cmd import Echo, PassedOver, collect_paths, passed_over_count, validate_if_item
 
 
 def _validate(text: str, path: str):
@@ -26,14 +26,40 @@ def _validate(text: str, path: str):
     return validate_text(text, path, other_kinds=validate_if_item)
 
 
+class NotWritten(Exception):
+    """A file `fix` leaves as it is, on purpose (a warning, not an error): see `_write_in_place`."""
+
+
 def _write_in_place(path: str, text: str, bom: bool) -> None:
-    target = Path(path).resolve()  # a symlinked job stays a symlink: its target is what is fixed
+    """Replace the file's content through a temporary file beside it, renamed over it: a kill at any moment leaves
+    the old file or the new one, never a part. What a rename would change is kept or the file is left alone
+    (NotWritten), as formatters decide (black and ruff skip what they cannot write and never follow links out of
+    the folder searched):
+    - a symlink stays a symlink: its target is what is fixed;
+    - a read-only file (no write permission bit, or none for this user) is not written, even by root;
+    - a file with several hard links is not written: a rename would split it from its other names;
+    - the mode is kept, and the owner and group: root fixing another user's file leaves it theirs; when they
+      cannot be kept (not root, a file of another owner that is group-writable), the file is not written."""
+    target = Path(path).resolve()
+    info = target.stat()
+    if not info.st_mode & 0o222 or not os.access(target, os.W_OK):
+        raise NotWritten("read-only (make it writable, or apply `paictl fix --diff` yourself)")
+    if info.st_nlink > 1:
+        raise NotWritten(f"has {info.st_nlink} hard links, which replacing it would split (apply "
+                         "`paictl fix --diff` with a tool that writes in place)")
     data = ("\ufeff" if bom else "").encode() + text.encode("utf-8")
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".paictl-fix", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(temporary, target.stat().st_mode & 0o7777)
+        created = os.stat(temporary)
+        if (created.st_uid, created.st_gid) != (info.st_uid, info.st_gid):
+            try:
+                os.chown(temporary, info.st_uid, info.st_gid)
+            except OSError:
+                raise NotWritten("belongs to another user or group, and a fixed copy could not be given to "
+                                 "them") from None
+        os.chmod(temporary, info.st_mode & 0o7777)  # after chown, which clears set-user-ID and set-group-ID bits
         os.replace(temporary, target)
     except BaseException:
         try:
@@ -54,17 +80,23 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
     from .report import json_escaped, summary_line, text_report
 
     try:
-        files = collect_paths(paths)
+        files, passed_over = collect_paths(paths)
     except InputError as exc:
         echo(error_line(exc), err=True)
         return exc.exit_code
-    results, records, io_errors, fixed_total, changed_files = [], [], [], 0, 0
-    for file, _searched in files:  # fix looks at every file's shape itself (fixes.looks_like_job_or_item)
+    for entry in passed_over:
+        echo(entry.line(), err=True)
+    results, records, io_errors, fixed_total, changed_files, not_written = [], [], [], 0, 0, 0
+    for file, searched in files:  # fix looks at every file's shape itself (fixes.looks_like_job_or_item)
         name = stdin_name if file == "-" else file
         try:
             raw = read_stdin() if file == "-" else read_source(file)
         except InputError as exc:
-            io_errors.append(str(exc))
+            if searched:  # found by a search: a warning, and the search goes on
+                passed_over.append(PassedOver(file, str(exc).removeprefix(f"{file}: ")))
+                echo(passed_over[-1].line(), err=True)
+            else:
+                io_errors.append(str(exc))
             continue
         try:
             text = decode_source(raw, name)
@@ -84,6 +116,12 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
         elif changed:
             try:
                 _write_in_place(file, outcome.text, raw.startswith(b"\xef\xbb\xbf"))
+            except NotWritten as why:
+                echo(PassedOver(file, str(why)).line("not fixed"), err=True)
+                not_written += 1
+                results.append(_validate(text, name).summary())  # what remains is the file as it is
+                records.append({"file": name, "changed": False, "fixes": [], "written": False})
+                continue
             except OSError as exc:
                 io_errors.append(f"{file}: cannot write the fixed file: {exc.strerror or exc}")
                 continue
@@ -102,7 +140,8 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
                for record, r in zip(records, results)]
     if json_output:
         payload = {"summary": {"files": len(results), "changed": changed_files, "fixes": fixed_total,
-                               "invalid": sum(failing), "written": not diff,
+                               "invalid": sum(failing), "written": not diff, "notWritten": not_written,
+                               "unread": len(passed_over),
                                "made_up": sum(len(record["made_up"]) for record in records)},
                    "results": [{**record, "valid": not fails, "diagnostics": [d.to_dict() for d in r.diagnostics]}
                                for record, r, fails in zip(records, results, failing)]}
@@ -118,7 +157,9 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
         if results:
             verb = "to apply" if diff else "applied"
             echo(f"{fixed_total} fix{'es' if fixed_total != 1 else ''} {verb} in {changed_files} "
-                 f"file{'s' if changed_files != 1 else ''}; remaining: {_remaining(results, records, strict)}",
+                 f"file{'s' if changed_files != 1 else ''}"
+                 + (f" ({not_written} not written: see the warnings)" if not_written else "")
+                 + f"; remaining: {_remaining(results, records, strict)}{passed_over_count(passed_over)}",
                  err=report_err)
     for message in io_errors:
         echo(error_line(message), err=True)

@@ -22,7 +22,8 @@ def lsp_command(
     """Run the language server: diagnostics as you type, hover, completion, quick fixes, go to definition.
 
     For job files and marketplace items in any editor with an LSP client (README, "Editor integration").
-    Exit status: 0 after the client's exit request; 2 if pygls (`pip install 'paictl[lsp]'`) is missing.
+    Exit status: 0 after the client's shutdown and exit requests; 1 on exit without shutdown, or when the client
+    closes either stream first; 2 if pygls (`pip install 'paictl[lsp]'`) is missing.
     """
     del stdio
     try:
@@ -33,7 +34,7 @@ def lsp_command(
     from paictl.lsp.analysis import Settings
     from paictl.lsp.server import serve
 
-    serve(Settings(target=target, profile=profile))
+    raise typer.Exit(serve(Settings(target=target, profile=profile)))
 
 
 def fix_command(

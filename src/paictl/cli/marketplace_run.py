@@ -21,8 +21,9 @@ def may_be_item(raw: bytes) -> bool:
     return _PROTOCOL_KEY.search(raw) is not None
 
 
-def item_checks(paths: Sequence[str]) -> list:
-    """(path, ItemCheck) of every item given; PaictlError (InputError, exit 2) for what cannot be read.
+def item_checks(paths: Sequence[str], passed_over: list | None = None) -> list:
+    """(path, ItemCheck) of every item given; PaictlError (InputError, exit 2) for what cannot be read, unless
+    `passed_over` is given: then what a folder search cannot read is added to it and the search goes on.
 
     A folder is searched as `paictl validate DIR` searches (recursively, *.yaml and *.yml, hidden folders skipped);
     of the files found there, those that are not items by their shape are skipped (the jobs items name, say)."""
@@ -30,17 +31,29 @@ def item_checks(paths: Sequence[str]) -> list:
     from paictl.marketplace.shape import looks_like_item
     from paictl.protocol import read_source
 
-    from .validate_cmd import collect_paths
+    from .validate_cmd import PassedOver, collect_paths
 
     checks = []
     for given in paths:
         searched = given != "-" and Path(given).is_dir()
         found = 0
-        for path, _searched in collect_paths([given]):
+        collected = collect_paths([given])
+        unread = [entry for entry in collected.passed_over if not entry.outside]
+        if passed_over is None and unread:  # pack and publish: all of the folder, or nothing
+            raise InputError(f"{unread[0].path}: {unread[0].reason}")
+        if passed_over is not None:
+            passed_over += collected.passed_over
+        for path, _searched in collected.found:
             if not searched:
                 checks.append((path, check_item_file(path)))
                 continue
-            raw = read_source(path)  # read once, for the look and the check (an unreadable file is reported)
+            try:
+                raw = read_source(path)  # read once, for the look and the check
+            except InputError as error:
+                if passed_over is None:
+                    raise
+                passed_over.append(PassedOver(path, str(error).removeprefix(f"{path}: ")))  # the search goes on
+                continue
             if not may_be_item(raw):
                 continue
             check = check_item_bytes(raw, path)
@@ -61,10 +74,15 @@ def run_marketplace_validate(paths: Sequence[str], *, output: str, strict: bool,
     from .errors import print_error
     from .report import json_report, summary_line, text_report
 
+    from .validate_cmd import passed_over_count
+
+    passed_over: list = []
     try:
-        checks = item_checks(paths)
+        checks = item_checks(paths, passed_over)
     except PaictlError as error:
         return print_error(error, echo)
+    for entry in passed_over:
+        echo(entry.line(), err=True)
     results = []
     for path, check in checks:
         result = check.result
@@ -77,13 +95,17 @@ def run_marketplace_validate(paths: Sequence[str], *, output: str, strict: bool,
         report = text_report(results)
         if report:
             echo(report)
-        echo(summary_line(results, strict))
-    elif output == "json":
-        echo(json_report(results, strict))
+        echo(summary_line(results, strict) + passed_over_count(passed_over))
     else:
         import json
 
-        from paictl.marketplace.yamltext import dump_any
+        unread = [(entry.path, entry.reason) for entry in passed_over]
+        if output == "json":
+            echo(json_report(results, strict, passed_over=unread))
+        else:
+            from paictl.marketplace.yamltext import dump_any
 
-        echo(dump_any(json.loads(json_report(results, strict))).rstrip("\n"))
+            echo(dump_any(json.loads(json_report(results, strict, passed_over=unread))).rstrip("\n"))
+    if strict and passed_over:
+        return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0

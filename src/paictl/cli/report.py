@@ -68,7 +68,7 @@ def text_report(results: Iterable[ValidationResult]) -> str:
 
 
 def json_report(results: Sequence[ValidationResult], strict: bool,
-                skipped: Sequence[tuple[str, str]] = ()) -> str:
+                skipped: Sequence[tuple[str, str]] = (), passed_over: Sequence[tuple[str, str]] = ()) -> str:
     records = [{
         "file": r.path,
         "valid": r.ok and not (strict and r.warnings),
@@ -85,6 +85,9 @@ def json_report(results: Sequence[ValidationResult], strict: bool,
     if skipped:  # only when a directory held other YAML: the report of the files checked is otherwise unchanged
         summary["skipped"] = len(skipped)
         report["skipped"] = [{"file": file, "reason": reason} for file, reason in skipped]
+    if passed_over:  # entries of the folders searched that could not be read (each also a warning on stderr)
+        summary["unread"] = len(passed_over)
+        report["unread"] = [{"path": path, "reason": reason} for path, reason in passed_over]
     return json_escaped(strict_json(report, indent=2, ensure_ascii=False))
 
 

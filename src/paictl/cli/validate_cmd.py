@@ -48,9 +48,34 @@ def is_job_or_item(raw: bytes, path: str) -> bool:
         key in data for key in ("protocolVersion", "taskRoles", "prerequisites", "deployments")))
 
 
-def collect_paths(paths: Sequence[str]) -> list[Found]:
-    """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin."""
+class PassedOver(NamedTuple):
+    """An entry of a searched folder that was not read: a folder or file that cannot be read, or a symbolic link
+    that leads out of the folder given. Each is one warning line; the summary counts them."""
+
+    path: str
+    reason: str
+    outside: bool = False  # a link out of the folder (not followed), not something that could not be read
+
+    def line(self, outcome: str = "skipped") -> str:
+        from paictl.protocol.diagnostics import one_line
+
+        return f"paictl: warning: {one_line(self.path)}: {self.reason}; {outcome}"
+
+
+class Collected(NamedTuple):
+    found: list[Found]
+    passed_over: list[PassedOver]
+
+
+def collect_paths(paths: Sequence[str]) -> Collected:
+    """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin.
+
+    A search goes on past what it cannot read (a folder without read permission, an entry whose type cannot be
+    found) and does not follow symbolic links to folders, nor symbolic links to files outside the folder given
+    (as black does): a search of DIR reads, and `fix DIR` writes, only what lies in DIR. A file named on the
+    command line is read (and fixed) wherever its link points."""
     found: list[Found] = []
+    passed_over: list[PassedOver] = []
     for given in paths:
         if given == "-":
             found.append(Found(given, False))
@@ -61,14 +86,62 @@ def collect_paths(paths: Sequence[str]) -> list[Found]:
         except (OSError, ValueError):  # a name too long for the file system: reading it reports why, located
             is_dir = False
         if is_dir:
-            files = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file()
-                           and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1]))
+            before = len(passed_over)
+            files = _search_folder(path, passed_over)
             if not files:
-                raise InputError(f"{given}: no *.yaml or *.yml files in this directory")
+                unread = len(passed_over) - before
+                raise InputError(f"{given}: no *.yaml or *.yml files in this directory" +
+                                 (f" ({unread} entr{'y' if unread == 1 else 'ies'} could not be read: "
+                                  f"{passed_over[before].path}: {passed_over[before].reason})" if unread else ""))
             found.extend(Found(str(p), True) for p in files)
         else:
             found.append(Found(given, False))
-    return found
+    return Collected(found, passed_over)
+
+
+def _search_folder(root: Path, passed_over: list[PassedOver]) -> list[Path]:
+    import os
+
+    real_root = os.path.realpath(root)
+    files: list[Path] = []
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = list(entries)
+        except OSError as exc:
+            passed_over.append(PassedOver(str(folder), f"cannot read the folder: {_why(exc)}"))
+            continue
+        for entry in listed:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith("."):
+                        folders.append(Path(entry.path))
+                    continue
+                if Path(entry.name).suffix not in YAML_SUFFIXES:
+                    continue
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if os.path.commonpath([real_root, target]) != real_root:
+                        passed_over.append(PassedOver(entry.path, "a symbolic link out of the folder searched "
+                                                                  "(name the file itself to check it)", outside=True))
+                        continue
+                if entry.is_file():
+                    files.append(Path(entry.path))
+            except (OSError, ValueError) as exc:
+                passed_over.append(PassedOver(entry.path, f"cannot tell what it is: {_why(exc)}"))
+    return sorted(files)
+
+
+def _why(exc: BaseException) -> str:
+    return (getattr(exc, "strerror", None) or str(exc)).lower()
+
+
+def passed_over_count(passed_over: Sequence[PassedOver]) -> str:
+    """The summary's count of what a search did not read ("" when it read everything)."""
+    count = len(passed_over)
+    return f"; {count} entr{'y' if count == 1 else 'ies'} not read (see the warnings)" if count else ""
 
 
 def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin_name: str, quiet: bool,
@@ -89,7 +162,7 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
     skipped: list[str] = []
     io_errors: list[str] = []
     try:
-        files = collect_paths(paths)
+        files, passed_over = collect_paths(paths)
     except InputError as exc:
         echo(error_line(exc), err=True)
         return exc.exit_code
@@ -97,7 +170,10 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
         try:
             raw = read_stdin() if file == "-" else read_source(file)
         except InputError as exc:
-            io_errors.append(str(exc))
+            if searched:  # found by a search: a warning, and the search goes on
+                passed_over.append(PassedOver(file, str(exc).removeprefix(f"{file}: ")))
+            else:
+                io_errors.append(str(exc))
             continue
         name = stdin_name if file == "-" else file
         if (searched or by_shape) and not all_files and not is_job_or_item(raw, name):
@@ -112,19 +188,22 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
                 return exc.exit_code
         results.append(result.summary())
 
+    for entry in passed_over:
+        echo(entry.line(), err=True)
     if json_output:
-        echo(json_report(results, strict, skipped=[(name, SKIP_REASON) for name in skipped]))
+        echo(json_report(results, strict, skipped=[(name, SKIP_REASON) for name in skipped],
+                         passed_over=[(entry.path, entry.reason) for entry in passed_over]))
     else:
         report = text_report(results)
         if report:
             echo(report)
         if not quiet and (results or skipped):
-            echo(summary_line(results, strict))
+            echo(summary_line(results, strict) + passed_over_count(passed_over))
         if not quiet and skipped:
             echo(skipped_line(skipped))
     for message in io_errors:
         echo(error_line(message), err=True)
-    if io_errors:
+    if io_errors or (strict and passed_over):
         return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0
 

@@ -47,7 +47,7 @@ class PaictlLanguageServer(LanguageServer):
 
     def check(self, uri: str) -> None:
         document = self.workspace.get_text_document(uri)
-        text = document.source
+        text, surrogates = _without_lone_surrogates(document.source)
         if not is_checkable(text, self.settings):
             self.analyses.pop(uri, None)
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
@@ -60,6 +60,8 @@ class PaictlLanguageServer(LanguageServer):
             self.window_log_message(lsp.LogMessageParams(
                 type=lsp.MessageType.Error, message=f"paictl: internal error checking {uri}: {one_line(repr(error))}"))
             return
+        if surrogates:
+            analysis = analysis._replace(diagnostics=tuple(surrogates) + analysis.diagnostics)
         self.analyses[uri] = analysis
         if analysis.data is not None:
             self.last_data[uri] = analysis.data
@@ -97,6 +99,25 @@ class PaictlLanguageServer(LanguageServer):
             waiting.cancel()
             self.check(uri)
         return self.analyses.get(uri)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(text: str) -> tuple[str, list[Diagnostic]]:
+    """An editor's buffer may hold a lone UTF-16 surrogate (a JSON `\\ud800` escape decodes to one), which no
+    UTF-8 file can: each is an E100 at its place (as `validate` reports bytes that are not UTF-8), and the text is
+    checked with U+FFFD in its place (one UTF-16 unit for one: every position after it holds)."""
+    if not _LONE_SURROGATE.search(text):
+        return text, []
+    found = []
+    for line_number, line in enumerate(source_lines(text), start=1):
+        for match in _LONE_SURROGATE.finditer(line):
+            found.append(Diagnostic(code="E100", severity=Severity.ERROR, file="", line=line_number,
+                                    column=match.start() + 1, end_column=match.start() + 1, pointer="",
+                                    message=f"U+{ord(match.group()):04X} is a lone surrogate: not a character, and "
+                                            "not valid UTF-8", hint="delete it, or complete the pair"))
+    return _LONE_SURROGATE.sub("\ufffd", text), found
 
 
 def _path_of(document) -> str:
@@ -320,6 +341,9 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
     return server
 
 
-def serve(settings: Settings | None = None) -> None:
-    """Serve one client over standard input and output until it says exit."""
-    build_server(settings).start_io()
+def serve(settings: Settings | None = None) -> int:
+    """Serve one client over standard input and output until it says exit (or a stream closes); the exit status:
+    0 after `shutdown`, else 1 (stdio.py)."""
+    from .stdio import serve_stdio
+
+    return serve_stdio(build_server(settings))

@@ -5,6 +5,7 @@ file of any `openpai` or `--target openpai` command, error paths included."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import yaml
@@ -94,9 +95,10 @@ def test_a_clusters_file_that_is_not_yaml_never_quotes_its_token(pai_user):
     pai_user.clusters_file.write_text(f"clusters:\n  lab:\n    url: http://x\n    user: alice\n    token: {secret}: [\n")
     for args in (("openpai", "clusters"), ("status", "--target", "openpai"), ("openpai", "login", ALIAS)):
         result = pai_user.paictl(*args)
-        assert result.returncode == 2, result.stderr
+        assert result.returncode == 3, result.stderr  # the environment's file is broken (docs/exit-codes.md)
         assert secret not in result.stdout + result.stderr
-        assert "not valid YAML: line 5, column" in result.stderr and "the line is not shown" in result.stderr
+        assert re.search(r"openpai-clusters\.yaml:5:\d+: the clusters file is not valid YAML", result.stderr)
+        assert len(result.stderr.splitlines()) == 1, result.stderr
 
 
 def test_login_with_a_password_and_with_an_application_token(pai_user):

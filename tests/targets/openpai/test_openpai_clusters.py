@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from paictl.errors import InputError, UsageError
+from paictl.errors import ConfigFileError, InputError, UsageError
 from paictl.targets.openpai.clusters import (ClusterEntry, clusters_path, get_cluster, load_clusters,
                                              resolve_token, save_clusters)
 
@@ -37,13 +37,14 @@ def test_a_missing_file_is_empty_and_a_broken_one_is_one_line(tmp_path):
     assert load_clusters(tmp_path / "none.yaml") == {}
     broken = tmp_path / "broken.yaml"
     broken.write_text("clusters: [1, 2]\n")
-    with pytest.raises(InputError, match=r"broken.yaml: expected a mapping `clusters:` of alias to cluster$"):
+    # the environment's file is broken: exit 3 (ConfigFileError), located at the value at fault
+    with pytest.raises(ConfigFileError, match=r"broken.yaml:1:11: expected a mapping `clusters:` of alias to cluster$"):
         load_clusters(broken)
     broken.write_text("clusters:\n  x: {url: https://x}\n")
-    with pytest.raises(InputError, match=r"cluster 'x' needs a `url` and a `user` \(strings\)$"):
+    with pytest.raises(ConfigFileError, match=r"broken.yaml:2:6: cluster 'x' needs a `url` and a `user` \(strings\)$"):
         load_clusters(broken)
     broken.write_text("clusters:\n  x: {url: https://x, user: u, minPollInterval: 0}\n")
-    with pytest.raises(InputError, match="minPollInterval must be a positive number of seconds"):
+    with pytest.raises(ConfigFileError, match=r"broken.yaml:2:49: cluster 'x': minPollInterval must be a positive"):
         load_clusters(broken)
 
 
@@ -85,10 +86,11 @@ def test_token_sources(monkeypatch):
     "clusters:\n  k: {url: http://k, user: u\n",                                      # bad syntax
     "",
 ])
-def test_the_fast_reader_agrees_with_ruamel(tmp_path, monkeypatch, text):
+def test_the_fast_reader_agrees_with_the_located_one(tmp_path, monkeypatch, text):
     """The clusters file is read through yaml-rs when it can be (an unreachable cluster's answer is mostly start-up),
-    else through ruamel: both readings give the same entries, or the same error."""
-    from paictl.targets.openpai import clusters
+    else through the located loader (targets/config_files.py): both readings give the same entries, or the same
+    error."""
+    from paictl.protocol import loading
 
     path = tmp_path / "openpai-clusters.yaml"
     path.write_text(text)
@@ -96,16 +98,16 @@ def test_the_fast_reader_agrees_with_ruamel(tmp_path, monkeypatch, text):
     def outcome():
         try:
             return load_clusters(path)
-        except InputError as error:
+        except ConfigFileError as error:
             return str(error)
 
     fast = outcome()
-    monkeypatch.setattr(clusters, "_load_fast", lambda text: None)
+    monkeypatch.setattr(loading, "load_fast", lambda text: None)
     assert fast == outcome()
 
 
 def test_what_paictl_writes_is_read_by_the_fast_reader(tmp_path):
-    from paictl.targets.openpai.clusters import _load_fast
+    from paictl.protocol.loading import load_fast as _load_fast
 
     path = tmp_path / "openpai-clusters.yaml"
     save_clusters({"a": ClusterEntry(alias="a", url="https://a/rest-server", user="u", token_env="A_TOKEN",
