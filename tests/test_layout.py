@@ -27,7 +27,9 @@ ORDER = ["protocol", "compiler", "targets", "cli"]
 #: What the commands shared by every target may import from the targets layer: the registries and the shared
 #: vocabulary, never a backend. A target's own command group (`paictl grass ...`, `paictl openpai ...`) may use its
 #: own package, and nothing in the CLI may reach the Kubernetes or local-runner machinery.
-CLI_MAY_IMPORT = {"paictl.targets", "paictl.targets.backend", "paictl.targets.compiled", "paictl.targets.states"}
+#: `compile --space` compiles every trial of a sweep: the sweep's preparation, which reaches no backend.
+CLI_MAY_IMPORT = {"paictl.targets", "paictl.targets.backend", "paictl.targets.compiled", "paictl.targets.states",
+                  "paictl.targets.sweep.prepare"}
 SHARED_COMMANDS = ("app.py", "compile_cmd.py", "compile_run.py", "run_cmds.py", "submit_run.py", "jobinput.py",
                    "live.py", "errors.py", "entry.py", "validate_cmd.py", "report.py", "output.py")
 NEVER_FROM_CLI = ("paictl.targets.kube", "paictl.targets.local")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from paictl.errors import PaictlError
 
@@ -55,18 +55,16 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
     from .errors import print_error
 
     if space:
-        from .sweep import run_compile_space
-
         if parameter or parameter_files or barrier_rbac:
             from paictl.errors import UsageError
 
             return print_error(UsageError("-p/--parameters and --barrier-rbac are not taken with --space: fixed "
                                           "values belong in the job (or as a one-value choice, --space key=value), "
                                           "the service account in a compile of its own"), echo)
-        return run_compile_space(job_path=job_path, specs=space, target=target, strategy=strategy, seed=seed,
-                                 max_trials=max_trials, output_format=output_format, output_dir=output_dir,
-                                 stdin_name=stdin_name, profile=profile, user=user, namespace=namespace,
-                                 secrets_from=secrets_from, cluster=cluster, strict=strict)
+        return compile_space(job_path=job_path, specs=space, target=target, strategy=strategy, seed=seed,
+                             max_trials=max_trials, output_format=output_format, output_dir=output_dir,
+                             stdin_name=stdin_name, profile=profile, user=user, namespace=namespace,
+                             secrets_from=secrets_from, cluster=cluster, strict=strict, echo=echo)
     if strategy is not None or seed is not None or max_trials is not None:
         from paictl.errors import UsageError
 
@@ -88,4 +86,34 @@ def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str]
         echo(emit.to_json_list(compiled.objects))
     else:
         emit.write_yaml(compiled.objects, sys.stdout.write)  # streamed: a 700 MB Framework is never one string
+    return 0
+
+
+def compile_space(*, job_path: str, specs: List[str], target: str, strategy: Optional[str], seed: Optional[int],
+                  max_trials: Optional[int], output_format: str, output_dir: Optional[Path], stdin_name: str,
+                  echo: "Echo", **options: Any) -> int:
+    """`compile --space`: every trial's objects as one stream (`kubectl apply -f -` takes it), or one file per
+    object."""
+    from paictl.compiler import emit
+    from paictl.targets.sweep.prepare import prepare_sweep
+
+    from .errors import print_error, report_warnings
+
+    try:
+        prepared = prepare_sweep(job_path, specs, target=target, strategy=strategy, seed=seed, max_trials=max_trials,
+                                 derive_id=True, stdin_name=stdin_name, on_warnings=report_warnings, **options)
+        objects = [obj for compiled in prepared.compiled for obj in compiled.objects]
+        how = prepared.strategy + (f", seed {prepared.seed}" if prepared.seed is not None else "")
+        echo(f"paictl: sweep {prepared.sweep_id}: {len(prepared.trials)} trial(s) ({how})", err=True)
+        if output_dir is not None:
+            written = emit.write_files(objects, output_dir)
+    except PaictlError as error:
+        return print_error(error, echo)
+    if output_dir is not None:
+        for path in written:
+            echo(str(path))
+    elif output_format == "json":
+        echo(emit.to_json_list(objects))
+    else:
+        emit.write_yaml(objects, sys.stdout.write)
     return 0

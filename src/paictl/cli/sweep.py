@@ -370,35 +370,3 @@ def trial_for_logs(sweep_id: str, trial: Optional[int]) -> tuple[str, str, dict[
     if record is None or record.get("phase") == "submitting":
         raise UsageError(f"trial {trial} of sweep {sweep_id} was never submitted")
     return record.get("job") or record["name"], definition["target"], definition.get("backend") or {}
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# compile --space
-
-def run_compile_space(*, job_path: str, specs: List[str], target: str, strategy: Optional[str], seed: Optional[int],
-                      max_trials: Optional[int], output_format: str, output_dir: Optional[Path],
-                      stdin_name: str, **options: Any) -> int:
-    """Every trial's objects as one stream (`kubectl apply -f -` takes it), or one file per object."""
-    from paictl.compiler import emit
-    from paictl.targets.sweep.prepare import prepare_sweep
-
-    from .errors import print_error, report_warnings
-
-    try:
-        prepared = prepare_sweep(job_path, specs, target=target, strategy=strategy, seed=seed, max_trials=max_trials,
-                                 derive_id=True, stdin_name=stdin_name, on_warnings=report_warnings, **options)
-        objects = [obj for compiled in prepared.compiled for obj in compiled.objects]
-        how = prepared.strategy + (f", seed {prepared.seed}" if prepared.seed is not None else "")
-        echo(f"paictl: sweep {prepared.sweep_id}: {len(prepared.trials)} trial(s) ({how})", err=True)
-        if output_dir is not None:
-            written = emit.write_files(objects, output_dir)
-    except PaictlError as error:
-        return print_error(error, echo)
-    if output_dir is not None:
-        for path in written:
-            echo(str(path))
-    elif output_format == "json":
-        echo(emit.to_json_list(objects))
-    else:
-        emit.write_yaml(objects, sys.stdout.write)
-    return 0
