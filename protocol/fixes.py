@@ -259,6 +259,9 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
 class FixOutcome(NamedTuple):
     text: str
     applied: tuple[Fix, ...]
+    #: The validator's verdict on `text` when the last round made it (no second validation of the same text), else
+    #: None (the text is not a job or an item, or the rounds ran out after a change).
+    result: Any = None
 
 
 #: Validates a text as `paictl validate` does: (text, path) -> a ValidationResult.
@@ -279,8 +282,10 @@ def fix_text(text: str, path: str, validate: Validate, *, unsafe: bool = False) 
     applied: list[Fix] = []
     if not looks_like_job_or_item(text):
         return FixOutcome(text=text, applied=())
+    verdict = None
     for _ in range(_MAX_ROUNDS):
         result = validate(text, path)
+        verdict = result
         own = [d for d in result.diagnostics if d.file == path]
         fixes = [f for f in fixes_for(own, text, result.data) if f.safe or unsafe]
         if not fixes:
@@ -294,5 +299,6 @@ def fix_text(text: str, path: str, validate: Validate, *, unsafe: bool = False) 
         if new_text == text:
             break
         text = new_text
+        verdict = None  # made for the text before this round's fixes
         applied.extend(chosen)
-    return FixOutcome(text=text, applied=tuple(applied))
+    return FixOutcome(text=text, applied=tuple(applied), result=verdict)
