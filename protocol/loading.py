@@ -128,6 +128,13 @@ _NEEDS_LOCATED_LOADER = (
     re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w.:/-])"),
     # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
     # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
+    # upper-case radix prefixes (`0X1f`, `0O17`, `0B11`: strings to js-yaml 3 and YAML 1.2, numbers to yaml-rs) and
+    # `.inf`/`.nan` in any case (js-yaml takes three spellings of each)
+    re.compile(r"0(?<![\w.].)[XOB]"),
+    re.compile(r"\.(?<![\w.]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
+    # a `:` opening a plain scalar or an empty key in a flow collection (`[:x]`, `{:: v}`): libyaml refuses it,
+    # yaml-rs and js-yaml read it, each its own way
+    re.compile(r":(?:(?<=[\[{,]:)|(?<=[\[{,] :))"),
     DATE_LIKE := re.compile(r"-[0-9]{1,2}-[0-9]"),
 )
 
@@ -244,7 +251,7 @@ def load_located(text: str, path: str) -> Document:
 def _load_located(text: str, path: str) -> Document:
     import yaml
 
-    from .yamlevents import LoadProblem, load_events
+    from .yamlreader import LoadProblem
 
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
