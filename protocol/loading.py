@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 
-from .source import MAX_EXPANDED_NODES, MAX_FILE_BYTES
+from .source import MAX_DEPTH, MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
 #: ruamel.yaml words syntax errors best but is superlinear (in the file's length, and quadratic in flow nesting:
 #: 1,000 nested `[` take it 6 s); beyond these bounds libyaml's own wording is used. Real jobs are under 10 KB.
@@ -251,7 +251,7 @@ def load_located(text: str, path: str) -> Document:
 def _load_located(text: str, path: str) -> Document:
     import yaml
 
-    from .yamlreader import LoadProblem
+    from .yamlreader import LoadProblem, position
 
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
@@ -266,6 +266,12 @@ def _load_located(text: str, path: str) -> Document:
         raise _error(path, "E101", f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line, column,
                      text=text, hint="remove control characters from the file") from None
     except yaml.MarkedYAMLError as exc:
+        if "exceeded maximum nesting depth" in (exc.problem or ""):
+            # libyaml's scanner looks ahead through a run of `[`/`{` before the builder sees their events, and stops
+            # at its own bound (1,000 levels) before the builder's MAX_DEPTH could
+            line, column = position(exc.problem_mark)
+            raise _error(path, "E106", f"the document nests more than {MAX_DEPTH} levels deep; a job never does",
+                         line, column, text=text) from None
         raise _syntax_error(exc, path, text) from None
     except yaml.YAMLError as exc:  # unmarked errors are rare; still a diagnostic, never a traceback
         raise _error(path, "E101", f"YAML error: {' '.join(str(exc).split())}", None, None, text=text) from None
@@ -288,7 +294,9 @@ def _events_as_js_yaml_reads(text: str):
     - a `%YAML 1.x` directive of another minor version than 1.1 and 1.2 (js-yaml warns and reads on; libyaml stops);
     - a tab separating a block indicator (`-`, `?`, `:`) from what follows (`-\t|`): js-yaml takes it for the space
       it is; libyaml's scanner stops on it ("cannot start any token"). Only the tab libyaml stops at is rewritten,
-      and only there, so a tab inside a value never changes.
+      and only there, so a tab inside a value never changes;
+    - a tab on a line holding only blanks (or blanks and a comment) between block nodes: an empty line to YAML 1.2
+      and js-yaml, a token libyaml cannot start.
     """
     import yaml
 
@@ -303,17 +311,20 @@ def _events_as_js_yaml_reads(text: str):
             if at is None:
                 raise
             end = at
-            while end < len(readable) and readable[end] == "\t":
+            while end < len(readable) and readable[end] in " \t":
                 end += 1
             readable = readable[:at] + " " * (end - at) + readable[end:]
     return load_events(readable)
+
+
+_LINES_WITH_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _directive_read_as_1_1(text: str) -> str:
     if not text.startswith("%"):
         return text
     out, position = [], 0
-    for line in text.splitlines(keepends=True):
+    for line in _LINES_WITH_ENDS.findall(text):
         stripped = line.strip()
         if stripped and not stripped.startswith(("%", "#")):
             break  # directives come before the document
@@ -326,19 +337,29 @@ def _directive_read_as_1_1(text: str) -> str:
 
 
 def _separating_tab(text: str, exc) -> int | None:
-    """The offset of the tab libyaml stopped at, when blanks and a block indicator precede it on its line."""
+    """The offset of the tab libyaml stopped at, when blanks and a block indicator precede it on its line, or when
+    its line holds only blanks (and perhaps a comment): YAML 1.2 reads such a line as empty, as js-yaml does."""
     mark = exc.problem_mark
-    if mark is None or mark.index >= len(text) or text[mark.index] != "\t" or \
-            "cannot start any token" not in (exc.problem or ""):
+    problem = exc.problem or ""
+    if mark is None or mark.index >= len(text) or text[mark.index] != "\t":
         return None
-    before = text[text.rfind("\n", 0, mark.index) + 1:mark.index].rstrip(" \t")
-    return mark.index if before.endswith(("-", "?", ":")) else None
+    start = text.rfind("\n", 0, mark.index) + 1
+    before = text[start:mark.index].rstrip(" \t")
+    if before.endswith(("-", "?", ":")) and "cannot start any token" in problem:
+        return mark.index
+    after = _LINE_BREAK.split(text[mark.index:], maxsplit=1)[0].lstrip(" \t")
+    blank_line = not before and (not after or after.startswith("#"))
+    # libyaml: "cannot start any token" after a complete node, "violates indentation" inside a plain scalar's lines
+    return mark.index if blank_line and ("cannot start any token" in problem or "violates indentation" in problem) \
+        else None
 
 
 def _syntax_error(exc, path: str, text: str) -> DocumentError:
     """A syntax error in ruamel.yaml's wording when the file is small enough for it, else in libyaml's."""
     tab = _leading_tab(text)
-    if len(text) <= _RUAMEL_WORDING_MAX_CHARS and text.count("[") + text.count("{") <= _RUAMEL_WORDING_MAX_FLOW:
+    # ruamel.yaml (YAML 1.1) takes NEL, LS and PS for line breaks: its error would lie elsewhere, on another line
+    if len(text) <= _RUAMEL_WORDING_MAX_CHARS and text.count("[") + text.count("{") <= _RUAMEL_WORDING_MAX_FLOW \
+            and not any(c in text for c in _BREAKS_OF_YAML_1_1):
         from ruamel.yaml import YAML
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -352,6 +373,8 @@ def _syntax_error(exc, path: str, text: str) -> DocumentError:
     return _yaml_error(exc, path, text, tab)
 
 
+#: Characters YAML 1.1 readers (ruamel.yaml, libyaml) take for line breaks, and js-yaml and YAML 1.2 do not.
+_BREAKS_OF_YAML_1_1 = "\x85\u2028\u2029"
 _LEADING_TAB = re.compile(r"^ *\t", re.MULTILINE)
 
 
@@ -375,18 +398,39 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     if exc.context and exc.problem and "<stream end>" in exc.problem:
         problem = f"{' '.join(exc.context.split())}: {problem}"
     if isinstance(exc, DuplicateKeyError):
-        source = text.splitlines()[line - 1] if line else ""
+        lines = source_lines(text)
+        source = lines[line - 1] if line and line <= len(lines) else ""
         name = re.split(r"\s*:(?:\s|$)", source[(column or 1) - 1:], maxsplit=1)[0].strip("'\"")
         return _error(path, "E102", f"duplicate key '{name}'", line, column, text=text,
                       hint="a mapping needs unique keys (OpenPAI rejects the file too); merge or rename one")
     if isinstance(exc, ComposerError) and "single document" in (exc.context or "") + (exc.problem or ""):
         return _error(path, "E103", "more than one YAML document; a job file holds exactly one", line, column,
                       text=text, hint="remove the `---` separator, or split the file")
+    if "mapping values are not allowed" in problem and line is not None and column is not None \
+            and _implicit_key_length(text, line, column) > _MAX_IMPLICIT_KEY:
+        return _error(path, "E101", f"a key written without `?` is longer than {_MAX_IMPLICIT_KEY:,} characters, "
+                      "the limit the YAML spec sets for an implicit key", line, column, text=text,
+                      hint="shorten the key, or write it as an explicit key: `? <key>` on one line, `: <value>` on "
+                      "the next")
     if "\\t" in problem or "\t" in problem or (tab is not None and tab[0] == line):
         tab_line, tab_column = tab if tab is not None else (line, column)
         return _error(path, "E105", "tab character used for indentation; YAML indents with spaces", tab_line,
                       tab_column, text=text, hint="replace the tab with spaces")
     return _error(path, "E101", f"YAML syntax error: {problem}", line, column, text=text)
+
+
+#: YAML 1.2, 7.4: "the key is restricted to a single line ... and to at most 1024 Unicode characters".
+_MAX_IMPLICIT_KEY = 1024
+
+
+def _implicit_key_length(text: str, line: int, column: int) -> int:
+    """The length of the would-be key before the `:` at (line, column): its line's text up to there, without the
+    indentation and block indicators before it or a flow collection's opening."""
+    lines = source_lines(text)
+    if not 0 < line <= len(lines):
+        return 0
+    before = lines[line - 1][:column - 1]
+    return len(re.split(r"[\[{,]", before)[-1].lstrip(" -?").rstrip())
 
 
 def _codepoint(character: str | int) -> int:

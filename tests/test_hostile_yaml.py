@@ -157,3 +157,45 @@ def test_fast_path_reads_every_scalar_as_the_located_loader_does(tokens):
     except DocumentError:
         pytest.fail(f"fast path accepted what the located loader refuses: {text!r}")
     assert json.dumps(fast, sort_keys=True) == json.dumps(located, sort_keys=True), text
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\u2029"])
+def test_nel_ls_ps_before_an_error_do_not_shift_its_line(separator):
+    """Only LF, CRLF and CR break YAML lines (issue 38, point 7): the error in line 4 of a 4-line file is reported
+    there, whichever reader words it (ruamel.yaml, a YAML 1.1 reader, counted these as line breaks)."""
+    text = f"x: |\n  a{separator}b{separator}c\ny: 1\n  z: 2\n"
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert (d.code, d.line, d.column) == ("E101", 4, 4)
+    assert d.source_line == "  z: 2"
+    text = f"# {separator * 3}\nname: a\nname: b\n"
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert (d.code, d.line) == ("E102", 3)
+
+
+@pytest.mark.parametrize("text", ["a: 1\n\t\nb: 2\n", "a: 1\n \t \nb: 2\n", "a: 1\n\t# note\nb: 2\n",
+                                  "a:\n  - x\n\t\n  - y\n", "a: x\n\t\n  y\n"])
+def test_a_line_of_blanks_with_a_tab_is_an_empty_line(text):
+    """YAML 1.2 and js-yaml read a line holding only blanks as empty, tabs included (issue 37); libyaml does not."""
+    data = load_located(text, "j").data
+    assert data in ({"a": 1, "b": 2}, {"a": ["x", "y"]}, {"a": "x\ny"})
+
+
+@pytest.mark.parametrize("text", ["a:\n\tb: 2\n", "a: |\n  x\n\t\n  y\n"])
+def test_a_tab_indenting_a_node_stays_refused(text):
+    with pytest.raises(DocumentError) as caught:
+        load_located(text, "j")
+    assert caught.value.diagnostics[0].code == "E105"
+
+
+def test_an_implicit_key_past_the_spec_limit_says_so():
+    [d] = validate_text("k" * 1025 + ": v\n", "j.yaml").diagnostics
+    assert d.code == "E101" and "1,024 characters" in d.message and "YAML spec" in d.message
+    assert validate_text("? " + "k" * 1100 + "\n: v\n", "j.yaml").diagnostics[0].code != "E101"
+
+
+@pytest.mark.parametrize("opening", ["[", "{a: "])
+def test_a_thousand_flow_levels_are_e106(opening):
+    """docs/hostile-input.md: nesting past the bound is E106, also where libyaml's own bound (1,000) stops first."""
+    closing = "]" if opening == "[" else "}"
+    [d] = validate_text("a: " + opening * 1000 + "x" + closing * 1000 + "\n", "j.yaml").diagnostics
+    assert d.code == "E106" and d.line == 1
