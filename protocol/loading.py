@@ -255,6 +255,9 @@ def _load_located(text: str, path: str) -> Document:
 
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
+    # A leading byte-order mark (a text not read by decode_source) is skipped by both readers, and libyaml's marks
+    # do not count it: without it, every offset (a rewritten tab, a secret's span) is an offset into the text kept.
+    text = text.removeprefix("\ufeff")
     try:
         root, positions, secret_spans = _events_as_js_yaml_reads(text)
     except LoadProblem as problem:

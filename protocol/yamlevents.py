@@ -23,19 +23,19 @@ from .yamlscalars import MAX_DIGITS, NON_STRING_STARTS, NON_STRING_WORDS, explic
 from .yamltags import PAIR_LIST_TAGS, pair_list
 
 
-# Characters libyaml (YAML 1.1) takes for line breaks but js-yaml (YAML 1.2) keeps inside values.
-_BREAKS_11 = "\x85\u2028\u2029"
+# Characters libyaml (YAML 1.1) takes for line breaks but js-yaml (YAML 1.2) keeps inside values, and the byte-order
+# mark, which libyaml skips at the start of any line and js-yaml only at the start of the input (elsewhere, and a
+# second one there, it is text).
+_HIDDEN = "\x85\u2028\u2029\ufeff"
 
 
 def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], list[tuple[int, int]]]:
     """(data, positions, secret spans) for one YAML document, or LoadProblem; yaml.YAMLError escapes for syntax
     errors. The secret spans are the (start, end) character offsets of the values of `secrets` and of every
     prerequisite's `auth`, which diagnostics must never show."""
-    import yaml
-
     restore = None
-    if any(c in text for c in _BREAKS_11):
-        text, restore = _hide_breaks(text)
+    if any(c in text for c in _HIDDEN):  # (loading.load_located has taken off the text's own leading mark)
+        text, restore = _hide(text)
     loader = event_parser(text)
     try:
         return _Builder(loader, restore).build()
@@ -43,11 +43,12 @@ def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], l
         loader.dispose()
 
 
-def _hide_breaks(text: str) -> tuple[str, dict[int, str]]:
-    """Stand-ins (private-use characters absent from the text) for NEL/LS/PS, so libyaml reads them as js-yaml does."""
+def _hide(text: str) -> tuple[str, dict[int, str]]:
+    """Stand-ins (private-use characters absent from the text) for NEL/LS/PS and the byte-order mark, so libyaml
+    reads them as js-yaml does: as characters of the values they stand in (the same length: positions hold)."""
     spare = (chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text)
     swap = {}
-    for original in _BREAKS_11:
+    for original in _HIDDEN:
         stand_in = next(spare, None)
         if stand_in is None:
             raise LoadProblem("E101", "the file uses every private-use character; it is not a job", 1, 1)

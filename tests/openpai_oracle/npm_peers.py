@@ -91,18 +91,21 @@ class JsYaml:
         self._process = subprocess.Popen(["node", str(HERE / "jsyaml.js"), str(folder)], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8")
 
-    def load_many(self, texts: list[str]) -> list[dict[str, Any]]:
-        """Every text written before any answer is read: one pipe round trip for a batch."""
+    def load_many(self, texts: list[str], batch: int = 50) -> list[dict[str, Any]]:
+        """The answers for `texts`, written `batch` at a time before their answers are read (one pipe round trip
+        per batch, and never more in a pipe than it holds while the other side waits)."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        for text in texts:
-            self._process.stdin.write(json.dumps({"yaml": text}) + "\n")
-        self._process.stdin.flush()
         answers = []
-        for _ in texts:
-            line = self._process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the js-yaml peer exited (code {self._process.poll()})")
-            answers.append(json.loads(line))
+        for start in range(0, len(texts), batch):
+            chunk = texts[start:start + batch]
+            for text in chunk:
+                self._process.stdin.write(json.dumps({"yaml": text}) + "\n")
+            self._process.stdin.flush()
+            for _ in chunk:
+                line = self._process.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"the js-yaml peer exited (code {self._process.poll()})")
+                answers.append(json.loads(line))
         return answers
 
     def load(self, text: str) -> dict[str, Any]:
