@@ -199,3 +199,43 @@ def test_a_thousand_flow_levels_are_e106(opening):
     closing = "]" if opening == "[" else "}"
     [d] = validate_text("a: " + opening * 1000 + "x" + closing * 1000 + "\n", "j.yaml").diagnostics
     assert d.code == "E106" and d.line == 1
+
+
+JOB = """\
+protocolVersion: 2
+name: keys
+type: job
+prerequisites:
+  - {name: img, type: dockerimage, uri: ubuntu}
+taskRoles:
+  worker:
+    instances: 1
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 0}
+    commands: [echo hi]
+"""
+
+
+@pytest.mark.parametrize("extra", [
+    "extras: {!!binary aGk=: v}\n", "extras: {[a, b]: v}\n", "extras:\n  ? {x: 1}\n  : v\n",
+    "extras: {? !!binary aGk= : v}\n", "extras: {!!timestamp 2020-01-01: v}\n", "extras: {[a, [b]]: v}\n",
+    "parameters: {!!binary //4=: v}\n", "extras: {&k [a]: 1, *k : 2}\n",
+])
+def test_no_key_makes_validate_or_compile_crash_and_json_stays_json(extra, run_cli, tmp_path):
+    """A !!binary mapping key reached the schema checker as a Buffer and every command died with a traceback
+    (issue 37). Whatever the key, `validate -o json` prints JSON and `compile` answers with a documented code."""
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB + extra)
+    code, out, err = run_cli("validate", "-o", "json", str(path))
+    assert code in (0, 1) and "Traceback" not in out + err
+    report = json.loads(out)
+    assert report["summary"]["files"] == 1
+    for target in ("framework", "jobset", "local", "grass", "openpai"):
+        code, out, err = run_cli("compile", "--target", target, str(path))
+        assert code in (0, 1) and "Traceback" not in out + err, (target, err)
+
+
+def test_upper_case_radix_is_a_string_so_instances_0X1_fails_the_schema():
+    result = validate_text(JOB.replace("instances: 1", "instances: 0X1"), "j.yaml")
+    assert [d.code for d in result.errors] == ["E203"]
+    assert validate_text(JOB.replace("instances: 1", "instances: 0x1"), "j.yaml").ok
