@@ -13,64 +13,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
-
+from .document import LINE_BREAK, Document, DocumentError, Position, source_lines  # noqa: F401 - the loaders' API
 from .source import MAX_DEPTH, MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
 #: ruamel.yaml words syntax errors best but is superlinear (in the file's length, and quadratic in flow nesting:
 #: 1,000 nested `[` take it 6 s); beyond these bounds libyaml's own wording is used. Real jobs are under 10 KB.
 _RUAMEL_WORDING_MAX_CHARS = 64 * 1024
 _RUAMEL_WORDING_MAX_FLOW = 64
-
-#: (key line, key column, value line, value column), all 1-based.
-Position = tuple[int, int, int, int]
-
-
-class Document(NamedTuple):
-    """A loaded job document: plain JSON-like data, plus where each JSON pointer sits in the text (when known).
-
-    A named tuple, not a dataclass (see protocol/diagnostics.py)."""
-
-    path: str
-    text: str
-    data: dict[str, Any]
-    positions: dict[str, Position] | None = None
-    #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
-    secret_spans: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def lines(self) -> list[str]:
-        """The text's lines (shared between calls: do not change the list)."""
-        return _cached_lines(self.text)
-
-
-@functools.lru_cache(maxsize=4)
-def _cached_lines(text: str) -> list[str]:
-    """Every diagnostic of a document reads its lines; split once (a str keeps its hash, so a lookup is cheap)."""
-    return source_lines(text)
-
-
-class DocumentError(Exception):
-    """The bytes could not become a single YAML mapping; `diagnostics` says why, located."""
-
-    def __init__(self, diagnostics: list[Diagnostic]):
-        super().__init__("; ".join(d.message for d in diagnostics))
-        self.diagnostics = diagnostics
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def source_lines(text: str) -> list[str]:
-    """The text's lines as YAML counts them (only CR and LF break lines; `str.splitlines` also breaks at NEL, LS,
-    PS, VT, FF and the separators U+001C-U+001E, which would shift every line number after one)."""
-    lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
 
 def _error(path: str, code: str, message: str, line: int | None, column: int | None, hint: str | None = None,
            text: str | None = None) -> DocumentError:
@@ -350,7 +302,7 @@ def _separating_tab(text: str, exc) -> int | None:
     before = text[start:mark.index].rstrip(" \t")
     if before.endswith(("-", "?", ":")) and "cannot start any token" in problem:
         return mark.index
-    after = _LINE_BREAK.split(text[mark.index:], maxsplit=1)[0].lstrip(" \t")
+    after = LINE_BREAK.split(text[mark.index:], maxsplit=1)[0].lstrip(" \t")
     blank_line = not before and (not after or after.startswith("#"))
     # libyaml: "cannot start any token" after a complete node, "violates indentation" inside a plain scalar's lines
     return mark.index if blank_line and ("cannot start any token" in problem or "violates indentation" in problem) \
