@@ -21,6 +21,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E106": (E, "aliases expand to too many nodes (alias bomb) or nesting too deep"),
     "E107": (E, "the file is larger than the size limit"),
     "W101": (W, "more problems than are shown: a file reports at most 1,000 diagnostics"),
+    "W102": (W, "a key written as a list or a mapping: OpenPAI's YAML reader makes it text ('[a, b]: v' is key 'a,b')"),
     # The OpenPAI rest-server's JSON schema
     "E200": (E, "schema violation"),
     "E201": (E, "a required key is missing"),

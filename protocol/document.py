@@ -27,6 +27,8 @@ class Document(NamedTuple):
     positions: dict[str, Position] | None = None
     #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
     secret_spans: tuple[tuple[int, int], ...] = ()
+    #: Pointers of the entries whose key is written as a list or a mapping (`[a, b]: v`, key "a,b"): W102.
+    stringified_keys: tuple[str, ...] = ()
 
     @property
     def lines(self) -> list[str]:

@@ -265,6 +265,13 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),
+    "W102": ("A mapping key written as a flow list or mapping (`[a, b]: v`, `? {x: 1}`). YAML allows it; OpenPAI's "
+             "YAML reader (js-yaml 3) turns it into JavaScript's text of it: a list's items joined with commas "
+             "(`a,b`), a mapping `[object Object]`. The job runs with that key (in `extras` or `parameters` it is "
+             "passed on as written); paictl reads it the same way. A list holding a list is refused (E101), as "
+             "js-yaml refuses it.",
+             "extras:\n  [a, b]: v",
+             "write the key as a string: `'a,b': v`"),
     "E609": ("On a HiveD cluster every task role of an affinity group (the job's default gang group, or a named "
              "`affinityGroupName`) is listed with its pod count, which OpenPAI takes from `instances` as written. "
              "Without `instances` the count is undefined, js-yaml refuses to write it, and the submission fails "

@@ -211,7 +211,7 @@ def _load_located(text: str, path: str) -> Document:
     # do not count it: without it, every offset (a rewritten tab, a secret's span) is an offset into the text kept.
     text = text.removeprefix("\ufeff")
     try:
-        root, positions, secret_spans = _events_as_js_yaml_reads(text)
+        root, positions, secret_spans, stringified_keys = _events_as_js_yaml_reads(text)
     except LoadProblem as problem:
         raise _error(path, problem.code, problem.message, problem.line, problem.column, hint=problem.hint,
                      text=text) from None
@@ -235,7 +235,8 @@ def _load_located(text: str, path: str) -> Document:
                      hint="start with `protocolVersion: 2`")
     if not isinstance(root, dict):
         raise _error(path, "E104", f"the document is {kind_of(root)}; a job is a YAML mapping", 1, 1, text=text)
-    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans))
+    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans),
+                    stringified_keys=tuple(stringified_keys))
 
 
 #: How many tab separators one file may have rewritten (each costs a parse; a file with more is refused, E105).

@@ -29,10 +29,11 @@ from .yamltags import PAIR_LIST_TAGS, pair_list
 _HIDDEN = "\x85\u2028\u2029\ufeff"
 
 
-def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], list[tuple[int, int]]]:
-    """(data, positions, secret spans) for one YAML document, or LoadProblem; yaml.YAMLError escapes for syntax
-    errors. The secret spans are the (start, end) character offsets of the values of `secrets` and of every
-    prerequisite's `auth`, which diagnostics must never show."""
+def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], list[tuple[int, int]], list[str]]:
+    """(data, positions, secret spans, stringified keys) for one YAML document, or LoadProblem; yaml.YAMLError
+    escapes for syntax errors. The secret spans are the (start, end) character offsets of the values of `secrets`
+    and of every prerequisite's `auth`, which diagnostics must never show; the stringified keys are the pointers of
+    the entries whose key was written as a list or a mapping (js-yaml's text of it is the key)."""
     restore = None
     if any(c in text for c in _HIDDEN):  # (loading.load_located has taken off the text's own leading mark)
         text, restore = _hide(text)
@@ -102,6 +103,7 @@ class _Builder:
         self.nodes = 0
         self.bytes = 0
         self.secret_spans: list[tuple[int, int]] = []
+        self.stringified_keys: list[str] = []
 
     def build(self):
         import yaml
@@ -134,7 +136,7 @@ class _Builder:
         if root is _NO_KEY:
             raise LoadProblem("E104", "the document is empty; a job is a YAML mapping", 1, 1,
                               hint="start with `protocolVersion: 2`")
-        return root, self.positions, self.secret_spans
+        return root, self.positions, self.secret_spans, self.stringified_keys
 
     # -- one event ------------------------------------------------------------------------------------------------
 
@@ -311,6 +313,8 @@ class _Builder:
                 except LoadProblem as problem:
                     problem.line, problem.column = position(mark)
                     raise
+                if isinstance(value, (dict, list)) and not parent.pointer.endswith(_IN_KEY):
+                    self.stringified_keys.append(f"{parent.pointer}/{escape_pointer_token(parent.key)}")
             parent.key_mark = mark
             return _NO_KEY
         key, key_mark = parent.key, parent.key_mark
