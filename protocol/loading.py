@@ -72,12 +72,12 @@ _NEEDS_LOCATED_LOADER = (
     re.compile(r"[-+0](?<![\w.-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
     re.compile(r"[0-9](?<=[0-9]{16})"),  # integers beyond int64 (yaml-rs and js-yaml disagree on their precision)
     # a plain scalar that is a number with underscores (`1_000`) or sexagesimal (`1:30`), not `cifar10_vgg16`,
-    # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`
+    # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`; also as a key (`1:30: v`, `1_0: v`)
     re.compile(r"[-+0-9](?<![\w.:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
-               r"(?![\w.:/-])"),
+               r"(?![\w./-]|:\S)"),
     re.compile(r"\.(?<=[-+]\.)[0-9]"),  # +.5
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
-    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w.:/-])"),
+    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
     # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
     # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
     # upper-case radix prefixes (`0X1f`, `0O17`, `0B11`: strings to js-yaml 3 and YAML 1.2, numbers to yaml-rs) and

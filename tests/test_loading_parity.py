@@ -48,8 +48,10 @@ DATES = st.sampled_from(["2020-01-01", "2020-1-1", "2020-01-01 12:30:00", "2020-
                          "2001-12-14 21:59:43.10 -5", "20-01-01", "2020-13-01", "0001-01-01"])
 TAGGED = st.sampled_from(["!!str 1", "!!int 0x1F", "!!float 1", "!!bool true", "!!null ''", "!!null ~", "!!null",
                           "!!binary aGk=", "!!timestamp 2020-01-01", "!!str ''", "!!int 0X1F", "!!int '0o7'"])
-SCALARS = st.one_of(NUMBER_LIKE, SPECIAL, DATES, st.sampled_from(["1:30", "190:20:30", "-1:0", "1_000", "0.", ".5",
-                                                                   "+.5", "1e309", "0" * 20 + "1", "9" * 20]))
+SCALARS = st.one_of(NUMBER_LIKE, SPECIAL, DATES, st.sampled_from([
+    "1:30", "190:20:30", "-1:0", "1_000", "0.", ".5", "+.5", "1e309", "0" * 20 + "1", "9" * 20, "1:30.5", "-1:30.5",
+    "+.inf", "-.NaN", ".NaN", "0x_", "0b", "0o", "1e+3", "1.5e3", "1.", "-1_0.5", "0b1_0", "0x_1F", "1__0", "._5",
+    "1e3_", "+0", "-0x1", "+0b1", "0.0", "-.0", "1E-3", "12e03", "0xFFFFFFFFFFFFFFFFF", "0b" + "1" * 70]))
 
 
 def documents(scalar: str) -> list[str]:

@@ -3,7 +3,8 @@
 //
 // argv[2] is the folder holding node_modules. Reads one JSON line per text on stdin, {"yaml": "<text>"}, and answers
 // one JSON line on stdout: {"ok": true, "data": ...} or {"ok": false, "error": "<first line of js-yaml's message>"}.
-// Values JSON cannot hold are written as one-key objects: {"$number": "NaN" | "Infinity" | "-Infinity"},
+// Values JSON cannot hold are written as one-key objects: {"$number": "NaN" | "Infinity" | "-Infinity" | String() of
+// an integer beyond 2**53, which a JSON reader would not read back as the same double},
 // {"$date": "<ISO text>"}, {"$binary": "<base64>"}; a mapping is {"$map": {...}} (so a key "$date" stays a key);
 // a collection nested deeper than MAX_DEPTH is {"$deeper": MAX_DEPTH} (paictl refuses those, E106; the JSON reader
 // on the other side need not recurse a thousand levels).
@@ -20,6 +21,7 @@ const plain = (value, depth = 0) => {
   if (typeof value === 'number') {
     if (Number.isNaN(value)) return { $number: 'NaN' };
     if (!Number.isFinite(value)) return { $number: value > 0 ? 'Infinity' : '-Infinity' };
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) return { $number: String(value) }; // exact text
     return Object.is(value, -0) ? 0 : value; // JSON and String() write -0 as 0: nothing downstream tells them apart
   }
   if (typeof value === 'string' || typeof value === 'boolean') return value;

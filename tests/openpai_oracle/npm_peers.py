@@ -135,20 +135,19 @@ def plain_of(value: Any) -> Any:
         return {"$date": iso_string(value)}
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
-    if isinstance(value, float):
-        if math.isnan(value):
+    if isinstance(value, (int, float)):
+        from paictl.protocol.jsstring import js_number
+
+        if isinstance(value, float) and math.isnan(value):
             return {"$number": "NaN"}
-        if math.isinf(value):
+        if isinstance(value, float) and math.isinf(value):
             return {"$number": "Infinity" if value > 0 else "-Infinity"}
-        return int(value) if value.is_integer() else value
-    if isinstance(value, int):
         if abs(value) <= 2**53:
-            return value
-        try:  # JavaScript holds the nearest double, and JSON writes it as an integer below 1e21
-            nearest = float(value)
-        except OverflowError:
-            return {"$number": "Infinity" if value > 0 else "-Infinity"}
-        return int(nearest) if abs(nearest) < 1e21 else nearest
+            return int(value) if isinstance(value, float) and value.is_integer() else value
+        if isinstance(value, int) or value.is_integer():  # JavaScript holds the nearest double: its text, as jsyaml.js
+            text = js_number(value)
+            return {"$number": text} if text not in ("Infinity", "-Infinity") else {"$number": text}
+        return value
     if isinstance(value, list):
         return [plain_of(v) for v in value]
     if isinstance(value, dict):
