@@ -39,7 +39,7 @@ def load_events(text: str) -> tuple[Any, dict[str, tuple[int, int, int, int]], l
         text, restore = _hide(text)
     loader = event_parser(text)
     try:
-        return _Builder(loader, restore).build()
+        return _Builder(loader, restore, text).build()
     finally:
         loader.dispose()
 
@@ -75,6 +75,8 @@ _MAPPING_START: type = type(None)  # yaml.MappingStartEvent, set on first use (y
 _MERGE = object()
 #: The pointer suffix of the nodes inside a complex key: no JSON pointer token holds U+0000 (YAML text cannot).
 _IN_KEY = "/\x00key"
+#: An escaped line break (an odd number of backslashes, then a break) followed by lines holding only blanks.
+_EMPTY_LINES_AFTER_ESCAPED_BREAK = re.compile(r"(?<!\\)((?:\\\\)*\\)(\r\n|\r|\n)(?:[ \t]*(?:\r\n|\r|\n))+")
 #: Where a job keeps values no diagnostic may show: its secrets and every prerequisite's registry credentials.
 _SECRET_POINTER = re.compile(r"/secrets(?:/|$)|/prerequisites/[0-9]+/auth(?:/|$)")
 _SECRET_PREFIXES = ("/secrets", "/prerequisites/")
@@ -93,9 +95,10 @@ def is_reference_only(value: Any) -> bool:
 
 
 class _Builder:
-    def __init__(self, loader, restore):
+    def __init__(self, loader, restore, text):
         self.loader = loader
         self.restore = restore
+        self.text = text  # as libyaml reads it (stand-ins in place): a double-quoted scalar's source is read again
         self.anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, expanded nodes, expanded bytes)
         self.open_anchors: set[str] = set()
         self.positions: dict[str, tuple[int, int, int, int]] = {"": (1, 1, 1, 1)}
@@ -191,7 +194,11 @@ class _Builder:
     def _scalar(self, event) -> Any:
         # The hot path (every key and most values): a few hundred thousand calls for a 2 MiB file, so attribute
         # look-ups are kept few and a mapping key, the commonest scalar, is handled here without _deliver.
-        raw = event.value if self.restore is None else event.value.translate(self.restore)
+        raw = event.value
+        if event.style == '"' and "\n" in raw:
+            raw = self._double_quoted_as_js_yaml_reads(event)
+        if self.restore is not None:
+            raw = raw.translate(self.restore)
         if event.anchor is not None or event.tag is not None:
             self._check_first_key_properties(event)
         if event.tag is None:
@@ -249,6 +256,20 @@ class _Builder:
         return _NO_KEY
 
     # -- helpers --------------------------------------------------------------------------------------------------
+
+    def _double_quoted_as_js_yaml_reads(self, event) -> str:
+        """js-yaml 3 skips every empty line after an escaped line break in a double-quoted scalar (`"x\\` and two
+        line breaks, then `y"` is "xy"); YAML 1.2 and libyaml keep each as a line feed ("x\ny"). The scalar's source
+        is read again without those lines (libyaml decodes the rest: escapes, folding)."""
+        source = self.text[event.start_mark.index:event.end_mark.index]
+        if "\\" not in source:
+            return event.value
+        rewritten = _EMPTY_LINES_AFTER_ESCAPED_BREAK.sub(r"\1\2", source)
+        if rewritten == source:
+            return event.value
+        import yaml
+
+        return yaml.load(rewritten, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
     def _check_first_key_properties(self, event) -> None:
         """js-yaml 3 reads a tag or an anchor written before the first key of a block mapping, on the mapping's own

@@ -128,6 +128,8 @@ def test_scalars_read_as_js_yaml_3_reads_them_on_both_paths(scalar, value):
     ("? !!binary aGk=\n: v\n", {"hi": "v"}),
     ("---\n\ufeffa: 1\n", {"\ufeffa": 1}),  # a byte-order mark past the start is text to js-yaml (libyaml skips it)
     ("a:\n  __proto__: 1\n", {"a": {"__proto__": 1}}),  # js-yaml 3.14 keeps it as an own key
+    # js-yaml skips the empty lines after an escaped line break in a double-quoted scalar (YAML 1.2 keeps them)
+    ('a: "x\\\n\n  y"\n', {"a": "xy"}), ('a: "x\\\r\r\n  y"\n', {"a": "xy"}), ('a: "x\\\\\n\n  y"\n', {"a": "x\\\ny"}),
 ])
 def test_complex_and_non_string_keys_are_stringified_as_js_yaml_does(text, data):
     assert same(located(text), data)
