@@ -205,8 +205,8 @@ def _buffers_as_objects(value: Any) -> Any:
 
     if isinstance(value, JSBuffer):
         # A Buffer's own keys are its byte indexes: ajv's additionalProperties and patternProperties see "0", "1",
-        # ... One stand-in key gives the same verdicts for this schema (no maxProperties, no rule naming "1"). Even
-        # `!!binary ''` has such keys under the rest-server (seen through the oracle, tests/openpai_oracle).
+        # ... One stand-in key gives the same verdicts for this schema (no maxProperties, no rule naming "1"); an
+        # empty `!!binary ''` gets it too, as upstream's verdicts for it were the same.
         return {"0": 0}
     if type(value) is dict:  # a DateView (dates_as_objects) is kept as it is
         return {k: _buffers_as_objects(v) for k, v in value.items()}
