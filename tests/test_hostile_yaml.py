@@ -167,6 +167,10 @@ def test_nel_ls_ps_before_an_error_do_not_shift_its_line(separator):
     [d] = validate_text(text, "j.yaml").diagnostics
     assert (d.code, d.line, d.column) == ("E101", 4, 4)
     assert d.source_line == "  z: 2"
+    from paictl.lsp.server import diagnostic_span
+    from paictl.protocol.loading import source_lines
+
+    assert diagnostic_span(d, source_lines(text))[:2] == (3, 3)  # the editor's 0-based place, not 0:0
     text = f"# {separator * 3}\nname: a\nname: b\n"
     [d] = validate_text(text, "j.yaml").diagnostics
     assert (d.code, d.line) == ("E102", 3)
