@@ -271,6 +271,14 @@ class _Builder:
 
         return yaml.load(rewritten, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
+    def _explicit_block_key(self, parent: _Frame, mark) -> bool:
+        """Whether the key at `mark` is a block mapping's `? key`: js-yaml passes no tag for such a key, so a
+        `? !!merge <<` there is the plain key "<<", not a merge."""
+        if not parent.block:
+            return False
+        before = self.text[self.text.rfind("\n", 0, mark.index) + 1:mark.index].rstrip(" \t")
+        return before.endswith("?")
+
     def _check_first_key_properties(self, event) -> None:
         """js-yaml 3 reads a tag or an anchor written before the first key of a block mapping, on the mapping's own
         line (`&a k: v`, `!!str 1: v`), as the mapping's and then fails ("end of the stream or a document separator
@@ -326,7 +334,8 @@ class _Builder:
             parent.value.append(value)
             return _NO_KEY
         if parent.key is _NO_KEY:
-            if value == "<<" and getattr(event, "implicit", (False,))[0] and event.__class__.__name__ == "ScalarEvent":
+            if value == "<<" and event.__class__.__name__ == "ScalarEvent" and (
+                    event.implicit[0] or explicit_tag(event.tag) == "merge" and not self._explicit_block_key(parent, mark)):
                 parent.key = _MERGE
             else:
                 try:

@@ -67,10 +67,21 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
         # js-yaml resolves !!null from the scalar's text, and a quoted '' is text, not the empty node null is
         raise LoadProblem("E101", "this value cannot be read as !!null", *position(event.start_mark),
                           hint="write `!!null` alone, `~` or `null`, or remove the tag")
+    if tag == "merge":
+        if raw != "<<":  # js-yaml's merge type resolves `<<` only
+            raise LoadProblem("E101", "this value cannot be read as !!merge", *position(event.start_mark),
+                              hint="a merge key is `<<`; remove the tag")
+        return raw
     if tag in ("int", "float", "bool", "null"):
-        value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NOTHING
+        # each of js-yaml's types resolves only its own forms: `!!int 1.0` and `!!float 0x1F` fail there
+        if tag == "int":
+            value = _js_int(raw) if raw else _NOTHING
+        elif tag == "float":
+            value = _js_float(raw) if _FLOAT.fullmatch(raw) and not raw.endswith("_") else _NOTHING
+        else:
+            value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NOTHING
         wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
-        if value is _NOTHING or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
+        if value is _NOTHING or value is None and tag != "null" or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
             raise LoadProblem("E101", f"this value cannot be read as !!{tag}", *position(event.start_mark),
                               hint=f"remove the !!{tag} tag, or write a value of that type")
         return value
@@ -176,7 +187,7 @@ def explicit_tag(tag: str | None) -> str | None:
 
 
 _SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set", "timestamp", "binary", "omap",
-                   "pairs")
+                   "pairs", "merge")
 
 
 def tag_problem(tag: str, mark) -> LoadProblem:

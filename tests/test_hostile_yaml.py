@@ -42,7 +42,7 @@ def test_infinity_and_nan():
 
 @pytest.mark.parametrize("text", ["!!int ''", "!!int abc", "!!null value", "!!bool yes", "!!python/tuple [1]",
                                   "!!binary aGk", "!!timestamp soon", "!!pairs [a, b]", "!!omap [{a: 1, b: 2}]",
-                                  "!custom x", "!!set {a: 1}", "!!merge x",
+                                  "!custom x", "!!set {a: 1}", "!!merge x", "!!int 1.0", "!!float 0x1F",
                                   "!!null ''"])  # js-yaml resolves !!null from the text, and '' is none of its texts
 def test_unreadable_or_unsupported_values_are_located_errors(text):
     with pytest.raises(DocumentError) as caught:

@@ -47,7 +47,9 @@ SPECIAL = st.builds(lambda sign, dot, word: f"{sign}{dot}{word}", st.sampled_fro
 DATES = st.sampled_from(["2020-01-01", "2020-1-1", "2020-01-01 12:30:00", "2020-01-01t12:30:00.5Z",
                          "2001-12-14 21:59:43.10 -5", "20-01-01", "2020-13-01", "0001-01-01"])
 TAGGED = st.sampled_from(["!!str 1", "!!int 0x1F", "!!float 1", "!!bool true", "!!null ''", "!!null ~", "!!null",
-                          "!!binary aGk=", "!!timestamp 2020-01-01", "!!str ''", "!!int 0X1F", "!!int '0o7'"])
+                          "!!binary aGk=", "!!timestamp 2020-01-01", "!!str ''", "!!int 0X1F", "!!int '0o7'",
+                          "!!float 0x1F", "!!int 1.0", "!!float 010", "!!float 1e3", "!!int 1:30", "!!merge <<",
+                          "!!float .iNf", "!!bool yes"])
 SCALARS = st.one_of(NUMBER_LIKE, SPECIAL, DATES, st.sampled_from([
     "1:30", "190:20:30", "-1:0", "1_000", "0.", ".5", "+.5", "1e309", "0" * 20 + "1", "9" * 20, "1:30.5", "-1:30.5",
     "+.inf", "-.NaN", ".NaN", "0x_", "0b", "0o", "1e+3", "1.5e3", "1.", "-1_0.5", "0b1_0", "0x_1F", "1__0", "._5",
@@ -128,6 +130,8 @@ def test_scalars_read_as_js_yaml_3_reads_them_on_both_paths(scalar, value):
     ("? !!binary aGk=\n: v\n", {"hi": "v"}),
     ("---\n\ufeffa: 1\n", {"\ufeffa": 1}),  # a byte-order mark past the start is text to js-yaml (libyaml skips it)
     ("a:\n  __proto__: 1\n", {"a": {"__proto__": 1}}),  # js-yaml 3.14 keeps it as an own key
+    ("b: {z: 0, !!merge <<: {y: 1}}\n", {"b": {"y": 1, "z": 0}}),  # an explicit merge key merges in flow
+    ("b:\n  ? !!merge <<\n  : {y: 1}\n", {"b": {"<<": {"y": 1}}}),  # js-yaml passes no tag for a block `?` key
     # js-yaml skips the empty lines after an escaped line break in a double-quoted scalar (YAML 1.2 keeps them)
     ('a: "x\\\n\n  y"\n', {"a": "xy"}), ('a: "x\\\r\r\n  y"\n', {"a": "xy"}), ('a: "x\\\\\n\n  y"\n', {"a": "x\\\ny"}),
 ])
