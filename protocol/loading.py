@@ -364,8 +364,8 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     if isinstance(exc, ComposerError) and "single document" in (exc.context or "") + (exc.problem or ""):
         return _error(path, "E103", "more than one YAML document; a job file holds exactly one", line, column,
                       text=text, hint="remove the `---` separator, or split the file")
-    if "mapping values are not allowed" in problem and line is not None and column is not None \
-            and _implicit_key_length(text, line, column) > _MAX_IMPLICIT_KEY:
+    if any(words in problem for words in _LONG_KEY_PROBLEMS) and line is not None \
+            and column is not None and _implicit_key_length(text, line, column) > _MAX_IMPLICIT_KEY:
         return _error(path, "E101", f"a key written without `?` is longer than {_MAX_IMPLICIT_KEY:,} characters, "
                       "the limit the YAML spec sets for an implicit key", line, column, text=text,
                       hint="shorten the key, or write it as an explicit key: `? <key>` on one line, `: <value>` on "
@@ -377,6 +377,8 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     return _error(path, "E101", f"YAML syntax error: {problem}", line, column, text=text)
 
 
+#: How libyaml and ruamel.yaml word the `:` of a key too long to be implicit (block, then flow collections).
+_LONG_KEY_PROBLEMS = ("mapping values are not allowed", "could not find expected ':'", "expected ',' or")
 #: YAML 1.2, 7.4: "the key is restricted to a single line ... and to at most 1024 Unicode characters".
 _MAX_IMPLICIT_KEY = 1024
 

@@ -191,10 +191,18 @@ def test_a_tab_indenting_a_node_stays_refused(text):
     assert caught.value.diagnostics[0].code == "E105"
 
 
-def test_an_implicit_key_past_the_spec_limit_says_so():
-    [d] = validate_text("k" * 1025 + ": v\n", "j.yaml").diagnostics
+@pytest.mark.parametrize("text", ["k" * 1025 + ": v\n", "a:\n  - " + "k" * 1100 + ": v\n",
+                                  "a: {" + "k" * 1100 + ": v}\n", "a: [" + "k" * 1100 + ": v]\n",
+                                  "a:\n  b: 1\n  " + "k" * 1100 + ": v\n  c: 2\n"])
+def test_an_implicit_key_past_the_spec_limit_says_so(text):
+    [d] = validate_text(text, "j.yaml").diagnostics
     assert d.code == "E101" and "1,024 characters" in d.message and "YAML spec" in d.message
     assert validate_text("? " + "k" * 1100 + "\n: v\n", "j.yaml").diagnostics[0].code != "E101"
+
+
+def test_a_long_key_that_is_not_the_problem_keeps_the_syntax_error():
+    [d] = validate_text("a: {" + "k" * 10 + ": v\n", "j.yaml").diagnostics
+    assert d.code == "E101" and "1,024" not in d.message
 
 
 @pytest.mark.parametrize("opening", ["[", "{a: "])

@@ -199,7 +199,7 @@ RAW_SCALARS = st.sampled_from([
 #: Keys as written: complex (a flow list or mapping, stringified by js-yaml), tagged, and scalars that are no string.
 RAW_KEYS = st.sampled_from([
     "[a, b]", "{x: 1}", "[1, ~, 2.0]", "!!binary aGk=", "!!str 1", "1.5", "~", "true", "0X1f", "0x1F", ".inf",
-    "2020-01-01", "'quoted'", '"a\\tb"', "[a, [b]]",
+    "2020-01-01", "'quoted'", '"a\\tb"', "[a, [b]]", "k" * 1100, "!!merge <<", "&k x", "y", "off",
 ])
 #: Where raw values and keys go: sections whose values upstream passes on as written.
 FREE_FORM = [("extras",), ("parameters",), ("taskRoles", "*", "resourcePerInstance"), ("taskRoles", "*"),

@@ -120,7 +120,11 @@ def _loaded(text: str):
     try:
         return load_located(text, "job.yaml").data
     except DocumentError as error:
-        return ("refused", sorted({d.code for d in error.diagnostics}))
+        return ("refused", [(d.code, d.message) for d in error.diagnostics])
+
+
+def _justified_reading(code: str, message: str) -> bool:
+    return any(entry["code"] == code and entry.get("message", "") in message for entry in justified()["reading"])
 
 
 def _reading_differences(text: str, answer: dict | None) -> list[tuple[str, str]]:
@@ -139,7 +143,7 @@ def _reading_differences(text: str, answer: dict | None) -> list[tuple[str, str]
             found.append(("js-yaml fails, paictl reads", answer["error"]))
         return found
     if isinstance(located, tuple):
-        unjustified = [code for code in located[1] if code not in justified()["reading"]]
+        unjustified = [code for code, message in located[1] if not _justified_reading(code, message)]
         if unjustified:
             found.append((f"js-yaml reads, paictl refuses {unjustified}", f"{located}"))
     elif plain_of(located) != answer["data"]:
