@@ -21,6 +21,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E106": (E, "aliases expand to too many nodes (alias bomb) or nesting too deep"),
     "E107": (E, "the file is larger than the size limit"),
     "W101": (W, "more problems than are shown: a file reports at most 1,000 diagnostics"),
+    "W102": (W, "a key written as a list or a mapping: OpenPAI's YAML reader makes it text ('[a, b]: v' is key 'a,b')"),
     # The OpenPAI rest-server's JSON schema
     "E200": (E, "schema violation"),
     "E201": (E, "a required key is missing"),
@@ -32,7 +33,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E207": (E, "a list or mapping has too few entries"),
     "E208": (E, "invalid task role name"),
     "E209": (E, "a prerequisite matches none of the prerequisite kinds"),
-    "E210": (E, "`ports` is written as a list; it is a mapping of label to port count"),
+    "E210": (E, "a `ports` list holds an entry that is no port count"),
     "E211": (E, "a placeholder in a field OpenPAI does not render (it must be a literal value)"),
     "E212": (E, "`extraContainerOptions.additionalProperties` is rejected by OpenPAI's schema"),
     # Upstream quirks: accepted by OpenPAI, almost certainly not what was meant
@@ -47,11 +48,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W209": (W, "a number with more than 4,300 digits: read as Infinity, as JavaScript (OpenPAI) reads it"),
     "W210": (W, "an infinite retry count: OpenPAI's Framework carries none, so FrameworkController never retries"),
     "W211": (W, "a port label named __proto__: OpenPAI's copy of the labels drops it, so it gets no port"),
+    "W212": (W, "ports written as a list of counts: OpenPAI takes the indexes 0, 1, ... for its labels"),
     # OpenPAI's own semantic checks (the rest-server stops at the first; paictl reports all)
     "E301": (E, "duplicate prerequisite (same type and name)"),
     "E302": (E, "duplicate deployment name"),
     "E303": (E, "a task role's prerequisites list names an unknown prerequisite"),
     "E304": (E, "dockerImage/script/output/data names no prerequisite of that type"),
+    "W304": (W, "script/output/data names no prerequisite but a member of JavaScript's Object.prototype, which OpenPAI finds"),
     "E305": (E, "defaults.deployment names no deployment"),
     "E306": (E, "extras.hivedScheduler does not match OpenPAI's HiveD schema (priority class, task role names, setting types)"),
     "W306": (W, "extras.hivedScheduler does not match OpenPAI's HiveD schema: a HiveD cluster refuses the job (E306 with a HiveD profile)"),
@@ -94,7 +97,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W809": (W, "an unquoted date where a mapping belongs: OpenPAI reads a Date, takes it for an empty mapping and ignores it"),
     "E810": (E, "a placeholder OpenPAI's renderer throws on (a JavaScript built-in called on the view), or one paictl does not model"),
     "E811": (E, "a task role's docker image whose uri is empty or has blanks at either end: Kubernetes refuses the pod"),
-    "E812": (E, "secrets that is an unquoted date: OpenPAI stores the date as the job's secrets file, which is no mapping of secrets"),
+    "W812": (W, "secrets that is an unquoted date: OpenPAI stores the date as the job's secrets file, which holds no secret"),
     "E806": (E, "defaults.virtualCluster is empty, not a valid Kubernetes label value, or null with HiveD"),
     # Compiling to a KubeDL MarsJob (--target mars)
     "E701": (E, "Mars: a task role is not scheduler, webservice or worker (case-insensitive), or two roles are the same one"),

@@ -84,8 +84,9 @@ def _dates(data: dict[str, Any]) -> Iterator[Finding]:
 
     secrets = data.get("secrets")
     if isinstance(secrets, Timestamp):
-        yield finding("E812", pointer_of("secrets"), f"secrets is the unquoted date {secrets}; OpenPAI stores the "
-                      "date itself as the job's secrets file, where the runtime looks for a mapping of secrets",
+        yield finding("W812", pointer_of("secrets"), f"secrets is the unquoted date {secrets}; OpenPAI stores the "
+                      "date itself as the job's secrets file, so the job has no secret to name (`<% $secrets.x %>` "
+                      "renders empty); a mapping of secrets was probably meant",
                       "write the secrets as a mapping, or remove the key")
     for where, value in places():
         if isinstance(value, Timestamp) and where != ("secrets",):

@@ -61,8 +61,10 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "E209": ("A prerequisite matches none of the kinds (dockerimage, script, output, data): a key or type is wrong.",
              "prerequisites:\n  - name: img\n    type: docker\n    uri: ubuntu",
              "fix the prerequisite's `type` (dockerimage, script, output, data) or its keys"),
-    "E210": ("`ports` is a mapping from a label to a port count, not a list of ports.",
-             "resourcePerInstance:\n  ports: [8080]",
+    "E210": ("`ports` is a mapping from a label to a port count. Written as a list, OpenPAI takes the indexes 0, 1, "
+             "... for labels and the entries for their counts; an entry that is not a number (`- http: 1`) leaves "
+             "the runtime no count to allocate, so its ports never exist.",
+             "resourcePerInstance:\n  ports:\n    - http: 1",
              "write `ports: {http: 1}` (the count of ports to allocate under that label)"),
     "E211": ("A placeholder (<% ... %>) in a field OpenPAI uses as is (a name, a count): it is never rendered.",
              "instances: <% $parameters.n %>",
@@ -111,6 +113,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "has no such label, and the task gets no port for it. paictl leaves it out too.",
              "resourcePerInstance:\n  ports: {__proto__: 1}",
              "rename the label"),
+    "W212": ("`ports` written as a list of counts (`ports: [2, 3]`). OpenPAI runs it: the list's indexes become the "
+             "port labels (`0`, `1`, ...) and its entries their counts, so the task finds its ports in "
+             "$PAI_CONTAINER_HOST_0_PORT_LIST and so on. paictl compiles the same labels; a mapping of label to count "
+             "was probably meant.",
+             "resourcePerInstance:\n  ports: [2, 3]",
+             "write `ports: {http: 2, grpc: 3}`"),
     "E301": ("Two prerequisites share a type and a name; OpenPAI refuses the job.",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: a}\n  - {name: img, type: dockerimage, uri: b}",
              "rename or remove one of them"),
@@ -123,6 +131,13 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "E304": ("dockerImage, script, output or data names no prerequisite of that type.",
              "dockerImage: pytorch   # no dockerimage prerequisite named pytorch",
              "declare a prerequisite of that type with that name, or use the suggested name"),
+    "W304": ("script, output or data names no prerequisite of that type, but a name a plain JavaScript object "
+             "already answers (`constructor`, `toString`, ...). OpenPAI checks the name with `in`, finds Object."
+             "prototype's member, and runs the job; placeholders of that root (`<% $script.uri %>`) render from the "
+             "member (mostly empty). paictl compiles the same; a prerequisite was probably meant. (For dockerImage it "
+             "stays E304: the pod would have no image.)",
+             "taskRoles:\n  worker:\n    script: constructor",
+             "name a prerequisite of that type, or remove the field"),
     "E305": ("defaults.deployment names a deployment the job does not have.",
              "defaults:\n  deployment: prod",
              "name one of the job's deployments, or remove defaults.deployment"),
@@ -250,6 +265,13 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),
+    "W102": ("A mapping key written as a flow list or mapping (`[a, b]: v`, `? {x: 1}`). YAML allows it; OpenPAI's "
+             "YAML reader (js-yaml 3) turns it into JavaScript's text of it: a list's items joined with commas "
+             "(`a,b`), a mapping `[object Object]`. The job runs with that key (in `extras` or `parameters` it is "
+             "passed on as written); paictl reads it the same way. A list holding a list is refused (E101), as "
+             "js-yaml refuses it.",
+             "extras:\n  [a, b]: v",
+             "write the key as a string: `'a,b': v`"),
     "E609": ("On a HiveD cluster every task role of an affinity group (the job's default gang group, or a named "
              "`affinityGroupName`) is listed with its pod count, which OpenPAI takes from `instances` as written. "
              "Without `instances` the count is undefined, js-yaml refuses to write it, and the submission fails "
@@ -318,9 +340,11 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "(MARO Grass, the local run and the other targets have no image to run either).",
              "prerequisites:\n  - {name: img, type: dockerimage, uri: ''}",
              "write the image reference (`uri: ubuntu:22.04`)"),
-    "E812": ("`secrets` is an unquoted date such as `2020-01-01`. OpenPAI's YAML reader makes it a JavaScript "
+    "W812": ("`secrets` is an unquoted date such as `2020-01-01`. OpenPAI's YAML reader makes it a JavaScript "
              "Date, its schema takes that for an empty mapping, and the rest-server then writes the date itself "
-             "(`2020-01-01T00:00:00.000Z`) as the job's secrets file, where the runtime reads a mapping of secrets.",
+             "(`2020-01-01T00:00:00.000Z`) as the job's secrets file. The job runs (the runtime reads the file only "
+             "for a registry `auth`, and renders the commands with whatever it holds), but it has no secret to name: "
+             "`<% $secrets.x %>` renders empty. paictl compiles the same secrets file.",
              "secrets: 2020-01-01",
              "write the secrets as a mapping (`secrets: {day: '2020-01-01'}`), or remove the key"),
     "E821": ("Grass: a task role's commands use `<% $secrets... %>`; a Grass node has no secret store, so the "

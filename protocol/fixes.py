@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from .diagnostics import Diagnostic, split_pointer
+from .textedits import Fix, TextEdit, value_at  # noqa: F401 - Fix and TextEdit are imported from here by the LSP
 
 #: `did you mean 'x'?` as every check words it (f"'{guess}'" or `{guess!r}`, which may use double quotes).
 _DID_YOU_MEAN = re.compile(r"""did you mean (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")\?""")
@@ -33,28 +34,6 @@ _SCHEMA_HEADER = re.compile(r"#\s*yaml-language-server:\s*\$schema=\S{0,2000}?(?
 
 def looks_like_job_or_item(text: str) -> bool:
     return _LOOKS_FIXABLE.search(text) is not None or _SCHEMA_HEADER.search(text) is not None
-
-
-class TextEdit(NamedTuple):
-    """Replace the characters from (start_line, start_column) up to (end_line, end_column) with `new_text`.
-
-    Lines and columns are 0-based and count characters (code points), as an LSP server's own positions do."""
-
-    start_line: int
-    start_column: int
-    end_line: int
-    end_column: int
-    new_text: str
-
-
-class Fix(NamedTuple):
-    title: str
-    diagnostic: Diagnostic
-    edits: tuple[TextEdit, ...]
-    #: Applied by `paictl fix`: the edit writes what the hint says. A skeleton whose values the schema made up
-    #: (`name: TODO`, `cpu: 0`) is offered to editors only (`paictl fix --unsafe-fixes` applies it too).
-    safe: bool = True
-    kind: str = "rename"  # rename | quote | add-key
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -159,7 +138,7 @@ def _rename(diagnostic: Diagnostic, lines: list[str], guess: str, data: Any) -> 
     if diagnostic.end_column is None and scalar is not None and tokens and scalar.content == tokens[-1]:
         # The key itself (an unknown key, a deployment's unknown task role): renaming onto a key the mapping already
         # has would make a duplicate key, so that is left to the user.
-        parent = _value_at(data, tokens[:-1])
+        parent = value_at(data, tokens[:-1])
         if isinstance(parent, dict) and guess in parent:
             return None
         if not _fits(guess, scalar.style):
@@ -196,17 +175,6 @@ def _fits(name: str, style: str) -> bool:
     if style == '"':
         return not any(c in name for c in '"\\\n')
     return re.fullmatch(r"[A-Za-z_$][\w$.-]*", name) is not None
-
-
-def _value_at(data: Any, tokens: Sequence[str]) -> Any:
-    for token in tokens:
-        if isinstance(data, dict):
-            data = data.get(token)
-        elif isinstance(data, list) and token.isdigit() and int(token) < len(data):
-            data = data[int(token)]
-        else:
-            return None
-    return data
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -259,6 +227,9 @@ def _overlaps(a: TextEdit, b: TextEdit) -> bool:
 class FixOutcome(NamedTuple):
     text: str
     applied: tuple[Fix, ...]
+    #: The validator's verdict on `text` when the last round made it (no second validation of the same text), else
+    #: None (the text is not a job or an item, or the rounds ran out after a change).
+    result: Any = None
 
 
 #: Validates a text as `paictl validate` does: (text, path) -> a ValidationResult.
@@ -279,8 +250,10 @@ def fix_text(text: str, path: str, validate: Validate, *, unsafe: bool = False) 
     applied: list[Fix] = []
     if not looks_like_job_or_item(text):
         return FixOutcome(text=text, applied=())
+    verdict = None
     for _ in range(_MAX_ROUNDS):
         result = validate(text, path)
+        verdict = result
         own = [d for d in result.diagnostics if d.file == path]
         fixes = [f for f in fixes_for(own, text, result.data) if f.safe or unsafe]
         if not fixes:
@@ -294,5 +267,6 @@ def fix_text(text: str, path: str, validate: Validate, *, unsafe: bool = False) 
         if new_text == text:
             break
         text = new_text
+        verdict = None  # made for the text before this round's fixes
         applied.extend(chosen)
-    return FixOutcome(text=text, applied=tuple(applied))
+    return FixOutcome(text=text, applied=tuple(applied), result=verdict)

@@ -52,11 +52,19 @@ def infinite_retries(data: dict[str, Any]) -> Iterator[Finding]:
 
 
 def prototype_port_labels(data: dict[str, Any]) -> Iterator[Finding]:
-    """W211: a `__proto__` port label, which OpenPAI drops (protocol/model.py drops it too)."""
+    """W211: a `__proto__` port label, which OpenPAI drops (protocol/model.py drops it too); W212: a list of port
+    counts, whose indexes OpenPAI takes for labels."""
     roles = data.get("taskRoles")
     for name, role in roles.items() if isinstance(roles, dict) else ():
         resources = role.get("resourcePerInstance") if isinstance(role, dict) else None
         ports = resources.get("ports") if isinstance(resources, dict) else None
+        if isinstance(ports, list) and ports and all(type(count) is int for count in ports):  # else E210
+            labels = ", ".join(f"{index}: {count}" for index, count in enumerate(ports[:3]))
+            yield finding("W212", pointer_of("taskRoles", name, "resourcePerInstance", "ports"),
+                          f"ports is a list; OpenPAI takes its indexes for port labels ({labels}"
+                          f"{', ...' if len(ports) > 3 else ''}), so the task finds them in "
+                          "$PAI_CONTAINER_HOST_0_PORT_LIST and so on; a mapping of label to count was probably meant",
+                          "write `ports: {http: 1}`: a label and how many ports to allocate under it")
         if isinstance(ports, dict) and "__proto__" in ports:
             yield finding("W211", pointer_of("taskRoles", name, "resourcePerInstance", "ports", "__proto__"),
                           "a port label named __proto__: OpenPAI copies the labels into a JavaScript object, where "

@@ -13,64 +13,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
-
-from .source import MAX_EXPANDED_NODES, MAX_FILE_BYTES
+from .document import LINE_BREAK, Document, DocumentError, Position, source_lines  # noqa: F401 - the loaders' API
+from .source import MAX_DEPTH, MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
 #: ruamel.yaml words syntax errors best but is superlinear (in the file's length, and quadratic in flow nesting:
 #: 1,000 nested `[` take it 6 s); beyond these bounds libyaml's own wording is used. Real jobs are under 10 KB.
 _RUAMEL_WORDING_MAX_CHARS = 64 * 1024
 _RUAMEL_WORDING_MAX_FLOW = 64
-
-#: (key line, key column, value line, value column), all 1-based.
-Position = tuple[int, int, int, int]
-
-
-class Document(NamedTuple):
-    """A loaded job document: plain JSON-like data, plus where each JSON pointer sits in the text (when known).
-
-    A named tuple, not a dataclass (see protocol/diagnostics.py)."""
-
-    path: str
-    text: str
-    data: dict[str, Any]
-    positions: dict[str, Position] | None = None
-    #: (start, end) character offsets of secret values (`secrets`, registry `auth`): never shown in a diagnostic.
-    secret_spans: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def lines(self) -> list[str]:
-        """The text's lines (shared between calls: do not change the list)."""
-        return _cached_lines(self.text)
-
-
-@functools.lru_cache(maxsize=4)
-def _cached_lines(text: str) -> list[str]:
-    """Every diagnostic of a document reads its lines; split once (a str keeps its hash, so a lookup is cheap)."""
-    return source_lines(text)
-
-
-class DocumentError(Exception):
-    """The bytes could not become a single YAML mapping; `diagnostics` says why, located."""
-
-    def __init__(self, diagnostics: list[Diagnostic]):
-        super().__init__("; ".join(d.message for d in diagnostics))
-        self.diagnostics = diagnostics
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def source_lines(text: str) -> list[str]:
-    """The text's lines as YAML counts them (only CR and LF break lines; `str.splitlines` also breaks at NEL, LS,
-    PS, VT, FF and the separators U+001C-U+001E, which would shift every line number after one)."""
-    lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
 
 def _error(path: str, code: str, message: str, line: int | None, column: int | None, hint: str | None = None,
            text: str | None = None) -> DocumentError:
@@ -120,14 +72,23 @@ _NEEDS_LOCATED_LOADER = (
     re.compile(r"[-+0](?<![\w.-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
     re.compile(r"[0-9](?<=[0-9]{16})"),  # integers beyond int64 (yaml-rs and js-yaml disagree on their precision)
     # a plain scalar that is a number with underscores (`1_000`) or sexagesimal (`1:30`), not `cifar10_vgg16`,
-    # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`
+    # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`; also as a key (`1:30: v`, `1_0: v`)
     re.compile(r"[-+0-9](?<![\w.:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
-               r"(?![\w.:/-])"),
+               r"(?![\w./-]|:\S)"),
     re.compile(r"\.(?<=[-+]\.)[0-9]"),  # +.5
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
-    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w.:/-])"),
+    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
     # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
     # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
+    # an escaped line break in a double-quoted scalar: js-yaml skips the empty lines after it, YAML 1.2 keeps them
+    re.compile(r"\\(?=[\r\n])"),
+    # upper-case radix prefixes (`0X1f`, `0O17`, `0B11`: strings to js-yaml 3 and YAML 1.2, numbers to yaml-rs) and
+    # `.inf`/`.nan` in any case (js-yaml takes three spellings of each)
+    re.compile(r"0(?<![\w.].)[XOB]"),
+    re.compile(r"\.(?<![\w.]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
+    # a `:` opening a plain scalar or an empty key in a flow collection (`[:x]`, `{:: v}`): libyaml refuses it,
+    # yaml-rs and js-yaml read it, each its own way
+    re.compile(r":(?:(?<=[\[{,]:)|(?<=[\[{,] :))"),
     DATE_LIKE := re.compile(r"-[0-9]{1,2}-[0-9]"),
 )
 
@@ -244,12 +205,15 @@ def load_located(text: str, path: str) -> Document:
 def _load_located(text: str, path: str) -> Document:
     import yaml
 
-    from .yamlevents import LoadProblem, load_events
+    from .yamlreader import LoadProblem, position
 
     if len(text) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None)
+    # A leading byte-order mark (a text not read by decode_source) is skipped by both readers, and libyaml's marks
+    # do not count it: without it, every offset (a rewritten tab, a secret's span) is an offset into the text kept.
+    text = text.removeprefix("\ufeff")
     try:
-        root, positions, secret_spans = _events_as_js_yaml_reads(text)
+        root, positions, secret_spans, stringified_keys = _events_as_js_yaml_reads(text)
     except LoadProblem as problem:
         raise _error(path, problem.code, problem.message, problem.line, problem.column, hint=problem.hint,
                      text=text) from None
@@ -259,6 +223,12 @@ def _load_located(text: str, path: str) -> Document:
         raise _error(path, "E101", f"character U+{_codepoint(exc.character):04X} is not allowed in YAML", line, column,
                      text=text, hint="remove control characters from the file") from None
     except yaml.MarkedYAMLError as exc:
+        if "exceeded maximum nesting depth" in (exc.problem or ""):
+            # libyaml's scanner looks ahead through a run of `[`/`{` before the builder sees their events, and stops
+            # at its own bound (1,000 levels) before the builder's MAX_DEPTH could
+            line, column = position(exc.problem_mark)
+            raise _error(path, "E106", f"the document nests more than {MAX_DEPTH} levels deep; a job never does",
+                         line, column, text=text) from None
         raise _syntax_error(exc, path, text) from None
     except yaml.YAMLError as exc:  # unmarked errors are rare; still a diagnostic, never a traceback
         raise _error(path, "E101", f"YAML error: {' '.join(str(exc).split())}", None, None, text=text) from None
@@ -267,7 +237,8 @@ def _load_located(text: str, path: str) -> Document:
                      hint="start with `protocolVersion: 2`")
     if not isinstance(root, dict):
         raise _error(path, "E104", f"the document is {kind_of(root)}; a job is a YAML mapping", 1, 1, text=text)
-    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans))
+    return Document(path=path, text=text, data=root, positions=positions, secret_spans=tuple(secret_spans),
+                    stringified_keys=tuple(stringified_keys))
 
 
 #: How many tab separators one file may have rewritten (each costs a parse; a file with more is refused, E105).
@@ -281,7 +252,9 @@ def _events_as_js_yaml_reads(text: str):
     - a `%YAML 1.x` directive of another minor version than 1.1 and 1.2 (js-yaml warns and reads on; libyaml stops);
     - a tab separating a block indicator (`-`, `?`, `:`) from what follows (`-\t|`): js-yaml takes it for the space
       it is; libyaml's scanner stops on it ("cannot start any token"). Only the tab libyaml stops at is rewritten,
-      and only there, so a tab inside a value never changes.
+      and only there, so a tab inside a value never changes;
+    - a tab on a line holding only blanks (or blanks and a comment) between block nodes: an empty line to YAML 1.2
+      and js-yaml, a token libyaml cannot start.
     """
     import yaml
 
@@ -296,17 +269,20 @@ def _events_as_js_yaml_reads(text: str):
             if at is None:
                 raise
             end = at
-            while end < len(readable) and readable[end] == "\t":
+            while end < len(readable) and readable[end] in " \t":
                 end += 1
             readable = readable[:at] + " " * (end - at) + readable[end:]
     return load_events(readable)
+
+
+_LINES_WITH_ENDS = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _directive_read_as_1_1(text: str) -> str:
     if not text.startswith("%"):
         return text
     out, position = [], 0
-    for line in text.splitlines(keepends=True):
+    for line in _LINES_WITH_ENDS.findall(text):
         stripped = line.strip()
         if stripped and not stripped.startswith(("%", "#")):
             break  # directives come before the document
@@ -319,19 +295,29 @@ def _directive_read_as_1_1(text: str) -> str:
 
 
 def _separating_tab(text: str, exc) -> int | None:
-    """The offset of the tab libyaml stopped at, when blanks and a block indicator precede it on its line."""
+    """The offset of the tab libyaml stopped at, when blanks and a block indicator precede it on its line, or when
+    its line holds only blanks (and perhaps a comment): YAML 1.2 reads such a line as empty, as js-yaml does."""
     mark = exc.problem_mark
-    if mark is None or mark.index >= len(text) or text[mark.index] != "\t" or \
-            "cannot start any token" not in (exc.problem or ""):
+    problem = exc.problem or ""
+    if mark is None or mark.index >= len(text) or text[mark.index] != "\t":
         return None
-    before = text[text.rfind("\n", 0, mark.index) + 1:mark.index].rstrip(" \t")
-    return mark.index if before.endswith(("-", "?", ":")) else None
+    start = text.rfind("\n", 0, mark.index) + 1
+    before = text[start:mark.index].rstrip(" \t")
+    if before.endswith(("-", "?", ":")) and "cannot start any token" in problem:
+        return mark.index
+    after = LINE_BREAK.split(text[mark.index:], maxsplit=1)[0].lstrip(" \t")
+    blank_line = not before and (not after or after.startswith("#"))
+    # libyaml: "cannot start any token" after a complete node, "violates indentation" inside a plain scalar's lines
+    return mark.index if blank_line and ("cannot start any token" in problem or "violates indentation" in problem) \
+        else None
 
 
 def _syntax_error(exc, path: str, text: str) -> DocumentError:
     """A syntax error in ruamel.yaml's wording when the file is small enough for it, else in libyaml's."""
     tab = _leading_tab(text)
-    if len(text) <= _RUAMEL_WORDING_MAX_CHARS and text.count("[") + text.count("{") <= _RUAMEL_WORDING_MAX_FLOW:
+    # ruamel.yaml (YAML 1.1) takes NEL, LS and PS for line breaks: its error would lie elsewhere, on another line
+    if len(text) <= _RUAMEL_WORDING_MAX_CHARS and text.count("[") + text.count("{") <= _RUAMEL_WORDING_MAX_FLOW \
+            and not any(c in text for c in _BREAKS_OF_YAML_1_1):
         from ruamel.yaml import YAML
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -345,6 +331,8 @@ def _syntax_error(exc, path: str, text: str) -> DocumentError:
     return _yaml_error(exc, path, text, tab)
 
 
+#: Characters YAML 1.1 readers (ruamel.yaml, libyaml) take for line breaks, and js-yaml and YAML 1.2 do not.
+_BREAKS_OF_YAML_1_1 = "\x85\u2028\u2029"
 _LEADING_TAB = re.compile(r"^ *\t", re.MULTILINE)
 
 
@@ -368,18 +356,41 @@ def _yaml_error(exc, path: str, text: str, tab: tuple[int, int] | None) -> Docum
     if exc.context and exc.problem and "<stream end>" in exc.problem:
         problem = f"{' '.join(exc.context.split())}: {problem}"
     if isinstance(exc, DuplicateKeyError):
-        source = text.splitlines()[line - 1] if line else ""
+        lines = source_lines(text)
+        source = lines[line - 1] if line and line <= len(lines) else ""
         name = re.split(r"\s*:(?:\s|$)", source[(column or 1) - 1:], maxsplit=1)[0].strip("'\"")
         return _error(path, "E102", f"duplicate key '{name}'", line, column, text=text,
                       hint="a mapping needs unique keys (OpenPAI rejects the file too); merge or rename one")
     if isinstance(exc, ComposerError) and "single document" in (exc.context or "") + (exc.problem or ""):
         return _error(path, "E103", "more than one YAML document; a job file holds exactly one", line, column,
                       text=text, hint="remove the `---` separator, or split the file")
+    if any(words in problem for words in _LONG_KEY_PROBLEMS) and line is not None \
+            and column is not None and _implicit_key_length(text, line, column) > _MAX_IMPLICIT_KEY:
+        return _error(path, "E101", f"a key written without `?` is longer than {_MAX_IMPLICIT_KEY:,} characters, "
+                      "the limit the YAML spec sets for an implicit key", line, column, text=text,
+                      hint="shorten the key, or write it as an explicit key: `? <key>` on one line, `: <value>` on "
+                      "the next")
     if "\\t" in problem or "\t" in problem or (tab is not None and tab[0] == line):
         tab_line, tab_column = tab if tab is not None else (line, column)
         return _error(path, "E105", "tab character used for indentation; YAML indents with spaces", tab_line,
                       tab_column, text=text, hint="replace the tab with spaces")
     return _error(path, "E101", f"YAML syntax error: {problem}", line, column, text=text)
+
+
+#: How libyaml and ruamel.yaml word the `:` of a key too long to be implicit (block, then flow collections).
+_LONG_KEY_PROBLEMS = ("mapping values are not allowed", "could not find expected ':'", "expected ',' or")
+#: YAML 1.2, 7.4: "the key is restricted to a single line ... and to at most 1024 Unicode characters".
+_MAX_IMPLICIT_KEY = 1024
+
+
+def _implicit_key_length(text: str, line: int, column: int) -> int:
+    """The length of the would-be key before the `:` at (line, column): its line's text up to there, without the
+    indentation and block indicators before it or a flow collection's opening."""
+    lines = source_lines(text)
+    if not 0 < line <= len(lines):
+        return 0
+    before = lines[line - 1][:column - 1]
+    return len(re.split(r"[\[{,]", before)[-1].lstrip(" -?").rstrip())
 
 
 def _codepoint(character: str | int) -> int:

@@ -1,7 +1,7 @@
 """The fix for a missing required key (E201): the key inserted where the mapping's entries are, at their
 indentation (or before the `}` of a flow mapping), with the value the hint names or a skeleton from the schema.
 
-A part of protocol/fixes.py kept apart: it is the one fix that needs the document's layout (where each entry of
+Called by protocol/fixes.py, and apart from it because it is the one fix that needs the document's layout (where each entry of
 the mapping is), so it loads the text with positions; the others work on the diagnostic's own position.
 """
 
@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from .diagnostics import Diagnostic, escape_pointer_token, pointer_of, split_pointer
-from .fixes import Fix, TextEdit, _value_at
+from .textedits import Fix, TextEdit, value_at
 
 _BACKTICKED = re.compile(r"`([^`]+)`")
 
@@ -39,7 +39,7 @@ def add_required_key(diagnostic: Diagnostic, lines: list[str], located: Located)
         return None
     key = missing.group(1)
     tokens = split_pointer(diagnostic.pointer)
-    mapping = _value_at(located.data, tokens)
+    mapping = value_at(located.data, tokens)
     if not isinstance(mapping, dict) or key in mapping:
         return None
     value_text, safe = _stated_value(diagnostic.hint, key)

@@ -183,6 +183,8 @@ def _ports(ports: Any) -> Any:
     `__proto__` label sets the object's prototype instead of adding a key, so that label gets no port (W211)."""
     if isinstance(ports, dict) and "__proto__" in ports:
         return {label: count for label, count in ports.items() if label != "__proto__"}
+    if isinstance(ports, list):  # Object.keys of an array: its indexes are the labels (W212)
+        return {str(index): count for index, count in enumerate(ports)} or None
     return ports
 
 

@@ -18,7 +18,7 @@ import re
 from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
-    from .loading import Document
+    from .document import Document
 
 MASK = "***"
 _SECRET_ROOT = re.compile(r"/secrets(?:/|$)|/prerequisites/[0-9]+/auth(?:/|$)")

@@ -201,7 +201,7 @@ def _explain(error) -> list[Finding]:
     if keyword == "type":
         return [_type_error(error, path)]
 
-    if path and path[-1] == "ports" and keyword in ("not", "minimum", "maximum", "maxLength", "maxItems"):
+    if path and path[-1] == "ports" and keyword in ("not", "minimum", "maximum", "maxLength"):
         return [_ports_error(error.instance, path)]
 
     if keyword in ("enum", "const"):
@@ -273,14 +273,18 @@ def _unknown_keys(error, path: list[Any]) -> list[Finding]:
 
 def _ports_error(value: Any, path: list[Any]) -> Finding:
     """`ports` of a shape upstream cannot use (false, 0, "", [] and null mean no ports there, and here)."""
-    if isinstance(value, list):
-        return _finding("E210", f"{_where(path)} is a list; it must be a mapping of port label to number of ports "
-                        "(OpenPAI would take the list's indexes 0, 1, ... for port labels)", path,
-                        hint="write `ports: {http: 1}`, not `ports: [- http: 1]`; the value is how many ports to "
-                        "allocate, not a port number")
     return _finding("E203", f"{_where(path)} is {_describe(value)}; it must be a mapping of port label to number of "
                     "ports (OpenPAI's rest-server crashes on this value; false, 0, \"\" or null mean no ports)", path,
                     hint="write `ports: {http: 1}`, or leave the key out")
+
+
+def _port_list_entry_error(value: Any, path: list[Any]) -> Finding:
+    """An entry of a `ports` list that is no count: OpenPAI makes the list's indexes port labels and its entries
+    their counts, which the runtime cannot use when an entry is not a number."""
+    return _finding("E210", f"{_where(path)} is {_describe(value)}; a `ports` list gives the labels 0, 1, ... and "
+                    "its entries are their port counts, so this one must be a number", path,
+                    hint="write `ports: {http: 1}`, not `ports: [- http: 1]`; the value is how many ports to "
+                    "allocate, not a port number")
 
 
 def _type_error(error, path: list[Any]) -> Finding:
@@ -288,10 +292,8 @@ def _type_error(error, path: list[Any]) -> Finding:
     wanted = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
     where = _where(path)
     value = error.instance
-    if path and path[-1] == "ports" and isinstance(value, list):
-        return _finding("E210", f"{where} is a list; it must be a mapping of port label to number of ports",
-                        path, hint="write `ports: {http: 1}`, not `ports: [- http: 1]`; the value is how many "
-                        "ports to allocate, not a port number")
+    if len(path) > 1 and path[-2] == "ports" and isinstance(path[-1], int):
+        return _port_list_entry_error(value, path)
     if isinstance(value, str) and "<%" in value and "integer" in expected:
         return _finding("E211", f"{where} is the template {value.strip()!r}; OpenPAI renders placeholders only in "
                         "commands, so this field must be a literal " + wanted.removeprefix("an ").removeprefix("a "),

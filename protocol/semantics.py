@@ -26,6 +26,7 @@ from .diagnostics import Anchor, Finding, kind_of, pointer_of
 from .names import convert_name
 from .suggest import did_you_mean
 from .js_value_checks import LONG_DIGITS, infinite_retries, long_number_findings, prototype_port_labels
+from .template_checks import OBJECT_PROTOTYPE_NAMES
 from .placeholders import PLUGIN_KEY, check_placeholders
 from .shapes import as_list, as_mapping, is_int, mappings_in, strings_in
 
@@ -266,6 +267,15 @@ def _role_prerequisites(name: str, role: dict[str, Any], groups: dict[str, dict[
             hint = f"add a prerequisite `{{name: {value}, type: dockerimage, uri: <image>}}`"
         else:
             hint = f"add a prerequisite `{{name: {value}, type: {kind}, ...}}`"
+        if kind != "dockerimage" and value in OBJECT_PROTOTYPE_NAMES and not other:
+            # upstream's `name in prerequisites[kind]` finds Object.prototype's member: the job runs, and only the
+            # placeholders of this root see that member (the pod's image comes from dockerImage alone, so there it
+            # stays E304: no image)
+            yield finding("W304", pointer_of("taskRoles", name, field),
+                          f"{field} '{value}' names no prerequisite of type {kind}; OpenPAI finds JavaScript's "
+                          f"Object.prototype.{value} under that name and runs the job, and `<% ${field} %>` "
+                          "placeholders render from it", hint)
+            continue
         yield finding("E304", pointer_of("taskRoles", name, field),
                       f"{field} '{value}' names no prerequisite of type {kind}", _placeholder_note(value, hint))
 

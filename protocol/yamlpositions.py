@@ -24,8 +24,8 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
     None when the text is not one the walk may read (the caller then loads it with the located loader)."""
     import yaml
 
-    from .yamlevents import _loader_class
-    from .yamlscalars import _MAYBE_SPECIAL, _SPECIAL, LoadProblem, _key_text, _resolve
+    from .yamlreader import LoadProblem, event_parser
+    from .yamlscalars import NON_STRING_STARTS, NON_STRING_WORDS, key_text, resolve
 
     wanted: set[str] = set()
     for pointer in pointers:
@@ -38,7 +38,7 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
     # One frame per open collection: [is a mapping, pointer, next index (sequence) or key (mapping), key's mark]
     stack: list[list[Any]] = []
-    loader = _loader_class()(text)
+    loader = event_parser(text)
     try:
         while wanted:
             event = loader.get_event()
@@ -62,8 +62,8 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
                     if kind is not scalar:
                         return None  # a complex key (the fast path refuses those)
                     key = event.value
-                    if event.implicit[0] and (key[:1] in _MAYBE_SPECIAL or key in _SPECIAL):
-                        key = _key_text(_resolve(key, event, False))  # `.5`, `~`...: as the located loader reads it
+                    if event.implicit[0] and (key[:1] in NON_STRING_STARTS or key in NON_STRING_WORDS):
+                        key = key_text(resolve(key, event))  # `.5`, `~`...: as the located loader reads it
                     frame[2], frame[3] = key, mark
                     continue
                 pointer = f"{frame[1]}/{escape_pointer_token(frame[2])}"

@@ -1,10 +1,10 @@
-"""Scalars read as js-yaml 3 (the OpenPAI rest-server's reader) reads them, plain or under a standard tag.
+"""Scalars read as js-yaml 3 (the OpenPAI rest-server's reader) reads them, plain or under a standard tag, and keys
+turned into the text js-yaml makes of them.
 
-Why a module of its own: what a scalar *means* (`0o2` and `08192` are strings, `010` is octal 8, `1:30` is 90,
+Why a module of its own: what a scalar *means* (`0o2`, `0X1f` and `08192` are strings, `010` is octal 8, `1:30` is 90,
 `2.0` is the number 2, `2020-01-01` a Date, a 4,300-digit integer Infinity) is a question of js-yaml's schema, apart
 from how the document is built from libyaml's events (yamlevents.py) and walked for positions (yamlpositions.py);
-both use these rules, so the two can never read a value differently. `LoadProblem` lives here because both raise
-it and this module is the one they share.
+both use these rules, so the two can never read a value differently.
 """
 
 from __future__ import annotations
@@ -14,28 +14,18 @@ import re
 from typing import Any
 
 from .jsstring import js_numeric as js_number  # one reading of numbers for both loaders
+from .yamlreader import LoadProblem, position
 from .yamltags import binary
 
 _TAG_PREFIX = "tag:yaml.org,2002:"
 _NOTHING = object()  # no value: an empty scalar under !!int, !!float or !!bool
-
-
-class LoadProblem(Exception):
-    """Why the text is not one job mapping: a code, a message and a 1-based position."""
-
-    def __init__(self, code: str, message: str, line: int | None, column: int | None, hint: str | None = None):
-        super().__init__(message)
-        self.code, self.message, self.line, self.column, self.hint = code, message, line, column, hint
-
-
-def _at(mark) -> tuple[int, int]:
-    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+_QUOTED = ("'", '"')
 
 
 _NULLS = {"", "~", "null", "Null", "NULL"}
-#: A plain scalar can be other than a string only if it starts with one of these or is one of _SPECIAL.
-_MAYBE_SPECIAL = frozenset("0123456789+-._~<")
-_SPECIAL = frozenset({"", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"})
+#: A plain scalar can be other than a string only if it starts with one of these or is one of NON_STRING_WORDS.
+NON_STRING_STARTS = frozenset("0123456789+-._~<")
+NON_STRING_WORDS = frozenset({"", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"})
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
                     r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
@@ -43,17 +33,18 @@ _INT_DIGITS = {"b": "01_", "x": "0123456789abcdefABCDEF_", "o": "01234567_"}
 #: Python refuses to convert longer decimal digit strings (CVE-2020-10735, a quadratic conversion); js-yaml reads
 #: them as a JavaScript number, which for a decimal integer that long is always +-Infinity: read so, without the
 #: conversion (js_value_checks.py warns, W209).
-_MAX_DIGITS = 4300
+MAX_DIGITS = 4300
 
 
-def _resolve(raw: str, event, is_key: bool) -> Any:
-    tag = _explicit_tag(event.tag)
+def resolve(raw: str, event) -> Any:
+    """The value js-yaml makes of a scalar event's text `raw` (the event's tag and style decide how it is read)."""
+    tag = explicit_tag(event.tag)
     plain = bool(event.implicit[0])  # untagged and plain (libyaml: style "" is plain)
     try:
         return _resolve_tagged(raw, tag, plain, event)
     except LoadProblem as problem:
         if problem.line is None:
-            problem.line, problem.column = _at(event.start_mark)
+            problem.line, problem.column = position(event.start_mark)
         raise
 
 
@@ -67,19 +58,34 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
 
         found = read_timestamp(raw) if raw[:1].isdigit() else None
         if found is None:
-            raise LoadProblem("E101", "this value cannot be read as !!timestamp", *_at(event.start_mark),
+            raise LoadProblem("E101", "this value cannot be read as !!timestamp", *position(event.start_mark),
                               hint="write a date (2020-01-01) or a date and time, or remove the tag")
         return _timestamp(raw, event.start_mark)
     if tag == "binary":
-        return binary(raw, _at(event.start_mark))
+        return binary(raw, position(event.start_mark))
+    if tag == "null" and raw == "" and event.style in _QUOTED:
+        # js-yaml resolves !!null from the scalar's text, and a quoted '' is text, not the empty node null is
+        raise LoadProblem("E101", "this value cannot be read as !!null", *position(event.start_mark),
+                          hint="write `!!null` alone, `~` or `null`, or remove the tag")
+    if tag == "merge":
+        if raw != "<<":  # js-yaml's merge type resolves `<<` only
+            raise LoadProblem("E101", "this value cannot be read as !!merge", *position(event.start_mark),
+                              hint="a merge key is `<<`; remove the tag")
+        return raw
     if tag in ("int", "float", "bool", "null"):
-        value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NOTHING
+        # each of js-yaml's types resolves only its own forms: `!!int 1.0` and `!!float 0x1F` fail there
+        if tag == "int":
+            value = _js_int(raw) if raw else _NOTHING
+        elif tag == "float":
+            value = _js_float(raw) if _FLOAT.fullmatch(raw) and not raw.endswith("_") else _NOTHING
+        else:
+            value = _js_implicit(raw, event.start_mark) if raw != "" or tag == "null" else _NOTHING
         wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}[tag]
-        if value is _NOTHING or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
-            raise LoadProblem("E101", f"this value cannot be read as !!{tag}", *_at(event.start_mark),
+        if value is _NOTHING or value is None and tag != "null" or not isinstance(value, wanted) or (tag != "bool" and isinstance(value, bool)):
+            raise LoadProblem("E101", f"this value cannot be read as !!{tag}", *position(event.start_mark),
                               hint=f"remove the !!{tag} tag, or write a value of that type")
         return value
-    raise _tag_problem(event.tag, event.start_mark)
+    raise tag_problem(event.tag, event.start_mark)
 
 
 def _js_implicit(raw: str, mark) -> Any:
@@ -105,7 +111,7 @@ def _timestamp(raw: str, mark) -> Any:
     try:
         found = read_timestamp(raw)
     except TimestampRangeError:
-        raise LoadProblem("E101", f"the date {raw} lies beyond the years 1 to 9999", *_at(mark),
+        raise LoadProblem("E101", f"the date {raw} lies beyond the years 1 to 9999", *position(mark),
                           hint="quote it if it is meant as text") from None
     return raw if found is None else found
 
@@ -136,7 +142,7 @@ def _js_int(raw: str) -> int | None:
     if colon:
         if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):
             return None
-        if len(body) > _MAX_DIGITS:  # each `:` multiplies by 60: 700,000 parts would be a quadratic big integer;
+        if len(body) > MAX_DIGITS:  # each `:` multiplies by 60: 700,000 parts would be a quadratic big integer;
             total_float = 0.0       # js-yaml adds them up in doubles, which overflow to Infinity as here
             for part in [head.replace("_", ""), *tail.split(":")]:
                 total_float = total_float * 60 + float(part)
@@ -149,7 +155,7 @@ def _js_int(raw: str) -> int | None:
 
 
 def _checked_int(digits: str, base: int) -> int | float:
-    if base == 10 and len(digits.lstrip("0")) > _MAX_DIGITS:
+    if base == 10 and len(digits.lstrip("0")) > MAX_DIGITS:
         return math.inf  # at least 10**4300: JavaScript's parseInt gives Infinity (bases 2, 8, 16 convert linearly)
     return int(digits, base)
 
@@ -172,7 +178,7 @@ def _js_float(raw: str) -> int | float:
     return js_number(value)
 
 
-def _explicit_tag(tag: str | None) -> str | None:
+def explicit_tag(tag: str | None) -> str | None:
     if tag is None or tag == "!":
         return None
     if tag.startswith(_TAG_PREFIX):
@@ -181,20 +187,26 @@ def _explicit_tag(tag: str | None) -> str | None:
 
 
 _SUPPORTED_TAGS = ("str", "int", "float", "bool", "null", "map", "seq", "set", "timestamp", "binary", "omap",
-                   "pairs")
+                   "pairs", "merge")
 
 
-def _tag_problem(tag: str, mark) -> LoadProblem:
+def tag_problem(tag: str, mark) -> LoadProblem:
     shown = "!!" + tag[len(_TAG_PREFIX):] if tag.startswith(_TAG_PREFIX) else tag
-    return LoadProblem("E101", f"unsupported YAML tag {shown!r}", *_at(mark),
+    return LoadProblem("E101", f"unsupported YAML tag {shown!r}", *position(mark),
                        hint="a job uses plain YAML values; the standard tags "
                             + ", ".join("!!" + t for t in _SUPPORTED_TAGS) + " are understood")
 
 
-def _key_text(value: Any) -> str:
-    """js-yaml (OpenPAI) turns non-string keys into their JavaScript text: `1: x` is key "1", `true: x` "true"."""
+def key_text(value: Any) -> str:
+    """The key js-yaml makes of a mapping key: a string as it is; any other value as JavaScript's String() writes it
+    (`1: x` is key "1", `true: x` "true", a Date its date text, a !!binary key its bytes' text); a mapping "[object
+    Object]" and a list its items joined by commas (`[a, b]: v` is key "a,b"). A list holding a list is the one key
+    js-yaml refuses ("nested arrays are not supported inside keys"): LoadProblem without a position."""
     if value.__class__ is str:  # nearly every key: no import machinery per key (120,000 keys cost 0.2 s)
         return value
     from .jsstring import js_string
 
-    return js_string(value)
+    if isinstance(value, list) and any(isinstance(item, list) for item in value):
+        raise LoadProblem("E101", "a list used as a key holds a list; OpenPAI's YAML reader refuses nested lists in "
+                          "keys", None, None, hint="a job's keys are names; write the key as a string")
+    return str(js_string(value))  # str(): a Timestamp's or a Buffer's text, as a plain string

@@ -1,11 +1,14 @@
 """The tags of js-yaml's safe schema beyond JSON's types, read as js-yaml reads them: !!omap and !!pairs (lists of
-one-key mappings) and !!binary (a Node Buffer). protocol/yamlevents.py calls these while building a document;
+one-key mappings) and !!binary (a Node Buffer). protocol/yamlevents.py calls these while building a document (and
+protocol/yamlscalars.py `binary`, also for a key);
 anything else under such a tag makes js-yaml throw, so the rest-server fails, and paictl refuses it (E101, located).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .yamlreader import LoadProblem
 
 #: Sequence tags of js-yaml's safe schema whose items are one-key mappings.
 PAIR_LIST_TAGS = ("omap", "pairs")
@@ -15,8 +18,6 @@ _BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 def pair_list(tag: str, items: list[Any], at: tuple[int, int]) -> list[Any]:
     """js-yaml's !!omap (the one-key mappings as they are, keys unique) and !!pairs (each as a [key, value] list);
     anything else under the tag makes js-yaml throw, so the rest-server fails on it."""
-    from .yamlevents import LoadProblem
-
     seen: set[str] = set()
     for item in items:
         if not isinstance(item, dict) or len(item) != 1:
@@ -45,8 +46,6 @@ def binary(raw: str, at: tuple[int, int]) -> str:
     """The JSBuffer of a !!binary scalar. Line breaks are skipped as js-yaml skips them."""
     import base64
     import binascii
-
-    from .yamlevents import LoadProblem
 
     data = raw.replace("\n", "").replace("\r", "")
     if any(c not in _BASE64 for c in data) or len(data) % 4:  # js-yaml counts 6 bits a character, `=` too

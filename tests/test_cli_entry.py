@@ -282,3 +282,40 @@ def test_parsed_submit_options_have_typer_types():
     assert (options["run_dir"], options["exit_spec"], options["parameter_files"]) == \
         (Path("r"), Path("e.yaml"), [Path("p.yaml")])
     assert options["cluster"] == ["a", "b"] and parse_submit(["j.yaml"])["cluster"] is None
+
+
+def test_fix_and_lsp_forms_declare_what_typer_declares():
+    from paictl.cli import entry
+
+    assert_form_declares_what_typer_declares("fix", entry._FIX)
+    assert_form_declares_what_typer_declares("lsp", entry._LSP)
+
+
+def test_fix_fast_path_prints_what_typer_prints(tmp_path):
+    """`paictl fix` (pre-commit's other hook) runs without typer, with typer's bytes and exit codes. Each path gets
+    its own copy of the file in a folder of its own: fix writes in place."""
+    text = b"protocolVersion: 2\nname: demo\ntype: job\ntaskRoles:\n  main:\n    instances: 1\n    dockerImage: img\n" \
+           b"    resourcePerInstance: {cpu: 1, memoryMB: 512, gpu: 0}\n    commands: [echo hi]\n" \
+           b"    completion: {minSucceededTaskCount: 1}\nprerequisites:\n  - {name: img, type: dockerimage, uri: busybox}\n"
+    for number, (args, stdin) in enumerate([(["--diff"], b""), ([], b""), (["-o", "json"], b""),
+                                            (["--strict", "--unsafe-fixes"], b""),
+                                            (["-", "--stdin-name", "job.yaml"], text)]):
+        typer_dir, fast_dir = tmp_path / f"t{number}", tmp_path / f"f{number}"
+        for folder in (typer_dir, fast_dir):
+            folder.mkdir()
+            (folder / "job.yaml").write_bytes(text)
+        files = [] if "-" in args else ["job.yaml"]
+        code, out, err = run(TYPER, ["fix", *args, *(str(typer_dir / f) for f in files)], stdin)
+        fast_code, fast_out, fast_err = run(FAST, ["fix", *args, *(str(fast_dir / f) for f in files)], stdin)
+        fast_err, _, imported = fast_err.rpartition(b"typer imported: ")
+        assert imported == b"False", args
+        same = str(fast_dir).encode(), str(typer_dir).encode()
+        assert (fast_code, fast_out.replace(*same), fast_err.replace(*same)) == (code, out, err), args
+        assert (fast_dir / "job.yaml").read_bytes() == (typer_dir / "job.yaml").read_bytes()
+    assert b"minSucceededInstances" in (tmp_path / "f1" / "job.yaml").read_bytes()  # a fix was really applied
+
+
+def test_the_language_server_starts_without_typer():
+    pytest.importorskip("pygls")
+    code, _, err = run(FAST, ["lsp", "--stdio"], b"")  # the client closes at once: exit 1 (no shutdown)
+    assert code == 1 and err.endswith(b"typer imported: False")

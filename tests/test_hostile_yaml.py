@@ -29,7 +29,7 @@ def value(text: str):
     # js-yaml's YAML 1.1 timestamp: a Date (a Timestamp here), unless quoted
     ("2020-01-01", Timestamp("2020-01-01", datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))),
     ("'2020-01-01'", "2020-01-01"), ("'010'", "010"), ("!!str 010", "010"), ("!!int '7'", 7), ("!!float 1", 1),
-    ("!!bool true", True), ("!!null ''", None), ("!!map {a: 1}", {"a": 1}), ("!!seq [1]", [1]),
+    ("!!bool true", True), ("!!null", None), ("!!null ~", None), ("!!map {a: 1}", {"a": 1}), ("!!seq [1]", [1]),
     ("!!set {a, b}", {"a": None, "b": None}), ("1_", "1_"), ("_1", 1),
 ])
 def test_scalars_read_as_js_yaml_reads_them(text, expected):
@@ -42,7 +42,8 @@ def test_infinity_and_nan():
 
 @pytest.mark.parametrize("text", ["!!int ''", "!!int abc", "!!null value", "!!bool yes", "!!python/tuple [1]",
                                   "!!binary aGk", "!!timestamp soon", "!!pairs [a, b]", "!!omap [{a: 1, b: 2}]",
-                                  "!custom x", "!!set {a: 1}", "!!merge x"])
+                                  "!custom x", "!!set {a: 1}", "!!merge x", "!!int 1.0", "!!float 0x1F",
+                                  "!!null ''"])  # js-yaml resolves !!null from the text, and '' is none of its texts
 def test_unreadable_or_unsupported_values_are_located_errors(text):
     with pytest.raises(DocumentError) as caught:
         load_located(f"a: 1\nv: {text}\n", "j")
@@ -65,7 +66,7 @@ def test_merges_follow_js_yaml_explicit_keys_win_first_merge_wins():
     ("a: &a\n  <<: *a\n", "E106"), ("a: &a [*a]\n", "E106"), ("a: *nope\n", "E101"),
     ("- " * (MAX_DEPTH + 1) + "x\n", "E106"), ("a: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "E106"),
     ("a: &a " + "x" * 10_000 + "\nb: [" + ", ".join(["*a"] * (MAX_EXPANDED_BYTES // 10_000 + 1)) + "]\n", "E106"),
-    ("%YAML 2.0\n---\na: 1\n", "E101"), ("? [a]\n: 1\n", "E101"),
+    ("%YAML 2.0\n---\na: 1\n", "E101"), ("? [a, [b]]\n: 1\n", "E101"),
     ("a: 1\n---\nb: 2\n", "E103"), ("a: 1\na: 2\n", "E102"),
 ])
 def test_limits_and_shapes_are_located_diagnostics(text, code):
@@ -156,3 +157,97 @@ def test_fast_path_reads_every_scalar_as_the_located_loader_does(tokens):
     except DocumentError:
         pytest.fail(f"fast path accepted what the located loader refuses: {text!r}")
     assert json.dumps(fast, sort_keys=True) == json.dumps(located, sort_keys=True), text
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\u2029"])
+def test_nel_ls_ps_before_an_error_do_not_shift_its_line(separator):
+    """Only LF, CRLF and CR break YAML lines (issue 38, point 7): the error in line 4 of a 4-line file is reported
+    there, whichever reader words it (ruamel.yaml, a YAML 1.1 reader, counted these as line breaks)."""
+    text = f"x: |\n  a{separator}b{separator}c\ny: 1\n  z: 2\n"
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert (d.code, d.line, d.column) == ("E101", 4, 4)
+    assert d.source_line == "  z: 2"
+    from paictl.lsp.server import diagnostic_span
+    from paictl.protocol.loading import source_lines
+
+    assert diagnostic_span(d, source_lines(text))[:2] == (3, 3)  # the editor's 0-based place, not 0:0
+    text = f"# {separator * 3}\nname: a\nname: b\n"
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert (d.code, d.line) == ("E102", 3)
+
+
+@pytest.mark.parametrize("text", ["a: 1\n\t\nb: 2\n", "a: 1\n \t \nb: 2\n", "a: 1\n\t# note\nb: 2\n",
+                                  "a:\n  - x\n\t\n  - y\n", "a: x\n\t\n  y\n"])
+def test_a_line_of_blanks_with_a_tab_is_an_empty_line(text):
+    """YAML 1.2 and js-yaml read a line holding only blanks as empty, tabs included (issue 37); libyaml does not."""
+    data = load_located(text, "j").data
+    assert data in ({"a": 1, "b": 2}, {"a": ["x", "y"]}, {"a": "x\ny"})
+
+
+@pytest.mark.parametrize("text", ["a:\n\tb: 2\n", "a: |\n  x\n\t\n  y\n"])
+def test_a_tab_indenting_a_node_stays_refused(text):
+    with pytest.raises(DocumentError) as caught:
+        load_located(text, "j")
+    assert caught.value.diagnostics[0].code == "E105"
+
+
+@pytest.mark.parametrize("text", ["k" * 1025 + ": v\n", "a:\n  - " + "k" * 1100 + ": v\n",
+                                  "a: {" + "k" * 1100 + ": v}\n", "a: [" + "k" * 1100 + ": v]\n",
+                                  "a:\n  b: 1\n  " + "k" * 1100 + ": v\n  c: 2\n"])
+def test_an_implicit_key_past_the_spec_limit_says_so(text):
+    [d] = validate_text(text, "j.yaml").diagnostics
+    assert d.code == "E101" and "1,024 characters" in d.message and "YAML spec" in d.message
+    assert validate_text("? " + "k" * 1100 + "\n: v\n", "j.yaml").diagnostics[0].code != "E101"
+
+
+def test_a_long_key_that_is_not_the_problem_keeps_the_syntax_error():
+    [d] = validate_text("a: {" + "k" * 10 + ": v\n", "j.yaml").diagnostics
+    assert d.code == "E101" and "1,024" not in d.message
+
+
+@pytest.mark.parametrize("opening", ["[", "{a: "])
+def test_a_thousand_flow_levels_are_e106(opening):
+    """docs/hostile-input.md: nesting past the bound is E106, also where libyaml's own bound (1,000) stops first."""
+    closing = "]" if opening == "[" else "}"
+    [d] = validate_text("a: " + opening * 1000 + "x" + closing * 1000 + "\n", "j.yaml").diagnostics
+    assert d.code == "E106" and d.line == 1
+
+
+JOB = """\
+protocolVersion: 2
+name: keys
+type: job
+prerequisites:
+  - {name: img, type: dockerimage, uri: ubuntu}
+taskRoles:
+  worker:
+    instances: 1
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 0}
+    commands: [echo hi]
+"""
+
+
+@pytest.mark.parametrize("extra", [
+    "extras: {!!binary aGk=: v}\n", "extras: {[a, b]: v}\n", "extras:\n  ? {x: 1}\n  : v\n",
+    "extras: {? !!binary aGk= : v}\n", "extras: {!!timestamp 2020-01-01: v}\n", "extras: {[a, [b]]: v}\n",
+    "parameters: {!!binary //4=: v}\n", "extras: {&k [a]: 1, *k : 2}\n",
+])
+def test_no_key_makes_validate_or_compile_crash_and_json_stays_json(extra, run_cli, tmp_path):
+    """A !!binary mapping key reached the schema checker as a Buffer and every command died with a traceback
+    (issue 37). Whatever the key, `validate -o json` prints JSON and `compile` answers with a documented code."""
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB + extra)
+    code, out, err = run_cli("validate", "-o", "json", str(path))
+    assert code in (0, 1) and "Traceback" not in out + err
+    report = json.loads(out)
+    assert report["summary"]["files"] == 1
+    for target in ("framework", "jobset", "local", "grass", "openpai"):
+        code, out, err = run_cli("compile", "--target", target, str(path))
+        assert code in (0, 1) and "Traceback" not in out + err, (target, err)
+
+
+def test_upper_case_radix_is_a_string_so_instances_0X1_fails_the_schema():
+    result = validate_text(JOB.replace("instances: 1", "instances: 0X1"), "j.yaml")
+    assert [d.code for d in result.errors] == ["E203"]
+    assert validate_text(JOB.replace("instances: 1", "instances: 0x1"), "j.yaml").ok

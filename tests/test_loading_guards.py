@@ -22,9 +22,13 @@ PLAIN_GUARDS = (
     re.compile(r"[\s\[{,](?:![^\s=]|[&*](?![\s&*>|=]))"),
     re.compile(r"(?<![\w.-])(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"),
     re.compile(r"[0-9]{16}"),
-    re.compile(r"(?<![\w.:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w.:/-])"),
+    re.compile(r"(?<![\w.:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)"),
     re.compile(r"[-+]\.[0-9]"),
-    re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w.:/-])"),
+    re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w./-]|:\S)"),
+    re.compile(r"\\[\r\n]"),
+    re.compile(r"(?<![\w.])0[XOB]"),
+    re.compile(r"(?<![\w.])\.(?:[iI][nN][fF]|[nN][aA][nN])"),
+    re.compile(r"[\[{,]:|[\[{,] :"),
     re.compile(r"-[0-9]{1,2}-[0-9]"),  # dates: already in the fast form
 )
 PLAIN_DIRECTIVE = re.compile(r"^%", re.MULTILINE)
@@ -32,7 +36,7 @@ PLAIN_DEEP_INDENT = re.compile(r"^ {30}", re.MULTILINE)
 PLAIN_STACKED = re.compile(r"(?:[-?:][ \t]+){16}")
 
 #: Every character some guard looks at, plus ordinary ones.
-ALPHABET = " \n\r\t-+0123456789._eExXob:!&*[]{},=>|/aZ_%?#'\"\x85\u2028"
+ALPHABET = " \n\r\t-+0123456789._eExXobOBiInNfFaA:!&*[]{},=>|/aZ_%?#'\"\x85\u2028"
 texts = st.text(alphabet=ALPHABET, max_size=40)
 
 
@@ -65,7 +69,9 @@ def test_deep_or_stacked_text_is_never_called_shallow(prefix: str, depth: int, s
 
 @pytest.mark.parametrize("text", ["a: 0o2\n", "a: 08192\n", "a: 1_000\n", "a: 1:30\n", "a: +.5\n",
                                   "a: 12345678901234567\n", "a: !!str x\n", "%YAML 1.1\n---\na: 1\n",
-                                  "a: &x 1\nb: *x\n", "a: 0x1_0\n", "a: -0x10\n", "a: 5.9_\n"])
+                                  "a: &x 1\nb: *x\n", "a: 0x1_0\n", "a: -0x10\n", "a: 5.9_\n",
+                                  "1:30: v\n", "1_0: v\n", "1:30.5: v\n", "a: 0X1f\n", "a: 0O17\n",
+                                  "a: 0B11\n", "a: .iNf\n", "a: [:x]\n", "a: {:: v}\n"])
 def test_texts_js_yaml_reads_otherwise_are_not_read_fast(text: str) -> None:
     assert loading.load_fast(text) is None
 

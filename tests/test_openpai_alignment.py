@@ -286,10 +286,13 @@ def test_a_date_where_a_mapping_belongs_is_warned_and_ignored_as_upstream_ignore
     assert compiled(extra)
 
 
-def test_secrets_that_are_a_date_are_refused_by_validate_and_compile():
-    """Upstream stores the date's text as the secrets file, where the runtime reads a mapping of secrets."""
-    assert {d.code for d in validate_text(BASE + "secrets: 2020-01-01\n", "job.yaml").errors} == {"E812"}
-    assert refused("secrets: 2020-01-01\n") == {"E812"}
+def test_secrets_that_are_a_date_are_accepted_with_a_warning():
+    """Upstream stores the date's text as the secrets file and the job runs (openpai-runtime reads the file only for a
+    registry `auth`, and renders the commands with whatever it holds): no secret to name, so a warning (issue 37)."""
+    result = validate_text(BASE + "secrets: 2020-01-01\n", "job.yaml")
+    assert result.ok and {d.code for d in result.warnings} == {"W812"}
+    assert "2020" not in " ".join(d.message for d in result.warnings)  # a secret's value is never shown
+    assert compiled("secrets: 2020-01-01\n")
 
 
 def test_a_date_secret_is_stored_as_a_timestamp():

@@ -1,8 +1,10 @@
 """Issue 30's classes, each from cases written here: where upstream runs the job paictl accepts it and builds the
 same, where upstream fails paictl refuses it in `validate` as in every target's `compile`.
 
-Upstream's behaviour for each case was read from the differential oracle (tests/openpai_oracle: the unchanged
-rest-server submission path), which test_differential.py runs over generated jobs.
+Upstream's behaviour for each case rests on the facts read from upstream's code in ../shared/reference/openpai.md
+(the rest-server's schema, render and Framework conversion, the runtime's reading of the job) and on the rest-server's
+recorded answers (the corpus's golden bodies, the recorded submissions), which tests/openpai_oracle compares with
+paictl job by job; how a text reads is js-yaml 3's (npm), compared there too.
 """
 
 from __future__ import annotations
@@ -222,9 +224,23 @@ def test_ports_upstream_reads_as_none_build_the_framework_of_no_ports(value):
     assert framework == plain
 
 
-@pytest.mark.parametrize("value, code", [("true", "E203"), ("5", "E203"), ("abc", "E203"), ("[http]", "E210")])
-def test_ports_upstream_crashes_on_are_refused(value, code):
+@pytest.mark.parametrize("value, code", [("true", "E203"), ("5", "E203"), ("abc", "E203"), ("[http]", "E210"),
+                                         ("[{http: 1}]", "E210"), ("[2, true]", "E210")])
+def test_ports_upstream_crashes_on_or_cannot_run_are_refused(value, code):
     assert [d.code for d in validate_text(_ports(value), "job.yaml").errors] == [code]
+
+
+def test_a_list_of_port_counts_runs_as_upstream_runs_it_labels_0_1_with_a_warning():
+    """Upstream's schema gives `ports` no type; the rest-server copies the list's indexes as labels into the
+    port-scheduling spec and the runtime allocates each count (issue 37: E210 was a policy refusal)."""
+    text = _ports("[2, 3]")
+    assert set(verdicts(text).values()) == {True}
+    assert [d.code for d in validate_text(text, "job.yaml").diagnostics] == ["W212"]
+    objects = compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml").objects
+    [framework] = [o for o in objects if o["kind"] == "Framework"]
+    spec = json.loads(framework["spec"]["taskRoles"][0]["task"]["pod"]["metadata"]["annotations"]
+                      ["rest-server/port-scheduling-spec"])
+    assert spec["ports"] == {"0": {"count": 2}, "1": {"count": 3}, "ssh": {"count": 1}, "http": {"count": 1}}
 
 
 # --- secrets: {} still makes the secrets Secret ---------------------------------------------------------------------

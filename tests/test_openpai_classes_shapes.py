@@ -1,8 +1,9 @@
 """Issue 30's last classes, each from cases written here: a list where upstream wants a mapping (and the reverse),
 the input limits that were policy, and names only JavaScript's Object prototype has.
 
-Upstream's behaviour for each case was read from the differential oracle (tests/openpai_oracle: the unchanged
-rest-server submission path), and for a taskRoles list from openpai-runtime's source (see test comments).
+Upstream's behaviour for each case rests on the facts read from upstream's code in ../shared/reference/openpai.md (the
+rest-server's schema, render and Framework conversion; for a taskRoles list, openpai-runtime's source, see the test
+comments) and on the rest-server's recorded answers, which tests/openpai_oracle compares with paictl job by job.
 """
 
 from __future__ import annotations
@@ -344,3 +345,42 @@ def test_the_body_sent_to_openpai_keeps_a_binary_value_binary():
     text = with_parameter("!!binary aGVsbG8=")
     document = load_located(text, "job.yaml")
     assert "  p: !!binary aGVsbG8=\n" in protocol_text(protocol_document(document.data)).decode()
+
+
+# --- issue 37: what upstream accepts and runs is accepted, with a warning -------------------------------------------
+
+@pytest.mark.parametrize("field", ["script", "data", "output"])
+@pytest.mark.parametrize("name", ["constructor", "toString", "__proto__"])
+def test_script_data_output_naming_a_prototype_member_run_as_upstream_runs_them(field, name):
+    """Upstream's `name in prerequisites[type]` finds Object.prototype's member; only dockerImage makes the pod's
+    image, so the job runs. `<% $script.uri %>` looks `uri` up on that member: undefined, so written back."""
+    text = one_role(role_extra=f"    {field}: {name}\n").replace(
+        "commands:", "commands:\n      - echo <% $" + field + ".uri %> done", 1)
+    assert set(verdicts(text).values()) == {True}
+    assert [d.code for d in validate_text(text, "job.yaml").diagnostics if d.code.startswith(("E", "W3"))] == ["W304"]
+    compiled = compile_job(text.encode(), target="framework", profile="openpai", name="job.yaml")
+    assert render_entrypoint(compiled.job, "worker").startswith(f"echo <% ${field}.uri %> done")
+
+
+def test_a_docker_image_naming_a_prototype_member_stays_refused():
+    text = one_role().replace("dockerImage: img", "dockerImage: constructor")
+    assert "E304" in codes(text)
+
+
+def test_secrets_as_an_unquoted_date_run_with_a_warning_that_never_shows_the_date():
+    text = one_role("parameters: {p: 1}\nsecrets: 2021-03-04\n")
+    assert set(verdicts(text).values()) == {True}
+    result = validate_text(text, "job.yaml")
+    assert [d.code for d in result.diagnostics] == ["W812"]
+    assert "2021" not in result.diagnostics[0].message and "2021" not in (result.diagnostics[0].source_line or "")
+
+
+@pytest.mark.parametrize("key, stored", [("{!!binary aGk=: v}", "hi"), ("{[a, b]: v}", "a,b"),
+                                         ("{? {x: 1} : v}", "[object Object]"), ("{0X1f: v}", "0X1f"),
+                                         ("{0x1F: v}", "31"), ("{.inf: v}", "Infinity")])
+def test_keys_js_yaml_stringifies_in_extras_are_accepted_as_it_stringifies_them(key, stored):
+    """A !!binary key crashed validate and compile (a Buffer reached the schema check); flow collections as keys were
+    refused. js-yaml makes each key a string; the job runs."""
+    text = one_role(f"extras: {key}\n")
+    assert set(verdicts(text).values()) == {True}
+    assert load_located(text, "job.yaml").data["extras"] == {stored: "v"}

@@ -53,7 +53,7 @@ class LocalBackend:
         self.pull = options.extra.get("pull") or "missing"
         self.pull_given = options.extra.get("pull") is not None
         self.report = options.extra.get("report")
-        from .containers import check_choices
+        from .choices import check_choices
 
         check_choices(self.runtime, self.pull)
 

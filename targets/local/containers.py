@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from paictl.compiler.exit_rules import Rule
-from paictl.errors import ClusterError, UsageError, display_url
+from paictl.errors import ClusterError, display_url
 
+from paictl.targets.local.choices import RUNTIMES, check_choices
 from paictl.targets.docker_runtime import ContainerSpec, Engine, EngineError, engine_address, gpu_devices, \
     run_argv
 from paictl.targets.framework.native import SCRIPT_NAME, SHELL, run_commands
@@ -47,8 +48,6 @@ from paictl.targets.framework.native import SCRIPT_NAME, SHELL, run_commands
 if TYPE_CHECKING:
     from paictl.protocol.loading import Document
 
-RUNTIMES = ("docker", "host")
-PULL_POLICIES = ("never", "missing", "always")
 LABEL_RUN, LABEL_JOB, LABEL_TASK = "paictl.run", "paictl.job", "paictl.task"
 #: Where OpenPAI mounts a job's secrets in every task container.
 SECRETS_MOUNT = "/usr/local/pai/secrets"
@@ -85,14 +84,6 @@ class Choice:
     def line(self) -> str:
         where = f"engine {display_url(self.engine.address.url)}" if self.engine is not None else self.reason
         return f"paictl: runtime {self.kind} ({where}; choose with --runtime {'|'.join(RUNTIMES)})"
-
-
-def check_choices(runtime: Optional[str], pull: Optional[str]) -> None:
-    """UsageError (2) for a --runtime or --pull that does not exist."""
-    if runtime is not None and runtime not in RUNTIMES:
-        raise UsageError(f"--runtime {runtime!r}: expected {' or '.join(RUNTIMES)}")
-    if pull is not None and pull not in PULL_POLICIES:
-        raise UsageError(f"--pull {pull!r}: expected {', '.join(PULL_POLICIES)}")
 
 
 def choose_runtime(requested: Optional[str]) -> Choice:

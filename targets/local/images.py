@@ -10,7 +10,8 @@ from typing import Any, Mapping, Optional
 from paictl.errors import ClusterError, display_url
 
 from paictl.targets.docker_runtime import Engine, EngineError
-from paictl.targets.local.containers import Report, check_choices
+from paictl.targets.local.choices import check_choices
+from paictl.targets.local.containers import Report
 
 
 def images(plan: Mapping[str, Any]) -> dict[str, list[str]]:

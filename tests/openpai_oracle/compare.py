@@ -1,5 +1,5 @@
-"""paictl's verdict, entrypoints and Framework for a job, set beside the oracle's, with the justified differences
-(justified.yaml) taken out."""
+"""paictl's verdict, entrypoints and Framework for a job, set beside upstream's recorded answer (upstream.py), with
+the justified differences (justified.yaml) taken out."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def upstream_view(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return json.loads(json.dumps(view))
 
 
-def oracle_view(body: dict[str, Any]) -> dict[str, Any]:
+def recorded_view(body: dict[str, Any]) -> dict[str, Any]:
     return {key: body.get(key) for key in ("frameworkRequest", "configSecretDef", "dockerSecretDef",
                                            "priorityClassDef")}
 
@@ -115,7 +115,7 @@ def _field_justified(difference: str) -> bool:
 
 
 def compare(text: str, upstream: dict[str, Any], ours: dict[str, Any]) -> list[str]:
-    """The unjustified differences between the oracle's answer and paictl's for one job ([] when they agree)."""
+    """The unjustified differences between upstream's answer and paictl's for one job ([] when they agree)."""
     if ours["verdict"] == "crashed":
         return [f"paictl crashed: {ours['error']}"]
     if upstream["verdict"] != "accepted":
@@ -130,7 +130,7 @@ def compare(text: str, upstream: dict[str, Any], ours: dict[str, Any]) -> list[s
         return []
     found = [f"entrypoint of {role}: upstream {_short(upstream['entrypoints'].get(role))}, paictl {_short(entry)}"
              for role, entry in ours["entrypoints"].items() if upstream["entrypoints"].get(role) != entry]
-    theirs, mine = oracle_view(upstream["body"]), upstream_view(ours["objects"])
+    theirs, mine = recorded_view(upstream["body"]), upstream_view(ours["objects"])
     for view in (theirs, mine):
         _parsed_secret(view["configSecretDef"])
     found += [d for d in differences(theirs, mine) if not _field_justified(d)]

@@ -7,6 +7,11 @@ as a mapping or a mapping as a list (taskRoles as a list of roles, prerequisites
 renamed to a name only JavaScript's Object prototype has (`__proto__`, `constructor`, `toString`, ...) wherever
 upstream builds objects from keys or looks names up while rendering. The result is
 written back as YAML text (PyYAML keeps a date unquoted, so js-yaml reads it as a Date again).
+
+`yaml_mutated_jobs` then changes how the text is written, not what the job says, or says it with YAML's own means:
+anchors, aliases and merge keys across sections, a second document, a duplicate key, CRLF line breaks, a BOM, tabs and
+white-space-only lines, scalars in every radix and case (`0X1f`, `.INF`, `~`, `y`, `off`, long strings), complex and
+tagged keys, deep flow nesting. Raw YAML is placed with markers the dump writes as plain words (`__RAW3__`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import yaml
 from hypothesis import strategies as st
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "openpai" / "valid"
+
 
 
 @lru_cache(maxsize=None)
@@ -179,3 +185,122 @@ def mutated_jobs(draw: st.DrawFn) -> tuple[str, str]:
         data = draw(mutate_once(data))
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
     return name, text
+
+
+# --- YAML-level operators -----------------------------------------------------------------------------------------
+
+#: Scalars as written, in every radix and case, and the YAML 1.1 words YAML 1.2 (and js-yaml) read as strings.
+RAW_SCALARS = st.sampled_from([
+    "0X1f", "0x1F", "0O17", "0o17", "0B11", "0b11", "017", "08", "1_000", "1:30", "+12", "-0", "-0.0", "1e3", "1E3",
+    ".inf", ".Inf", ".INF", "-.inf", ".iNf", ".nan", ".NaN", "~", "null", "Null", "NULL", "nUll", "true", "True",
+    "TRUE", "tRue", "y", "Y", "n", "yes", "No", "on", "OFF", "2020-01-01", "2020-01-01 12:30:00", "99999999999999999999",
+    "!!str 1", "!!int '7'", "!!float 1", "!!binary aGk=", "!!timestamp 2020-01-01", "'x' ", "x" * 2000,
+])
+#: Keys as written: complex (a flow list or mapping, stringified by js-yaml), tagged, and scalars that are no string.
+RAW_KEYS = st.sampled_from([
+    "[a, b]", "{x: 1}", "[1, ~, 2.0]", "!!binary aGk=", "!!str 1", "1.5", "~", "true", "0X1f", "0x1F", ".inf",
+    "2020-01-01", "'quoted'", '"a\\tb"', "[a, [b]]", "k" * 1100, "!!merge <<", "&k x", "y", "off",
+])
+#: Where raw values and keys go: sections whose values upstream passes on as written.
+FREE_FORM = [("extras",), ("parameters",), ("taskRoles", "*", "resourcePerInstance"), ("taskRoles", "*"),
+             ("taskRoles", "*", "commands")]
+
+
+def _free_form_places(data: Any) -> list[tuple[Any, ...]]:
+    return [p for p in _places(data) if any(_matches(p, pattern) for pattern in FREE_FORM)]
+
+
+@st.composite
+def yaml_mutated_jobs(draw: st.DrawFn) -> tuple[str, str]:
+    """(description, text) of a mutated corpus job whose text is then rewritten by one to three YAML operators."""
+    name, _ = draw(mutated_jobs())
+    jobs = corpus_jobs()
+    data = yaml.safe_load(dict(jobs)[name])
+    for _ in range(draw(st.integers(0, 2))):
+        data = draw(mutate_once(data))
+    raws: dict[str, str] = {}
+    operators = draw(st.lists(st.sampled_from(
+        ["scalar", "scalar", "key", "key", "anchor", "merge", "nesting", "duplicate", "document", "crlf", "bom",
+         "blank_lines", "date_comment"]), min_size=1, max_size=3))
+    for operator in operators:
+        if operator in ("scalar", "key", "anchor", "merge", "nesting"):
+            data = _data_operator(draw, operator, data, raws)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+    for marker, raw in raws.items():
+        text = text.replace(marker, raw)
+    for operator in sorted(operators, key=lambda o: o == "bom"):  # a byte-order mark opens the file
+        text = _text_operator(draw, operator, text)
+    return f"{name} + {'+'.join(operators)}", text
+
+
+def _marker(raws: dict[str, str], raw: str) -> str:
+    marker = f"__RAW{len(raws)}__"
+    raws[marker] = raw
+    return marker
+
+
+def _data_operator(draw: st.DrawFn, operator: str, data: Any, raws: dict[str, str]) -> Any:
+    places = _free_form_places(data) or _places(data)
+    if not places:
+        return data
+    path = draw(st.sampled_from(places))
+    parent, key = _parent(data, path), path[-1]
+    target = parent[key]
+    if operator == "scalar":
+        parent[key] = _marker(raws, draw(RAW_SCALARS))
+    elif operator == "key" and isinstance(target, dict):
+        target[_marker(raws, draw(RAW_KEYS))] = "v"
+    elif operator == "anchor":  # the same node under two keys: PyYAML writes an anchor and an alias
+        mappings = [p for p in _places(data) if isinstance(_parent(data, p)[p[-1]], (dict, list))
+                    and not _holds(_parent(data, p)[p[-1]], parent)]  # no node inside itself
+        if mappings:
+            source = draw(st.sampled_from(mappings))
+            parent[key] = _parent(data, source)[source[-1]]
+    elif operator == "merge" and isinstance(target, dict):  # `<<: *alias` of another mapping, across sections
+        mappings = [p for p in _places(data) if isinstance(_parent(data, p)[p[-1]], dict)
+                    and not _holds(_parent(data, p)[p[-1]], parent)]
+        if mappings:
+            source = draw(st.sampled_from(mappings))
+            merged = {_marker(raws, "<<"): _parent(data, source)[source[-1]]}
+            merged.update(target)
+            parent[key] = merged
+    elif operator == "nesting":
+        depth = draw(st.sampled_from([2, 20, 99, 101, 300, 1000, 1100]))
+        opening, closing = draw(st.sampled_from([("[", "]"), ("{a: ", "}")]))
+        parent[key] = _marker(raws, opening * depth + "x" + closing * depth)
+    return data
+
+
+def _holds(node: Any, wanted: Any) -> bool:
+    """Whether `wanted` (by identity) is `node` or inside it: sharing it there would make a cycle."""
+    pending, seen = [node], set()
+    while pending:
+        item = pending.pop()
+        if item is wanted:
+            return True
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        pending.extend(item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())
+    return False
+
+
+def _text_operator(draw: st.DrawFn, operator: str, text: str) -> str:
+    lines = text.split("\n")
+    if operator == "duplicate":  # a top-level line written twice (js-yaml and paictl refuse duplicate keys)
+        top = [line for line in lines if line and not line.startswith((" ", "-"))]
+        return text + draw(st.sampled_from(top)) + "\n" if top else text
+    if operator == "document":
+        return draw(st.sampled_from(["---\n" + text, text + "---\nname: second\n", text + "...\n",
+                                     "%YAML 1.2\n---\n" + text]))
+    if operator == "crlf":
+        return text.replace("\n", "\r\n")
+    if operator == "bom":
+        return "\ufeff" + text
+    if operator == "blank_lines":
+        at = draw(st.integers(1, max(1, len(lines) - 1)))
+        blank = draw(st.sampled_from(["", "  ", "\t", " \t ", "\t# note", "   # note"]))
+        return "\n".join(lines[:at] + [blank] + lines[at:])
+    if operator == "date_comment":  # sends the file down the located loader: the meaning must not change
+        return "# written 2020-01-01\n" + text
+    return text

@@ -1,12 +1,14 @@
-"""The `paictl` console script: `validate`, `compile`, `submit` and `marketplace validate` start without typer,
-everything else goes to the typer app.
+"""The `paictl` console script: `validate`, `compile`, `submit`, `marketplace validate`, `fix` and `lsp` start
+without typer, everything else goes to the typer app.
 
 `paictl validate` is the pre-commit and editor case, run once per commit or save, and `paictl compile job.yaml |
 kubectl apply -f -` a pipe or CI step per job: for both, start-up is most of the cost, and typer with every command
 module took longer to import than a job takes to check or compile. A command line that is plainly one of these
 commands with its own options (the forms below) runs the command's typer-free body (`validate_cmd.run_validate`,
 `compile_run.run_compile`, `submit_run.run_submit`) directly; `submit` is here because a local run of a short job
-is mostly start-up, and a run of many tasks cannot start its first task before it. Anything else (`--help`, a
+is mostly start-up, and a run of many tasks cannot start its first task before it; `fix` is `validate`'s pre-commit
+twin, and `lsp` starts with every editor (its own imports, pygls and lsprotocol, are most of its start-up: typer would
+add a fifth). Anything else (`--help`, a
 misspelt option, a missing argument, a value typer would refuse, shell completion) goes through typer, which owns
 every message about usage. Both paths print the same bytes and exit with the same codes (tests/test_cli_entry.py).
 """
@@ -22,7 +24,7 @@ class _Form:
     """The options of one command as typer declares them: flags, options taking one value, repeatable options."""
 
     def __init__(self, *, flags: dict[str, str], valued: dict[str, str], repeated: dict[str, str],
-                 choices: dict[str, tuple[str, ...]], defaults: dict, positional: str, one_positional: bool):
+                 choices: dict[str, tuple[str, ...]], defaults: dict, positional: str | None, one_positional: bool):
         self.flags, self.valued, self.repeated, self.choices = flags, valued, repeated, choices
         self.defaults, self.positional, self.one_positional = defaults, positional, one_positional
 
@@ -102,6 +104,8 @@ def _parse(form: _Form, args: Sequence[str]) -> dict | None:
                 options[form.repeated[name]].append(value)
             else:
                 options[form.valued[name]] = value
+    if form.positional is None:  # a command without arguments
+        return None if positionals else options
     if not positionals or (form.one_positional and len(positionals) != 1):
         return None
     if any(options[key] not in allowed for key, allowed in form.choices.items()):
@@ -167,8 +171,33 @@ def parse_marketplace_validate(args: Sequence[str]) -> dict | None:
     return _parse(_MARKETPLACE_VALIDATE, args[1:])
 
 
+_FIX = _Form(
+    flags={"--diff": "diff", "--unsafe-fixes": "unsafe_fixes", "--strict": "strict"},
+    valued={"--output": "output_format", "-o": "output_format", "--format": "output_format",
+            "--stdin-name": "stdin_name"},
+    repeated={}, choices={"output_format": ("text", "json")},
+    defaults={"diff": False, "unsafe_fixes": False, "strict": False, "output_format": "text",
+              "stdin_name": "<stdin>"},
+    positional="paths", one_positional=False)
+
+
+def parse_fix(args: Sequence[str]) -> dict | None:
+    """The options of `paictl fix ARGS`, or None when typer must decide."""
+    return _parse(_FIX, args)
+
+
+_LSP = _Form(flags={"--stdio": "stdio"}, valued={"--target": "target", "-t": "target", "--profile": "profile"},
+             repeated={}, choices={}, defaults={"stdio": True, "target": None, "profile": None}, positional=None,
+             one_positional=False)
+
+
+def parse_lsp(args: Sequence[str]) -> dict | None:
+    """The options of `paictl lsp ARGS`, or None when typer must decide."""
+    return _parse(_LSP, args)
+
+
 _PARSERS = {"validate": parse_validate, "compile": parse_compile, "submit": parse_submit,
-            "marketplace": parse_marketplace_validate}
+            "marketplace": parse_marketplace_validate, "fix": parse_fix, "lsp": parse_lsp}
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -307,6 +336,16 @@ def _run(command: str, options: dict) -> int:
             from .compile_run import run_compile
 
             status = run_compile(**options, echo=plain_echo)
+        elif command == "fix":
+            from .fix_cmd import run_fix
+
+            status = run_fix(options["paths"], diff=options["diff"], unsafe=options["unsafe_fixes"],
+                             json_output=options["output_format"] == "json", strict=options["strict"],
+                             stdin_name=options["stdin_name"], echo=plain_echo)
+        elif command == "lsp":
+            from .lsp_run import run_lsp
+
+            status = run_lsp(target=options["target"], profile=options["profile"], echo=plain_echo)
         else:
             from .submit_run import run_submit
 

@@ -104,7 +104,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
             from paictl.protocol.validate import ValidationResult
 
             results.append(ValidationResult(path=name, diagnostics=tuple(exc.diagnostics), data=None))
-            records.append({"file": name, "changed": False, "fixes": []})
+            records.append({"file": name, "changed": False, "fixes": [], "made_up": []})
             continue
         outcome = fix_text(text, name, _validate, unsafe=unsafe)
         changed = outcome.text != text
@@ -120,7 +120,7 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
                 echo(PassedOver(file, str(why)).line("not fixed"), err=True)
                 not_written += 1
                 results.append(_validate(text, name).summary())  # what remains is the file as it is
-                records.append({"file": name, "changed": False, "fixes": [], "written": False})
+                records.append({"file": name, "changed": False, "fixes": [], "made_up": [], "written": False})
                 continue
             except OSError as exc:
                 io_errors.append(f"{file}: cannot write the fixed file: {exc.strerror or exc}")
@@ -129,7 +129,8 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
             echo(text, nl=False)
         fixed_total += len(outcome.applied)
         changed_files += changed
-        results.append(_validate(outcome.text, name).summary())
+        verdict = outcome.result if outcome.result is not None else _validate(outcome.text, name)
+        results.append(verdict.summary())
         records.append({"file": name, "changed": changed, "fixes": [
             {"code": f.diagnostic.code, "line": f.diagnostic.line, "column": f.diagnostic.column, "title": f.title}
             for f in outcome.applied], "made_up": made_up_values(outcome.applied)})

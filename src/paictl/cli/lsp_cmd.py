@@ -7,10 +7,6 @@ from typing import List, Optional
 
 import typer
 
-#: `paictl lsp` without pygls installed (it is the optional `lsp` extra): one line on standard error, this status.
-EXIT_LSP_UNAVAILABLE = 2
-
-
 def lsp_command(
     stdio: bool = typer.Option(True, "--stdio", help="Talk LSP over standard input and output (the only transport; "
                                                      "accepted because editors pass it)."),
@@ -25,16 +21,11 @@ def lsp_command(
     Exit status: 0 after the client's shutdown and exit requests; 1 on exit without shutdown, or when the client
     closes either stream first; 2 if pygls (`pip install 'paictl[lsp]'`) is missing.
     """
-    del stdio
-    try:
-        import pygls  # noqa: F401
-    except ImportError:
-        typer.echo("paictl: error: `paictl lsp` needs pygls: pip install 'paictl[lsp]'", err=True)
-        raise typer.Exit(EXIT_LSP_UNAVAILABLE) from None
-    from paictl.lsp.analysis import Settings
-    from paictl.lsp.server import serve
+    from .lsp_run import run_lsp
 
-    raise typer.Exit(serve(Settings(target=target, profile=profile)))
+    del stdio
+    raise typer.Exit(run_lsp(target=target, profile=profile, echo=typer.echo))
+
 
 
 def fix_command(

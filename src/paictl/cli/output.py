@@ -13,10 +13,11 @@ import sys
 _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 
 
-def plain_echo(message: str, err: bool = False) -> None:
-    """`typer.echo` for a str, byte for byte: a newline added, ANSI codes stripped unless on a terminal, flushed."""
+def plain_echo(message: str, err: bool = False, nl: bool = True) -> None:
+    """`typer.echo` for a str, byte for byte: a newline added (unless `nl` is false), ANSI codes stripped unless on a
+    terminal, flushed."""
     stream = sys.stderr if err else sys.stdout
-    text = message + "\n"
+    text = message + "\n" if nl else message
     try:
         terminal = stream.isatty()
     except Exception:  # noqa: BLE001 - click treats any failure as "not a terminal"
