@@ -127,8 +127,9 @@ def test_follow_fetches_only_new_bytes_and_survives_rotation_truncation_and_a_re
     def numbered(first: int, last: int) -> str:
         return "".join(f"line {n}\n" for n in range(first, last + 1))
 
-    def moves():  # each once the follower has polled since the last (its polls are the log-manager's requests)
-        after_reads(manager, 1)
+    def moves():  # each once the follower has polled since the last (its polls are the log-manager's requests;
+        # a request is counted as it arrives, so the second one says the first, the whole log, was answered)
+        after_reads(manager, 2)
         with pai_user.server.lock:
             double.write_log("worker", 0, numbered(51, 60))
             manager.rotate("alice", double.framework, "worker", pod_of(double))
@@ -206,3 +207,34 @@ def test_the_log_manager_stand_in_serves_range_as_nginx(pai_user, header, expect
                       headers={"Range": header})
     assert (reply.status_code, reply.content, reply.headers.get("Content-Range")) == expected
     assert reply.headers["Accept-Ranges"] == "bytes"
+
+
+def test_follow_without_range_support_skips_what_was_shown(pai_user):
+    """A log server that ignores Range (200, the whole file): the bytes already shown are skipped as they stream
+    past, and a truncation is still noticed."""
+    job = submitted(pai_user, "norange", instances=1)
+    double = pai_user.job(job)
+    manager = pai_user.server.log_manager
+    manager.ranges = False
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log="".join(f"row {n}\n" for n in range(1, 21)))
+
+    def moves():
+        after_reads(manager, 2)
+        with pai_user.server.lock:
+            double.write_log("worker", 0, "".join(f"row {n}\n" for n in range(21, 31)))
+        after_reads(manager, 3)
+        with pai_user.server.lock:
+            manager.truncate("alice", double.framework, "worker", pod_of(double),
+                             text="".join(f"row {n}\n" for n in range(31, 36)))
+        after_reads(manager, 3)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    thread = threading.Thread(target=moves, daemon=True)
+    thread.start()
+    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
+    thread.join(30)
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 36)], followed.stderr
+    assert followed.stderr.count("was replaced") == 1
