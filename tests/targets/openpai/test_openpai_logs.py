@@ -238,3 +238,45 @@ def test_follow_without_range_support_skips_what_was_shown(pai_user):
     assert followed.returncode == 0, followed.stderr
     assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 36)], followed.stderr
     assert followed.stderr.count("was replaced") == 1
+
+
+def test_previous_job_attempt_without_job_history_says_why(hived_user):
+    """JOB_HISTORY=false (the HiveD server of the recordings): the server keeps no earlier job attempt."""
+    job = submitted(hived_user, "nohist", instances=1)
+    double = hived_user.job(job)
+    with hived_user.server.lock:
+        double.fc_run("worker", 0, log="attempt zero\n")
+        double.fc_fail("worker", 0, 137, retry=True)
+        double.fc_run("worker", 0, log="attempt one\n")
+    latest = hived_user.paictl("logs", job, "--target", "openpai")
+    assert latest.returncode == 0 and latest.stdout.splitlines() == ["attempt one"], latest.stderr
+    previous = hived_user.paictl("logs", job, "-p", "--target", "openpai")
+    assert previous.returncode == 3 and previous.stdout == ""
+    assert previous.stderr.count("\n") == 1 and "job history is off" in previous.stderr, previous.stderr
+
+
+def test_follow_through_a_task_retry_shows_the_old_attempt_to_its_end_then_the_new(pai_user):
+    job = submitted(pai_user, "tfollow", instances=1)
+    double = pai_user.job(job)
+    manager = pai_user.server.log_manager
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log="".join(f"row {n}\n" for n in range(1, 11)))
+
+    def moves():
+        after_reads(manager, 2)
+        with pai_user.server.lock:  # the last lines of task attempt 0 land just before it fails and is retried
+            double.write_log("worker", 0, "".join(f"row {n}\n" for n in range(11, 16)))
+            double.fc_retry_task("worker", 0, 1)
+            double.write_log("worker", 0, "".join(f"row {n}\n" for n in range(16, 21)))
+        after_reads(manager, 4)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    thread = threading.Thread(target=moves, daemon=True)
+    thread.start()
+    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
+    thread.join(30)
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 21)], followed.stderr
+    notes = followed.stderr.splitlines()
+    assert notes[0].startswith("logs of attempt 0.0") and notes[1].startswith("logs of attempt 0.1"), notes
