@@ -184,7 +184,7 @@ class _Handler(LoopbackHandler):
         elif self.owner.ranges and self.headers.get("Range"):
             wanted = byte_range(self.headers["Range"], size)
             if wanted == "unsatisfiable":
-                return self._send(416, b"", "text/html", {"Content-Range": f"bytes */{size}"})
+                return self._send(416, b"", "text/html", {"Content-Range": f"bytes */{size}", "Accept-Ranges": "bytes"})
             if wanted is not None:
                 start, end, status = wanted[0], wanted[1] + 1, 206
                 headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"

@@ -32,6 +32,16 @@ def after_reads(manager, more: int, timeout: float = 30) -> None:
         time.sleep(0.01)
 
 
+def follow_while(pai_user, job: str, moves):
+    """`paictl logs JOB --follow` while `moves` (FrameworkController's, the task's) run in a thread; it succeeded."""
+    thread = threading.Thread(target=moves, daemon=True)
+    thread.start()
+    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
+    thread.join(30)
+    assert followed.returncode == 0, followed.stderr
+    return followed
+
+
 def test_a_task_retried_inside_its_job_attempt_has_every_attempt_readable(pai_user):
     """taskRetryCount with gang off (examples/retry-without-gang.yaml; recordings/openpai task-retried.jsonl): the
     task's attempt 0 failed and attempt 1 runs, both in job attempt 0."""
@@ -148,11 +158,7 @@ def test_follow_fetches_only_new_bytes_and_survives_rotation_truncation_and_a_re
         with pai_user.server.lock:
             double.fc_succeed()
 
-    thread = threading.Thread(target=moves, daemon=True)
-    thread.start()
-    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
-    thread.join(30)
-    assert followed.returncode == 0, followed.stderr
+    followed = follow_while(pai_user, job, moves)
     assert followed.stdout.splitlines() == [f"line {n}" for n in range(1, 101)], followed.stderr
     assert followed.stderr.count("was replaced") == 2, followed.stderr
     assert "logs of attempt 1.0" in followed.stderr
@@ -178,11 +184,7 @@ def test_follow_of_a_growing_log_fetches_about_its_size(pai_user):
             double.fc_succeed()
 
     before = manager.sent
-    thread = threading.Thread(target=grow, daemon=True)
-    thread.start()
-    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
-    thread.join(30)
-    assert followed.returncode == 0, followed.stderr
+    followed = follow_while(pai_user, job, grow)
     assert followed.stdout == block * 6
     assert manager.sent - before < 1.2 * len(block) * 6, (manager.sent - before, len(block) * 6)
 
@@ -231,11 +233,7 @@ def test_follow_without_range_support_skips_what_was_shown(pai_user):
         with pai_user.server.lock:
             double.fc_succeed()
 
-    thread = threading.Thread(target=moves, daemon=True)
-    thread.start()
-    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
-    thread.join(30)
-    assert followed.returncode == 0, followed.stderr
+    followed = follow_while(pai_user, job, moves)
     assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 36)], followed.stderr
     assert followed.stderr.count("was replaced") == 1
 
@@ -272,11 +270,7 @@ def test_follow_through_a_task_retry_shows_the_old_attempt_to_its_end_then_the_n
         with pai_user.server.lock:
             double.fc_succeed()
 
-    thread = threading.Thread(target=moves, daemon=True)
-    thread.start()
-    followed = pai_user.paictl("logs", job, "--target", "openpai", "--follow", timeout=60)
-    thread.join(30)
-    assert followed.returncode == 0, followed.stderr
+    followed = follow_while(pai_user, job, moves)
     assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 21)], followed.stderr
     notes = followed.stderr.splitlines()
     assert notes[0].startswith("logs of attempt 0.0") and notes[1].startswith("logs of attempt 0.1"), notes
