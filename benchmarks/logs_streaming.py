@@ -108,7 +108,8 @@ def main() -> int:
         link = f"http://127.0.0.1:{manager.port}/api/v1/logs/user.pai.all{query}"
         paictl_rss, curl_rss, paictl_s, curl_s = [], [], [], []
         for _ in range(args.rounds):
-            rss, seconds = child_rss([sys.executable, "-m", "paictl", "logs", "big", "--target", "openpai"], env, Path(scratch))
+            rss, seconds = child_rss([sys.executable, "-m", "paictl", "logs", "big", "--target", "openpai"], env,
+                                     Path(scratch))
             paictl_rss.append(rss)
             paictl_s.append(seconds)
             rss, seconds = child_rss([curl, "-sS", link], env, Path(scratch))

@@ -191,7 +191,8 @@ def test_follow_of_a_growing_log_fetches_about_its_size(pai_user):
 
 @pytest.mark.parametrize("header, expected", [
     ("bytes=2-", (206, b"cdef", "bytes 2-5/6")), ("bytes=1-2", (206, b"bc", "bytes 1-2/6")),
-    ("bytes=-2", (206, b"ef", "bytes 4-5/6")), ("bytes=6-", (416, b"", "bytes */6")), ("bytes=9-", (416, b"", "bytes */6")),
+    ("bytes=-2", (206, b"ef", "bytes 4-5/6")), ("bytes=6-", (416, b"", "bytes */6")),
+    ("bytes=9-", (416, b"", "bytes */6")),
     ("bytes=3-1", (200, b"abcdef", None)), ("items=1-2", (200, b"abcdef", None))])
 def test_the_log_manager_stand_in_serves_range_as_nginx(pai_user, header, expected):
     import httpx
