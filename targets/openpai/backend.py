@@ -426,7 +426,7 @@ class OpenPaiBackend:
             cursor = cursors[key] = LogCursor(by_name[chosen], file=chosen)
         what = f"{cursor.file} log of {label}"
         try:
-            for line in read_new(self.client.open_link, cursor, what=what):
+            for line in self._read_new(name, key, cursor, what=what):
                 yield self._line(role, index, line)
         except Replaced:
             for line in rotated_rest(self.client.open_link, cursor, what=what):
@@ -448,6 +448,23 @@ class OpenPaiBackend:
         if done:
             for line in cursor.rest():
                 yield self._line(role, index, line)
+
+    def _read_new(self, name: str, key: tuple[int, str, int, int], cursor: Any, *, what: str) -> Iterator[bytes]:
+        """`logstream.read_new`, with the link asked anew once when the log-manager refuses it (401/403: the
+        log-manager token in the link expired during a long follow). Every request of a read comes before its
+        first line, so nothing was shown when the refusal comes, and the cursor is where it was."""
+        from .logstream import read_new
+
+        try:
+            yield from read_new(self.client.open_link, cursor, what=what)
+        except ClusterError as error:
+            if getattr(error, "status", None) not in (401, 403):
+                raise
+            fresh = (self._locations(name, key) or {}).get(cursor.file)
+            if fresh is None:
+                raise
+            cursor.link = fresh
+            yield from read_new(self.client.open_link, cursor, what=what)
 
     @staticmethod
     def _line(role: str, index: int, data: bytes) -> LogLine:

@@ -275,3 +275,28 @@ def test_follow_through_a_task_retry_shows_the_old_attempt_to_its_end_then_the_n
     assert followed.stdout.splitlines() == [f"row {n}" for n in range(1, 21)], followed.stderr
     notes = followed.stderr.splitlines()
     assert notes[0].startswith("logs of attempt 0.0") and notes[1].startswith("logs of attempt 0.1"), notes
+
+
+def test_a_long_follow_outlives_the_log_manager_token_in_its_link(pai_user):
+    """The link's log-manager token expires (here after 1 s): the follower asks the REST server for a new link and
+    goes on where it was."""
+    job = submitted(pai_user, "longfollow", instances=1)
+    double = pai_user.job(job)
+    manager = pai_user.server.log_manager
+    manager.token_seconds = 1
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log="before\n")
+
+    def moves():
+        after_reads(manager, 2)
+        time.sleep(2.2)
+        with pai_user.server.lock:
+            double.write_log("worker", 0, "after\n")
+        after_reads(manager, 4)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    followed = follow_while(pai_user, job, moves)
+    assert followed.stdout.splitlines() == ["before", "after"], followed.stderr
+    refused = [r for r in manager.requests if "/api/v1/logs/" in r[1]]
+    assert len({path.split("token=")[1].split("&")[0] for _, path, _ in refused}) > 1  # a new link was used
