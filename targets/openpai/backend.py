@@ -380,14 +380,17 @@ class OpenPaiBackend:
             job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
             tasks = self._select_tasks(detail, role, index)
 
-    def _locations(self, name: str, key: tuple[int, str, int, int]) -> Optional[dict[str, str]]:
-        """The log files of a task attempt by name (all, stdout, stderr), or None when the server has none."""
+    def _locations(self, name: str, key: tuple[int, str, int, int],
+                   tail: bool = False) -> Optional[dict[str, str]]:
+        """The log files of a task attempt by name (all, stdout, stderr), or None when the server has none. With
+        `tail`, links to the last 16 KB of each (the server adds `tail-mode=true` to them: recordings/openpai
+        logs.jsonl)."""
         job_attempt, role, index, task_attempt = key
         path = (f"{self._job_path(name)}/attempts/{job_attempt}/taskRoles/{quote(role, safe='')}/taskIndex/"
                 f"{index}/attempts/{task_attempt}/logs")
         try:
-            locations = (self.client.get(path, what=f"log locations of {role}-{index}").body or {}) \
-                .get("locations") or []
+            locations = (self.client.get(path, params={"tail-mode": "true"} if tail else None,
+                                         what=f"log locations of {role}-{index}").body or {}).get("locations") or []
         except NotFoundError:  # NoTaskLogError: no such task attempt, or its node keeps no log for it
             return None
         return {str(item.get("name")): str(item.get("uri")) for item in locations if isinstance(item, dict)}
@@ -495,8 +498,33 @@ class OpenPaiBackend:
             return None
         role, index = view.triggered_by
         try:
-            lines = collections.deque((line.text for line in self.logs(view.name, role=role, index=index).lines
-                                       if line.stream == "out"), maxlen=EXCERPT_LINES)
+            lines = self._log_tail(view.name, role, index)
         except PaictlError:
             return None
-        return FailureExcerpt(label=f"{role}-{index} ({self._where()})", lines=tuple(lines))
+        return FailureExcerpt(label=f"{role}-{index} ({self._where()})", lines=lines) if lines else None
+
+    def _log_tail(self, name: str, role: str, index: int) -> tuple[str, ...]:
+        """The last lines of a task's latest log, from the log-manager's tail mode (its last 16 KB: a failure's
+        traceback is at the end, and the log may be gigabytes); the first line is dropped when the tail cut it."""
+        from .logstream import TAIL_BYTES, LogCursor
+
+        detail = self._detail(name)
+        tasks = self._select_tasks(detail, role, index)
+        if not tasks:
+            return ()
+        task = tasks[0][1]
+        key = (int((detail.get("jobStatus") or {}).get("attemptId") or 0), role, index,
+               int(task.get("attemptId") or 0))
+        by_name = self._locations(name, key, tail=True) or {}
+        chosen = next((n for n in LOG_PREFERENCE if n in by_name), None)
+        if chosen is None:
+            return ()
+        cursor = LogCursor(by_name[chosen], file=chosen)
+        lines: collections.deque = collections.deque(maxlen=EXCERPT_LINES + 1)
+        with self.client.open_link(cursor.link, what=f"{chosen} log of {role}-{index}") as response:
+            for chunk in response.iter_bytes():
+                lines.extend(cursor.lines(chunk))
+        lines.extend(cursor.rest())
+        if cursor.offset >= TAIL_BYTES and len(lines) > EXCERPT_LINES:
+            lines.popleft()
+        return tuple(self._line(role, index, line).text for line in list(lines)[-EXCERPT_LINES:])

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from paictl.errors import NotFoundError
 
 HEAD_BYTES = 64
+TAIL_BYTES = 16384   # what the log-manager's tail mode serves: a log's last 16 KB
 MAX_LINE = 1 << 20
 CHUNK = 64 * 1024
 _TOTAL = re.compile(r"/\s*(\d+)\s*$")

@@ -300,3 +300,22 @@ def test_a_long_follow_outlives_the_log_manager_token_in_its_link(pai_user):
     assert followed.stdout.splitlines() == ["before", "after"], followed.stderr
     refused = [r for r in manager.requests if "/api/v1/logs/" in r[1]]
     assert len({path.split("token=")[1].split("&")[0] for _, path, _ in refused}) > 1  # a new link was used
+
+
+def test_a_failure_excerpt_reads_only_the_log_s_tail(pai_user):
+    """`status` of a failed job shows the deciding task's last lines from the log-manager's tail mode (16 KB),
+    not the whole log."""
+    job = submitted(pai_user, "bigfail", instances=1)
+    double = pai_user.job(job)
+    manager = pai_user.server.log_manager
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log="".join(f"progress {n:06d} {'.' * 50}\n" for n in range(5000)))
+        double.write_log("worker", 0, "Traceback (most recent call last):\nValueError: the last line\n")
+        double.fc_fail("worker", 0, 1)
+    before = manager.sent
+    shown = pai_user.paictl("status", job, "--target", "openpai")
+    assert shown.returncode == 0, shown.stderr
+    assert "ValueError: the last line" in shown.stdout and "progress 004990" in shown.stdout
+    assert "progress 000000" not in shown.stdout
+    assert manager.sent - before <= 16384
+    assert any("tail-mode=true" in path for _, path, _ in manager.requests)
