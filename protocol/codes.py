@@ -123,6 +123,12 @@ CODES: dict[str, tuple[Severity, str]] = {
     "W902": (W, "JobSet: OpenPAI's \"every task finished, so the job succeeded\" fallback has no JobSet equivalent"),
     "W903": (W, "JobSet: gang allocation needs a cluster add-on (Kueue); the profile names no queue"),
     "W904": (W, "JobSet: HiveD scheduling (extras.hivedScheduler: SKU types, pinned cells, priority) has no JobSet equivalent"),
+    # Sweep search spaces (paictl sweep --space; NNI's search-space format)
+    "E851": (E, "search space: a parameter the job does not define"),
+    "W852": (W, "search space: a parameter the job's commands never use (every trial runs the same commands)"),
+    "E853": (E, "search space: a value whose type does not fit the job's default for that parameter"),
+    "E854": (E, "search space: a distribution that samples nothing (low not below high, q or sigma not above 0, a log scale from 0 or below)"),
+    "E855": (E, "search space: a type the chosen strategy cannot use (grid takes choice, randint and quantized types only)"),
 }
 
 

@@ -383,4 +383,26 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W904": ("JobSet: HiveD scheduling (SKU types, pinned cells, priority) has no JobSet equivalent and is ignored.",
              "extras:\n  hivedScheduler: {...}",
              "use the framework target on a HiveD cluster, or drop hivedScheduler"),
+    "E851": ("A search space varies parameters of the job: each of its keys must be one of the job's `parameters`, "
+             "or the sweep would change nothing the job reads.",
+             "job: parameters: {lr: 0.01}\nspace: {\"learning_rate\": {\"_type\": \"choice\", \"_value\": [0.1]}}",
+             "rename the key to the job's parameter (the hint names the closest one), or add the parameter to the job"),
+    "W852": ("The parameter exists, but no task role's commands (with their deployment's pre- and post-commands) "
+             "use `<% $parameters.NAME %>`: every trial would run the same commands.",
+             "parameters: {lr: 0.01}\ncommands: [python train.py]",
+             "use `<% $parameters.NAME %>` in the commands, or drop the parameter from the space"),
+    "E853": ("A value the space gives a parameter is not of the kind the job's default is (a number, a string, a "
+             "boolean, a list or a mapping): a number where the job has a string or a boolean, a string where it "
+             "has a number. Integers and reals are one kind, as in JavaScript.",
+             "parameters: {optimizer: adam}\nspace: {\"optimizer\": {\"_type\": \"randint\", \"_value\": [1, 3]}}",
+             "use choice with values of the default's kind (randint or integer-quantized types for an integer), or "
+             "change the job's default"),
+    "E854": ("A distribution that cannot be sampled as NNI defines it: randint and uniform need lower < upper, the "
+             "log-uniform types a lower bound above 0, the quantized types q > 0, the normal types sigma > 0.",
+             "{\"lr\": {\"_type\": \"loguniform\", \"_value\": [0, 0.1]}}",
+             "fix the bounds as the message says"),
+    "E855": ("A grid enumerates every value of every parameter: it can take choice, randint and the bounded "
+             "quantized types (quniform, qloguniform), not a continuous or unbounded distribution.",
+             "--strategy grid with {\"lr\": {\"_type\": \"loguniform\", \"_value\": [1e-4, 0.1]}}",
+             "use --strategy random (with --max-trials), or a quantized type such as qloguniform"),
 }

@@ -128,6 +128,10 @@ def compile_cases(tmp_path):
         (["compile", "examples/grass-hello.yaml", "--target", "grass", "--cluster", "no/such/cluster.yaml"], b""),
         (["compile", str(warned)], b""),
         (["compile", str(warned), "--strict"], b""),
+        (["compile", "examples/parameter-server.yaml", "--space", "examples/sweep-grid.json", "-t", "openpai"], b""),
+        (["compile", "examples/parameter-server.yaml", "--space", "examples/sweep-random.json", "--strategy",
+          "random", "--seed", "7", "--max-trials", "3"], b""),
+        (["compile", "examples/parameter-server.yaml", "--space", "epochs=1,2", "--space", "nope=1"], b""),
     ]
 
 

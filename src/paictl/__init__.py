@@ -10,6 +10,7 @@ The Python API (the CLI is a thin layer over the same calls, and raises the same
     backend = paictl.open_backend("local")          # or "framework", "mars", ... (see paictl.targets.RUNS_ON)
     submission = backend.submit(compiled)
     final = list(backend.watch(submission.name))[-1]  # JobView snapshots, the last one final
+    trials = paictl.sweep("job.yaml", "space.json", backend="local", parallel=2)  # .trials: handles; .run()
 
 Every error is a `paictl.PaictlError` whose `exit_code` is what the CLI would exit with.
 
@@ -27,6 +28,7 @@ _API = {
     "compile_job": ("paictl.targets.compiled", "compile_job"),
     "CompiledJob": ("paictl.targets.compiled", "CompiledJob"),
     "open_backend": ("paictl.targets", "open_backend"),
+    "sweep": ("paictl.targets.sweep.handles", "sweep"),
     "BackendOptions": ("paictl.targets.backend", "BackendOptions"),
     "Backend": ("paictl.targets.backend", "Backend"),
     "JobView": ("paictl.targets.states", "JobView"),

@@ -190,8 +190,16 @@ class GrassBackend:
         return decision
 
     def view(self, job: dict[str, Any], containers: Optional[dict[str, dict[str, Any]]] = None,
-             nodes: Optional[dict[str, dict[str, Any]]] = None) -> JobView:
+             nodes: Optional[dict[str, dict[str, Any]]] = None, *, listed: bool = False,
+             submitted: Optional[str] = None) -> JobView:
+        """`listed`: the view is a listing's row, which carries the job's AGE (`created`): when paictl submitted it
+        (`submitted`), else, for a job MARO's own client submitted, when its first container started."""
         decision = self.decision(job, nodes=nodes, containers=containers)
+        created = None
+        if listed:
+            starts = sorted(fact.started[:19] for fact in decision.latest.values()
+                            if fact.started[:4].isdigit() and not fact.started.startswith("0001"))
+            created = submitted or (starts[0] + "Z" if starts else None)
         tasks = []
         for task in decision.tasks:
             fact = decision.latest.get((task.role, task.index))
@@ -204,7 +212,8 @@ class GrassBackend:
             message = f"{message} ({diagnosis})" if diagnosis else message
         return JobView(name=job["name"], state=decision.state, tasks=tuple(tasks),
                        completion_code=decision.code if decision.state.is_final else None,
-                       message=message or decision.state.value, triggered_by=decision.trigger, where=self.where)
+                       message=message or decision.state.value, triggered_by=decision.trigger, where=self.where,
+                       created=created)
 
     def _diagnosis(self, container: str, node: str, exit_code: int) -> Optional[str]:
         if container not in self._diagnoses:
@@ -332,7 +341,9 @@ class GrassBackend:
 
     def list(self) -> list[JobView]:
         containers, nodes = self.records.containers(), self.records.nodes()
-        return [self.view(job, containers, nodes) for _, job in sorted(self.records.jobs().items())]
+        submitted = self.records.submitted()
+        return [self.view(job, containers, nodes, listed=True, submitted=submitted.get(job["id"]))
+                for _, job in sorted(self.records.jobs().items())]
 
     @property
     def skipped_records(self) -> list[str]:

@@ -36,6 +36,8 @@ EXITS = "paictl:job:{job_id}:exits"
 REFUSALS = "paictl:job:{job_id}:refusals"
 HOSTS = "paictl:job:{job_id}:hosts"
 STOPS = "paictl:stops"
+#: job id -> when it was submitted through paictl (RFC 3339, UTC, the master's clock): MARO's records keep no time.
+SUBMITTED = "paictl:submitted"
 VERDICTS = "paictl:verdicts"
 #: Bounds on what a record may claim (a record is shared state anybody on the cluster network can write).
 MAX_INSTANCES = 100_000
@@ -169,6 +171,12 @@ def node_problem(node: Any) -> Optional[str]:
     return None
 
 
+def _rfc3339(seconds: Any) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def refusal_problem(record: Any) -> Optional[str]:
     if not isinstance(record, dict):
         return "not a JSON object"
@@ -289,9 +297,11 @@ class Records:
         import redis
 
         try:
+            seconds, _ = self.redis.time()
             pipe = self.redis.pipeline(transaction=True)
             pipe.hset(JOBS, job["name"], json.dumps(job))
             pipe.rpush(PENDING, job["name"])
+            pipe.hset(SUBMITTED, job["id"], _rfc3339(seconds))
             pipe.execute()
         except redis.RedisError as exc:
             raise ClusterError(f"grass master {self.cluster.redis_address}: redis: {exc}") from None
@@ -381,6 +391,13 @@ class Records:
         runtime = self._call("hgetall", f"job:{job['id']}:runtime_details")
         counts = self._call("hgetall", f"job:{job['id']}:component_id_to_restart_times") if runtime else {}
         return rejoin(job, runtime, counts)
+
+    def submitted(self, job_ids: Optional[list[str]] = None) -> dict[str, str]:
+        """job id -> when paictl submitted it (RFC 3339); all of them without `job_ids`."""
+        if job_ids is None:
+            return self._call("hgetall", SUBMITTED)
+        values = self._call("hmget", SUBMITTED, job_ids) if job_ids else []
+        return {job_id: value for job_id, value in zip(job_ids, values) if isinstance(value, str)}
 
     def stopped_at(self, job_id: str) -> Optional[float]:
         text = self._call("hget", STOPS, job_id)

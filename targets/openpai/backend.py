@@ -257,17 +257,19 @@ class OpenPaiBackend:
         """Every job of the user, page by page: without `limit` the server answers its first 5,000 rows and nothing
         in the answer says more exist (recordings/openpai job-list-5012), so paictl asks for pages until a short
         one."""
+        every_user = bool(self.options.extra.get("all_namespaces"))  # -A: every user's jobs the server shows
         rows: list[Any] = []
         while True:
-            page = self.client.get("/api/v2/jobs", params={"username": self.user, "offset": len(rows),
-                                                           "limit": LIST_PAGE}, what="list jobs").body
+            params = {**({} if every_user else {"username": self.user}), "offset": len(rows), "limit": LIST_PAGE,
+                      "order": "submissionTime,DESC"}  # a stable order, so pages neither skip nor repeat a job
+            page = self.client.get("/api/v2/jobs", params=params, what="list jobs").body
             if isinstance(page, dict):  # withTotalCount form
                 page = page.get("data") or []
             page = page if isinstance(page, list) else []
             rows += page
             if len(page) < LIST_PAGE:
                 break
-        return [summary_view(row, where=self._where(row.get("virtualCluster"))) for row in rows
+        return [summary_view(row, where=self._where(row.get("virtualCluster")), owner=every_user) for row in rows
                 if isinstance(row, dict)]
 
     def stop(self, name: str) -> StopResult:

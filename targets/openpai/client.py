@@ -167,6 +167,10 @@ class OpenPaiClient:
         return self._send("POST", path, content=content, idempotent=False, what=what, auth=auth,
                           headers={"Content-Type": content_type})
 
+    def delete(self, path: str, *, what: str = "") -> Reply:
+        """DELETE (a token's revocation): idempotent, so retried like a GET."""
+        return self._send("DELETE", path, idempotent=True, what=what)
+
     def get_link(self, link: str, *, what: str = "") -> Reply:
         """GET a link the server handed out (a log location), resolved by `resolve_link`. The bearer token goes
         along only when the link lies under the REST server's own address."""

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from paictl.errors import ClusterError, InputError, UsageError
+from paictl.errors import ClusterError, InputError, PaictlError, UsageError
 
 KEYRING_SERVICE = "paictl-openpai"
 ALIAS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -270,15 +270,25 @@ def resolve_token(entry: ClusterEntry) -> str:
                      f"`paictl openpai add {entry.alias} ... --token-env VAR`")
 
 
+_NO_KEYRING = ("no OS keyring is available to keep the token (pip install keyring); pass --store-plaintext to keep it "
+               "in the clusters file (mode 0600), or create an application token in the web portal and use "
+               "--token-env VAR")
+
+
+def check_token_storage(*, plaintext: bool) -> None:
+    """UsageError when a token could not be kept: asked before logging in, since every login makes a token on the
+    server, and one nobody can keep would be left there."""
+    if not plaintext and keyring_module() is None:
+        raise UsageError(_NO_KEYRING)
+
+
 def store_token(entry: ClusterEntry, token: str, *, plaintext: bool) -> ClusterEntry:
     """Keep a token from `login`: in the OS keyring, or in the file when the user asked for plaintext."""
     if plaintext:
         return dataclasses.replace(entry, token_env=None, token_store="plaintext", token=token)
     keyring = keyring_module()
     if keyring is None:
-        raise UsageError("no OS keyring is available to keep the token (pip install keyring); pass "
-                         "--store-plaintext to keep it in the clusters file (mode 0600), or create an application "
-                         "token in the web portal and use --token-env VAR")
+        raise UsageError(_NO_KEYRING)
     try:
         keyring.set_password(KEYRING_SERVICE, entry.alias, token)
     except Exception as exc:
@@ -320,6 +330,24 @@ def basic_login(entry: ClusterEntry, password: str, expiration: Optional[int] = 
     if not body.get("token"):
         raise ClusterError(f"OpenPAI {entry.alias}: the login answer has no token")
     return str(body.get("user") or entry.user), str(body["token"])
+
+
+def revoke_token(entry: ClusterEntry, token: str) -> bool:
+    """`DELETE /api/v2/tokens/<token>` with the token itself: a login token that could not be kept is not left on
+    the server. Best effort: False when the server did not take it (the caller says so)."""
+    from urllib.parse import quote
+
+    from .client import OpenPaiClient
+
+    client = OpenPaiClient(url=entry.url, token=token, alias=entry.alias, attempts=1)
+    client.redact.add(token)
+    try:
+        client.delete(f"/api/v2/tokens/{quote(token, safe='')}", what="revoke the new token")
+    except PaictlError:
+        return False
+    finally:
+        client.close()
+    return True
 
 
 def check_token(entry: ClusterEntry) -> Optional[str]:

@@ -35,10 +35,27 @@ COMPLETING_SUBSTATES = frozenset({"AttemptDeletionPending", "AttemptDeletionRequ
 
 def job_state(status: Mapping[str, Any]) -> JobState:
     state = OPENPAI_STATES.get(str(status.get("state") or ""), JobState.UNKNOWN)
+    if status.get("executionType") == "STOP" and not state.is_final:
+        # A stop was asked for and the server still says WAITING or RUNNING until the controller acts on it (the
+        # web portal shows "Stopping" from executionType, recordings/openpai job-stopped).
+        return JobState.STOPPING
     if state is JobState.PENDING and int(status.get("retries") or 0) > 0 \
             and status.get("subState") in RETRY_SUBSTATES:
         return JobState.RESTARTING
     return state
+
+
+def created_at(status: Mapping[str, Any]) -> Optional[str]:
+    """When the job was submitted, RFC 3339 in UTC (the AGE column): `submissionTime`, else `createdTime`, both
+    epoch milliseconds in the server's answers."""
+    import datetime
+
+    for key in ("submissionTime", "createdTime"):
+        value = status.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 253402300800000:
+            moment = datetime.datetime.fromtimestamp(value / 1000, datetime.timezone.utc)
+            return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None
 
 
 def diagnosis(code: Optional[int], spec: Optional[Mapping[str, Any]], rules: Any = None) -> Optional[str]:
@@ -103,10 +120,17 @@ def _message(state: JobState, status: Mapping[str, Any], rules: Any) -> str:
     return sub_state
 
 
-def summary_view(summary: Mapping[str, Any], *, where: str = "") -> JobView:
-    """A row of `GET /api/v2/jobs` (swagger `JobSummary`): the state without tasks, for `paictl status`."""
+def summary_view(summary: Mapping[str, Any], *, where: str = "", owner: bool = False) -> JobView:
+    """A row of `GET /api/v2/jobs` (swagger `JobSummary`): the state without tasks, for `paictl status`. `owner`:
+    name the job `user~job`, as a listing of every user's jobs must."""
     state = job_state(summary)
     code = summary.get("appExitCode")
-    return JobView(name=str(summary.get("name") or ""), state=state, attempt=int(summary.get("retries") or 0),
+    name = str(summary.get("name") or "")
+    if owner and summary.get("username"):
+        name = f"{summary['username']}~{name}"
+    message = str(summary.get("subState") or "")
+    if state is JobState.STOPPING:
+        message = f"stop requested ({message})" if message else "stop requested"
+    return JobView(name=name, state=state, attempt=int(summary.get("retries") or 0),
                    completion_code=code if isinstance(code, int) and state.is_final else None,
-                   message=str(summary.get("subState") or ""), where=where)
+                   message=message, where=where, created=created_at(summary))

@@ -90,7 +90,7 @@ def validate(
 
 #: `paictl schema NAME`, as its help lists them (a test holds this to the schemas the package ships).
 SCHEMA_HELP = ("job (a job file; the default), marketplace-item, profile (a cluster profile), exit-rules, "
-               "grass-cluster (a Grass cluster file); what compile's output is checked against: framework, jobset, "
+               "grass-cluster (a Grass cluster file), search-space (a sweep's space); what compile's output is checked against: framework, jobset, "
                "marsjob, localplan, grass-job, grass-plan")
 
 
@@ -160,12 +160,14 @@ from .lsp_cmd import fix_command, lsp_command  # noqa: E402
 from .marketplace_cmd import marketplace_app  # noqa: E402
 from .openpai_cmd import openpai_app  # noqa: E402
 from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
+from .sweep_cmd import sweep_command  # noqa: E402
 
 app.command("compile", short_help="Compile a job into the objects a target runs.")(compile_command)
 app.command("submit", short_help="Compile a job and run it; --follow to its verdict.")(submit_command)
 app.command("status", short_help="Show a job's state and tasks, or list the jobs.")(status_command)
 app.command("stop", short_help="Stop a job.")(stop_command)
 app.command("logs", short_help="Print task logs.")(logs_command)
+app.command("sweep", short_help="Run a job once per parameter set of a search space.")(sweep_command)
 app.command("diagnose", short_help="Say which failure rule an exit code and log match.")(diagnose_command)
 app.command("fix", short_help="Apply the fixes the diagnostics' hints state.")(fix_command)
 app.command("lsp", short_help="Run the language server for editors.")(lsp_command)

@@ -11,8 +11,9 @@ from typing import List, Optional
 import typer
 
 from .completion import complete_compile_target
-from .jobinput import (JOB_ARGUMENT, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION, SECRETS_FROM_OPTION,
-                       STDIN_NAME_OPTION, STRICT_OPTION, USER_OPTION)
+from .jobinput import (JOB_ARGUMENT, MAX_TRIALS_OPTION, PARAMETER_OPTION, PARAMETERS_OPTION, PROFILE_OPTION,
+                       SECRETS_FROM_OPTION, SEED_OPTION, SPACE_OPTION, STDIN_NAME_OPTION, STRATEGY_OPTION,
+                       STRICT_OPTION, USER_OPTION)
 
 
 class CompileFormat(str, enum.Enum):
@@ -44,17 +45,23 @@ def compile_command(
                                       help="framework: also emit the service account the FrameworkBarrier's pods run "
                                            "as, with a Role and RoleBinding to read frameworks (for a plain cluster "
                                            "where nobody created them)."),
+    space: List[str] = SPACE_OPTION,
+    strategy: Optional[str] = STRATEGY_OPTION,
+    seed: Optional[int] = SEED_OPTION,
+    max_trials: Optional[int] = MAX_TRIALS_OPTION,
 ) -> None:
     """Compile a job into the Kubernetes objects that run it (validates first; invalid jobs exit 1).
 
     Output is deterministic: the same job and profile give byte-identical output.
     Pipe it to kubectl: paictl compile job.yaml --barrier-rbac | kubectl apply -f -
+    With --space: every trial of the sweep `paictl sweep` would run, as one stream.
     """
     from .compile_run import run_compile
 
     status = run_compile(job_path=job_path, target=target, profile=profile, user=user, namespace=namespace,
                          parameter=parameter, parameter_files=parameter_files, secrets_from=secrets_from,
                          output_format=output_format.value, output_dir=output_dir, stdin_name=stdin_name,
-                         cluster=cluster, strict=strict, barrier_rbac=barrier_rbac, echo=typer.echo)
+                         cluster=cluster, strict=strict, barrier_rbac=barrier_rbac, echo=typer.echo, space=space,
+                         strategy=strategy, seed=seed, max_trials=max_trials)
     if status:
         raise typer.Exit(status)

@@ -45,12 +45,32 @@ def compile_for_command(*, job_path: str, target: str, profile: str, user: Optio
 def run_compile(*, job_path: str, target: str, profile: str, user: Optional[str], namespace: Optional[str],
                 parameter: List[str], parameter_files: List[Path], secrets_from: Optional[str], output_format: str,
                 output_dir: Optional[Path], stdin_name: str, cluster: Optional[List[str]], strict: bool,
-                echo: Echo, barrier_rbac: bool = False) -> int:
-    """Compile, then print the objects (or write them into `output_dir`); return the exit status."""
+                echo: Echo, barrier_rbac: bool = False, space: Optional[List[str]] = None,
+                strategy: Optional[str] = None, seed: Optional[int] = None, max_trials: Optional[int] = None) -> int:
+    """Compile, then print the objects (or write them into `output_dir`); return the exit status. With `space`,
+    every trial of the sweep (sweep.py)."""
     from paictl.compiler import emit
     from paictl.protocol.diagnostics import one_line
 
     from .errors import print_error
+
+    if space:
+        from .sweep import run_compile_space
+
+        if parameter or parameter_files or barrier_rbac:
+            from paictl.errors import UsageError
+
+            return print_error(UsageError("-p/--parameters and --barrier-rbac are not taken with --space: fixed "
+                                          "values belong in the job (or as a one-value choice, --space key=value), "
+                                          "the service account in a compile of its own"), echo)
+        return run_compile_space(job_path=job_path, specs=space, target=target, strategy=strategy, seed=seed,
+                                 max_trials=max_trials, output_format=output_format, output_dir=output_dir,
+                                 stdin_name=stdin_name, profile=profile, user=user, namespace=namespace,
+                                 secrets_from=secrets_from, cluster=cluster, strict=strict)
+    if strategy is not None or seed is not None or max_trials is not None:
+        from paictl.errors import UsageError
+
+        return print_error(UsageError("--strategy, --seed and --max-trials shape a sweep: give --space too"), echo)
 
     try:
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,

@@ -41,13 +41,14 @@ _COMPILE = _Form(
     valued={"--target": "target", "-t": "target", "--profile": "profile", "--user": "user",
             "--namespace": "namespace", "-n": "namespace", "--secrets-from": "secrets_from",
             "--output": "output_format", "-o": "output_format", "--format": "output_format",
-            "--output-dir": "output_dir", "--stdin-name": "stdin_name"},
+            "--output-dir": "output_dir", "--stdin-name": "stdin_name", "--strategy": "strategy", "--seed": "seed",
+            "--max-trials": "max_trials"},
     repeated={"--parameter": "parameter", "-p": "parameter", "--parameters": "parameter_files",
-              "--cluster": "cluster"},
+              "--cluster": "cluster", "--space": "space"},
     choices={"output_format": ("yaml", "json")},
     defaults={"target": "framework", "profile": "default", "user": None, "namespace": None, "secrets_from": None,
               "output_format": "yaml", "output_dir": None, "stdin_name": "<stdin>", "strict": False,
-              "barrier_rbac": False},
+              "barrier_rbac": False, "strategy": None, "seed": None, "max_trials": None},
     positional="job_path", one_positional=True)
 
 
@@ -125,6 +126,11 @@ def parse_compile(args: Sequence[str]) -> dict | None:
     options["parameter_files"] = [Path(value) for value in options["parameter_files"]]
     options["output_dir"] = Path(options["output_dir"]) if options["output_dir"] is not None else None
     options["cluster"] = options["cluster"] or None
+    for key in ("seed", "max_trials"):  # typer's INT; a value it refuses is its usage error
+        if options[key] is not None:
+            if not options[key].isdigit():
+                return None
+            options[key] = int(options[key])
     return options
 
 

@@ -1,4 +1,4 @@
-"""The options every command that compiles a job shares (`compile`, `submit`), declared once for typer. The call
+"""The options every command that compiles a job shares (`compile`, `submit`, `sweep`), declared once for typer. The call
 that turns them into `paictl.targets.compiled.compile_job`'s arguments is `compile_run.compile_for_command`.
 """
 
@@ -28,3 +28,14 @@ RUNTIME_OPTION = typer.Option(None, "--runtime", metavar="docker|host",
                                    "/var/run/docker.sock), else host.")
 PULL_OPTION = typer.Option(None, "--pull", metavar="never|missing|always",
                            help="Local runs in docker: pull an image never, when missing (default) or always.")
+# A sweep (`paictl sweep`, `compile --space`): the search space and how trials are drawn from it.
+SPACE_OPTION = typer.Option([], "--space", metavar="FILE|KEY=V1,V2",
+                            help="The search space: a file in NNI's search-space format (JSON or YAML; `_rows` for "
+                                 "explicit rows), and/or key=v1,v2 (a choice). Repeatable.")
+STRATEGY_OPTION = typer.Option(None, "--strategy", metavar="grid|random|list",
+                               help="grid: every combination (choice, randint, quniform, qloguniform); random: "
+                                    "--max-trials draws (--seed); list: the file's `_rows`. Default: grid, or list "
+                                    "for a file of rows.")
+SEED_OPTION = typer.Option(None, "--seed", help="Random strategy: the seed (the same seed draws the same trials).")
+MAX_TRIALS_OPTION = typer.Option(None, "--max-trials", metavar="N",
+                                 help="At most N trials (random: how many to draw; grid and list: the first N).")

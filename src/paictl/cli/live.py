@@ -14,6 +14,15 @@ from paictl.targets.states import JobView, TaskView, view_to_data
 from .output import plain_echo as echo  # typer.echo's bytes, without importing typer
 
 
+def shown(text: str) -> str:
+    """Job-supplied text (names, messages, diagnoses, node names) as it may reach a terminal: control characters
+    escaped, so a job cannot write the clipboard (OSC 52), the title (OSC 0), reset the screen (ESC c) or ring the
+    bell through `paictl status`. JSON and YAML records keep the text as it is."""
+    from paictl.protocol.diagnostics import one_line
+
+    return one_line(text)
+
+
 def _task_line(task: TaskView) -> str:
     parts = [f"{task.role}-{task.index}", task.state, f"attempt {task.attempt}"]
     if task.node:
@@ -63,9 +72,10 @@ def _table(view: JobView):
         if not diagnosis and task.failed_attempts:
             attempt, code, why = task.failed_attempts[-1]
             diagnosis = f"attempt {attempt} failed: exit {code}" + (f" {why}" if why else "") + ", retried"
-        table.add_row(task.role, str(task.index), task.state, str(task.attempt), task.node or "",
-                      "" if task.exit_code is None else str(task.exit_code), diagnosis)
-    return Group(Text(_job_line(view)), table)
+        table.add_row(*(shown(cell) for cell in (task.role, str(task.index), task.state, str(task.attempt),
+                                                   task.node or "", "" if task.exit_code is None else
+                                                   str(task.exit_code), diagnosis)))
+    return Group(Text(shown(_job_line(view))), table)
 
 
 def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optional[bool] = None) -> Optional[JobView]:
@@ -102,17 +112,17 @@ def follow(views: Iterable[JobView], *, output_format: str = "text", live: Optio
     shown_failures: dict[tuple[str, int], int] = {}
     for view in views:
         if view.where and last is None:
-            echo(f"{view.name}: {view.where}")
-        line = _job_line(view)
+            echo(shown(f"{view.name}: {view.where}"))
+        line = shown(_job_line(view))
         if line != shown_job:
             echo(line)
             shown_job = line
         for task in view.tasks:
             key = (task.role, task.index)
             for failed in task.failed_attempts[shown_failures.get(key, 0):]:
-                echo(f"  {_failed_line(task, failed)}")
+                echo(f"  {shown(_failed_line(task, failed))}")
             shown_failures[key] = len(task.failed_attempts)
-            task_line = _task_line(task)
+            task_line = shown(_task_line(task))
             if shown_tasks.get((task.role, task.index)) != task_line:
                 echo(f"  {task_line}")
                 shown_tasks[(task.role, task.index)] = task_line
@@ -132,7 +142,7 @@ def job_rows(views: list[JobView], *, wide: bool = False, now: float) -> list[tu
         if wide:
             done = sum(1 for task in view.tasks if task.state in ("succeeded", "Succeeded", "Completed", "SUCCEEDED"))
             row += (f"{done}/{len(view.tasks)}" if view.tasks else "", view.message)
-        rows.append(row)
+        rows.append(tuple(shown(cell) for cell in row))
     return rows
 
 
@@ -159,7 +169,7 @@ def job_list(views: list[JobView], *, output_format: str = "text") -> None:
         return
     if output_format == "name":
         for view in views:
-            echo(view.name)
+            echo(shown(view.name))
         return
     for line in table_lines(job_rows(views, wide=output_format == "wide", now=time.time())):
         echo(line)

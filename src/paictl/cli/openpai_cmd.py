@@ -138,8 +138,9 @@ def login_command(
     application token from standard input, or an environment variable that holds one (--token-env)."""
     import dataclasses
 
-    from paictl.targets.openpai.clusters import (basic_login, check_token, display_url, get_cluster,
-                                                 load_clusters, save_clusters, store_token)
+    from paictl.targets.openpai.clusters import (basic_login, check_token, check_token_storage, display_url,
+                                                 get_cluster, load_clusters, revoke_token, save_clusters,
+                                                 store_token)
 
     try:
         if sum((password_stdin, token_env is not None, token_stdin)) > 1:
@@ -160,6 +161,7 @@ def login_command(
             how = f"application token kept in the {_place(entry)}" + (
                 f" (not checked: {unchecked})" if unchecked else "")
         else:
+            check_token_storage(plaintext=store_plaintext)
             if not password_stdin and not sys.stdin.isatty():  # getpass would fall back to an echoing read
                 raise UsageError("standard input is not a terminal: pass --password-stdin to read the password "
                                  "from it, or use --token-env")
@@ -168,8 +170,12 @@ def login_command(
             if not password:
                 raise UsageError("empty password")
             user_name, token = basic_login(entry, password, expiration)
-            entry = store_token(dataclasses.replace(entry, user=user_name, token_env=None), token,
-                                plaintext=store_plaintext)
+            try:
+                entry = store_token(dataclasses.replace(entry, user=user_name, token_env=None), token,
+                                    plaintext=store_plaintext)
+            except PaictlError as error:
+                left = "" if revoke_token(entry, token) else " (the new token could not be revoked on the server)"
+                raise UsageError(f"{error}{left}") from None
             how = f"token kept in the {_place(entry)}"
         entries = load_clusters()
         entries[alias] = entry

@@ -58,6 +58,25 @@ _TIMEOUT = typer.Option(None, "--pending-timeout", metavar="SECONDS",
                              "that cannot be pulled (default: wait forever).")
 
 
+_SWEEP = typer.Option(None, "--sweep", metavar="ID", help="A sweep's trials (see `paictl sweep`).")
+
+
+def _sweep_only(name: Optional[str], message: str) -> None:
+    from .errors import fail
+
+    if name is not None:
+        fail(UsageError(message))
+
+
+def _sweep_call(command, sweep: str, output_format: str) -> None:
+    from .errors import fail
+
+    try:
+        command(sweep, output_format)
+    except PaictlError as error:
+        fail(error)
+
+
 def _backend_for(name: str, target: Optional[str], options: "BackendOptions") -> tuple["Backend", list[str]]:
     """An explicit --target (checked against the target names) wins; otherwise the first backend in `LOOKUP_ORDER` that has a job of that name, else
     the last one. Returns the backend and what the ones passed over said ("no local run ...")."""
@@ -141,7 +160,8 @@ def status_command(
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A",
-                                        help="Kubernetes: list the jobs of every namespace (as kubectl -A)."),
+                                        help="Kubernetes: list the jobs of every namespace (as kubectl -A); "
+                                             "OpenPAI: every user's jobs the server shows, as user~job."),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", metavar="SELECTOR",
                                            help="Kubernetes: only jobs whose labels match, e.g. userName=alice "
                                                 "(as kubectl -l; local runs have no labels)."),
@@ -150,6 +170,7 @@ def status_command(
     pending_timeout: Optional[float] = _TIMEOUT,
     exit_spec: Optional[Path] = _EXIT_SPEC,
     run_dir: Optional[Path] = _RUN_DIR,
+    sweep: Optional[str] = _SWEEP,
 ) -> None:
     """Show a job's state, its tasks, attempts and exit codes (and why a task failed); without NAME, list jobs.
 
@@ -161,6 +182,12 @@ def status_command(
     from .errors import fail
     from .formats import LIST_FORMATS
 
+    if sweep is not None:
+        _sweep_only(name, "status --sweep ID shows a sweep's trials: give no NAME")
+        from .sweep import show_sweep
+
+        _sweep_call(show_sweep, sweep, output_format)
+        return
     extra = {"selector": selector, "all_namespaces": all_namespaces}
     options = backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig, run_dir=run_dir,
                               exit_spec=exit_spec, pending_timeout=pending_timeout, cluster=cluster, extra=extra)
@@ -304,7 +331,7 @@ def _row_key(view: "JobView") -> tuple:
 
 
 def stop_command(
-    name: str = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet)."),
+    name: Optional[str] = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet).", required=False),
     target: Optional[str] = _target_option("local, framework, mars or jobset (default: as for status)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
@@ -314,6 +341,7 @@ def stop_command(
     run_dir: Optional[Path] = _RUN_DIR,
     suspend: bool = typer.Option(False, "--suspend", help="JobSet: set spec.suspend instead of deleting it "
                                                           "(its pods go; resume it with suspend: false)."),
+    sweep: Optional[str] = _SWEEP,
 ) -> None:
     """Stop a job: every task is terminated, then killed after a grace period. A Framework gets executionType Stop;
     a MarsJob or JobSet is deleted in the foreground (a JobSet is suspended instead with --suspend).
@@ -322,9 +350,17 @@ def stop_command(
     """
     from .errors import fail
 
+    if sweep is not None:
+        _sweep_only(name, "stop --sweep ID stops every trial of a sweep: give no NAME")
+        from .sweep import stop_whole_sweep
+
+        _sweep_call(stop_whole_sweep, sweep, output_format)
+        return
     absent: list[str] = []
     backend = None
     try:
+        if name is None:
+            raise UsageError("give the NAME of the job to stop (or --sweep ID)")
         check_format(output_format)
         backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
@@ -345,7 +381,7 @@ def stop_command(
 
 
 def logs_command(
-    name: str = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet)."),
+    name: Optional[str] = _name_argument("The job name (a local run or a Framework/MarsJob/JobSet).", required=False),
     role: Optional[str] = typer.Argument(None, metavar="[ROLE]", help="Task role (default: every role)."),
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
     target: Optional[str] = _target_option("local, framework, mars, jobset or openpai (default: as for status)."),
@@ -372,6 +408,9 @@ def logs_command(
     output_format: str = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT",
                                       help="text: the lines (prefixed ROLE-INDEX when several tasks are shown); "
                                            "json: one JSON object per line, with its task, role, index and stream."),
+    sweep: Optional[str] = _SWEEP,
+    trial: Optional[int] = typer.Option(None, "--trial", metavar="N", help="With --sweep: the trial whose logs to "
+                                                                           "show."),
 ) -> None:
     """Print task logs as they arrive. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs
     --prefix). Piped, a log's bytes are written as the task wrote them.
@@ -392,6 +431,20 @@ def logs_command(
         for option, value in (("--attempt", attempt), ("--task-attempt", task_attempt)):
             if value is not None and value < 0:
                 raise UsageError(f"{option} counts from 0, not {value}")
+        if sweep is not None:
+            from .sweep import trial_for_logs
+
+            if name is not None:  # `logs --sweep ID --trial N [ROLE [INDEX]]`: the arguments shift by one
+                if role is not None and not role.isdigit():
+                    raise UsageError(f"INDEX {role!r}: expected a number")
+                name, role, index = None, name, int(role) if role is not None else None
+            name, target, recorded = trial_for_logs(sweep, trial)
+            context, namespace, kubeconfig = recorded.get("context"), recorded.get("namespace"), recorded.get(
+                "kubeconfig")
+            cluster = recorded.get("cluster")
+            run_dir = Path(recorded["run_dir"]) if recorded.get("run_dir") else None
+        elif name is None:
+            raise UsageError("give the NAME of the job (or --sweep ID --trial N)")
         backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster))

@@ -89,3 +89,15 @@ def test_the_node_warns_when_the_cluster_file_gives_it_more_than_its_engine_has(
                        "job then fails)")
     Engine.engine_info = staticmethod(lambda: {"NCPU": 64, "MemTotal": 2 * 1024 ** 4})
     assert agent.engine_shortfall() is None
+
+
+def test_the_list_shows_each_jobs_age_from_its_submission(grass):
+    import datetime
+
+    grass.backend.submit(compile_job(JOB.replace("name: refused", "name: aged").encode(), target="grass",
+                                     name="aged.yaml"))
+    (view,) = [v for v in grass.backend.list() if v.name == "aged"]
+    created = datetime.datetime.strptime(view.created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    assert abs((datetime.datetime.now(datetime.timezone.utc) - created).total_seconds()) < 120
+    assert grass.backend.describe("aged").created is None  # a followed job's records stay as they were
+    grass.backend.stop("aged")

@@ -223,3 +223,25 @@ def test_login_prompts_in_a_terminal_without_echo(pai):
     assert f"Password for alice at {pai.server.api_url}: " in shown and f"logged in to {ALIAS}" in shown
     assert PASSWORD not in shown  # the terminal never displayed what was typed
     assert _clusters(pai)[ALIAS]["tokenStore"] == "plaintext"
+
+
+def test_a_login_whose_token_cannot_be_kept_leaves_no_token_on_the_server(pai, tmp_path):
+    """Every login makes a token on the server: without a keyring (and without --store-plaintext) paictl refuses
+    before logging in, and a keyring that refuses the token gets it revoked again (it was left there per try)."""
+    issued = list(pai.server.accounts.tokens.get("alice", []))
+    no_keyring = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input=PASSWORD + "\n",
+                            env={"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"})
+    assert no_keyring.returncode == 2 and "no OS keyring is available" in no_keyring.stderr
+    assert no_keyring.stderr.count("\n") == 1
+    assert pai.server.accounts.tokens.get("alice", []) == issued  # not even asked
+
+    broken = tmp_path / "keyring-is-a-folder"
+    broken.mkdir()
+    refused = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input=PASSWORD + "\n",
+                         env={"PYTHONPATH": str(FAKE_KEYRING), "FAKE_KEYRING_FILE": str(broken)})
+    assert refused.returncode == 2 and "the OS keyring refused the token" in refused.stderr
+    assert "could not be revoked" not in refused.stderr
+    logins = [r for r in pai.server.requests if r.method == "POST" and r.path.endswith("/authn/basic/login")]
+    revoked = [r for r in pai.server.requests if r.method == "DELETE" and "/api/v2/tokens/" in r.path]
+    assert logins and len(revoked) == 1  # the token this login made was revoked again
+    assert pai.server.accounts.tokens.get("alice", []) == issued  # nothing usable is left on the server
