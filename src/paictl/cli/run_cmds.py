@@ -428,6 +428,9 @@ def logs_command(
             raise UsageError("--previous and --follow cannot be combined: a previous attempt has ended")
         if previous and task_attempt is not None:
             raise UsageError("--previous and --task-attempt both choose the task attempt: give one")
+        if task_attempt is not None and follow:
+            raise UsageError("--task-attempt shows one task attempt as it is; --follow follows each task's latest "
+                             "attempt (and the ones after it): give one")
         for option, value in (("--attempt", attempt), ("--task-attempt", task_attempt)):
             if value is not None and value < 0:
                 raise UsageError(f"{option} counts from 0, not {value}")

@@ -65,6 +65,11 @@ def test_a_task_retried_inside_its_job_attempt_has_every_attempt_readable(pai_us
     explicit = pai_user.paictl("logs", job, "--target", "openpai", "--task-attempt", "1")
     assert explicit.returncode == 0 and explicit.stdout.splitlines() == ["try one"], explicit.stderr
 
+    for args in (("-p", "--follow"), ("-p", "--task-attempt", "0"), ("--task-attempt", "0", "-f"),
+                 ("--task-attempt", "-1")):
+        refused = pai_user.paictl("logs", job, "--target", "openpai", *args)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and refused.stdout == "", args
+
     unknown = pai_user.paictl("logs", job, "--target", "openpai", "--task-attempt", "5")
     assert unknown.returncode == 3 and unknown.stdout == ""
     assert unknown.stderr.count("\n") == 1 and "no task attempt 5" in unknown.stderr, unknown.stderr
