@@ -73,9 +73,12 @@ class LogLine:
     """One line of a task's log, with the task it came from (lines of several tasks interleave)."""
     role: str
     index: int
-    text: str                   # one line of the task's output, without its newline
-    #: "out": the task's output; "note": paictl's remark on standard error (e.g. no log yet), never prefixed;
-    #: "error": a stream that broke while others go on, shown in place of the task's output.
+    #: One line of the task's output, without its newline. Bytes that are not UTF-8 are kept as surrogates
+    #: (`errors="surrogateescape"`), so `text.encode("utf-8", "surrogateescape")` gives back the bytes the task wrote.
+    text: str
+    #: "out": the task's output; "note": paictl's remark on standard error (e.g. no log yet, a log replaced),
+    #: never prefixed; "error": a stream that broke or a log that is gone while others go on (standard error; the
+    #: command then exits non-zero).
     stream: str = "out"
 
 
@@ -136,7 +139,13 @@ class Backend(Protocol):
         ...
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
+             task_attempt: Optional[int] = None) -> Logs:
+        """A job's logs in one model: job attempt (`attempt`, default the latest), task (`role`, `index`), task
+        attempt (`task_attempt`, default the task's latest in that job attempt) and the backend's preferred file.
+        `previous` is `kubectl logs -p`: for each task, the attempt before its latest (the previous task attempt
+        when the task was retried inside the job attempt, else its last attempt in the previous job attempt).
+        Something that does not exist (an unknown attempt, a log that is gone) raises NotFoundError."""
         ...
 
     def list(self) -> list[JobView]:

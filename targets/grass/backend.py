@@ -274,7 +274,11 @@ class GrassBackend:
                           data={"name": name, "status": decision.state.value, "stopped": True})
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
+             task_attempt: Optional[int] = None) -> Logs:
+        """A Grass job has one attempt; a task's attempts are its container's restarts (MARO restarts a failed
+        container under a new name), so `task_attempt` (or, as before, `attempt`) chooses a restart and `previous`
+        the restart before each task's latest."""
         job = self._job(name)
         if role is not None and role not in job["components"]:
             raise UsageError(f"job {name} has no task role {role!r} (roles: {', '.join(job['components'])})")
@@ -283,16 +287,32 @@ class GrassBackend:
                       if (role is None or component == role) and (index is None or number == index))
         if not tasks:
             raise UsageError(f"job {name}: task role {role!r} has no index {index}")
-        return Logs(tasks=tasks, lines=self._log_lines(name, job, set(tasks), attempt, follow))
+        chosen = task_attempt if task_attempt is not None else attempt
+        if previous or chosen is not None:
+            restarts: dict[tuple[str, int], list[int]] = {}
+            for component, number, restart, _, _ in self._log_sources(job):
+                restarts.setdefault((component, number), []).append(restart)
+            wanted: dict[tuple[str, int], int] = {}
+            for task in tasks:
+                have = sorted(restarts.get(task, []))
+                pick = (have[-2] if len(have) > 1 else None) if previous else chosen
+                if pick is None or pick not in have:
+                    what = "no previous attempt" if previous else f"no task attempt {chosen}"
+                    raise NotFoundError(f"job {name}: {task[0]}-{task[1]} has {what}; its container restarts: "
+                                        f"{', '.join(map(str, have)) or 'none yet'}")
+                wanted[task] = pick
+            return Logs(tasks=tasks, lines=self._log_lines(name, job, set(tasks), wanted, False))
+        return Logs(tasks=tasks, lines=self._log_lines(name, job, set(tasks), None, follow))
 
-    def _log_lines(self, name: str, job: dict[str, Any], tasks: set[tuple[str, int]], attempt: Optional[int],
-                   follow: bool) -> Iterator[LogLine]:
+    def _log_lines(self, name: str, job: dict[str, Any], tasks: set[tuple[str, int]],
+                   wanted: Optional[dict[tuple[str, int], int]], follow: bool) -> Iterator[LogLine]:
         sent: dict[str, int] = {}
         while True:
             # Read whether the job has ended before reading logs, so the last read has every line.
             ended = not follow or self.decision(self._job(name)).state.is_final
             for component, number, restart, container, labels in self._log_sources(job):
-                if (component, number) not in tasks or (attempt is not None and restart != attempt):
+                if (component, number) not in tasks or (wanted is not None
+                                                         and restart != wanted[(component, number)]):
                     continue
                 try:
                     text = self._log(container, labels)
@@ -306,7 +326,7 @@ class GrassBackend:
                 new = text[sent.get(container, 0):]
                 if not ended:
                     new = new[:new.rfind(b"\n") + 1]  # a partial last line waits for its end
-                for line in new.decode("utf-8", "replace").splitlines():
+                for line in new.decode("utf-8", "surrogateescape").splitlines():
                     yield LogLine(role=component, index=number, text=line)
                 sent[container] = sent.get(container, 0) + len(new)
             if ended:

@@ -329,10 +329,14 @@ class KubeBackend:
         return True
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
+             task_attempt: Optional[int] = None) -> Logs:
         from .follow import list_pods
         from .logs import merged, newest_per_task, pod_lines
 
+        if task_attempt is not None:  # a task attempt is a pod, and the controllers delete a retried one's pod
+            raise UsageError("--task-attempt applies to local runs, OpenPAI and Grass: on Kubernetes use --previous "
+                             "for the previous instance of a task's container (as kubectl logs -p)")
         if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
             raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
                              "are deleted")

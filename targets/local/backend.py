@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from paictl.errors import InternalError, NotFoundError, UsageError
 from paictl.targets.backend import (Attached, BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission)
@@ -326,9 +327,12 @@ class LocalBackend:
         return StopResult(line=line, data=view_to_data(view), view=view)
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
-        """Each task's log of one job attempt (the latest unless `attempt`); `previous` is Kubernetes' notion
-        (a container's previous instance) and means nothing here: every task attempt is in the one log."""
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
+             task_attempt: Optional[int] = None) -> Logs:
+        """Each task's log of one job attempt (the latest unless `attempt`). A task's log file holds every attempt of
+        the task in that job attempt, each opened by the runner's line `[paictl] ROLE-I: task attempt N of job
+        attempt M starts`; `task_attempt` shows one of them, and `previous` (as kubectl logs -p) the one before the
+        task's latest: its previous task attempt, else its last attempt in the previous job attempt."""
         from .store import read_plan, read_state, task_log
 
         folder = self._folder(name)
@@ -343,11 +347,16 @@ class LocalBackend:
             raise UsageError(f"task role {role!r} has instances 0 to {roles[role] - 1}, not {index}")
         selected = [(r, i) for r, count in roles.items() if role in (None, r) for i in range(count)
                     if index in (None, i)]
-        if attempt is not None:
-            kept = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
-            if attempt not in kept:
-                raise UsageError(f"job {name!r} has no attempt {attempt}; its attempts: "
-                                 f"{', '.join(map(str, kept)) or 'none yet'}")
+        kept = sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+        if attempt is not None and attempt not in kept:
+            raise NotFoundError(f"job {name!r} has no job attempt {attempt}; its attempts: "
+                                f"{', '.join(map(str, kept)) or 'none yet'}")
+        if previous or task_attempt is not None:
+            job_attempt = attempt if attempt is not None else (kept[-1] if kept else 0)
+            sources = [_earlier_section(folder, task_log, job_attempt, r, i, task_attempt) for r, i in selected]
+            return Logs(tasks=tuple(selected), lines=(
+                LogLine(role=r, index=i, text=line) for (r, i), (path, number) in zip(selected, sources)
+                for line in _section_lines(path, f"{r}-{i}", number)))
         return Logs(tasks=tuple(selected), lines=self._log_lines(folder, selected, attempt=attempt, follow=follow,
                                                                  read_state=read_state, task_log=task_log))
 
@@ -371,8 +380,7 @@ class LocalBackend:
                     or wanted != current)  # an earlier attempt is over: nothing more will be written to it
             for r, i in selected:
                 path = folder / task_log(shown, r, i)
-                lines, offsets[path.name] = _new_lines(path, offsets.get(path.name, 0), whole=done)
-                for line in lines:
+                for line, offsets[path.name] in _new_lines(path, offsets.get(path.name, 0), whole=done):
                     yield LogLine(role=r, index=i, text=line)
             if done:
                 return
@@ -403,13 +411,69 @@ def _with_leftovers_removed(folder: Path, view: JobView) -> JobView:
     return dataclasses.replace(view, message=f"{view.message}; {note}" if view.message else note)
 
 
-def _new_lines(path: Path, offset: int, *, whole: bool) -> tuple[list[str], int]:
-    """The lines added since `offset`; a last unfinished line waits for the next call unless `whole`."""
+def _attempt_marker(label: str) -> "re.Pattern[bytes]":
+    """The runner's line that opens each task attempt in a task's log (runner.py `_start_task`)."""
+    return re.compile(rb"^\[paictl\] " + re.escape(label.encode()) + rb": task attempt (\d+) of job attempt \d+ "
+                      rb"starts$")
+
+
+def _task_attempts(path: Path, label: str) -> list[int]:
+    """The task attempts a task's log holds, in order (read a line at a time)."""
+    marker = _attempt_marker(label)
     try:
         with open(path, "rb") as log:
-            log.seek(offset)
-            data = log.read()
+            return [int(m.group(1)) for m in (marker.match(line.rstrip(b"\n")) for line in log) if m]
     except OSError:
-        return [], offset
-    end = len(data) if whole else data.rfind(b"\n") + 1
-    return data[:end].decode("utf-8", errors="replace").splitlines(), offset + end
+        return []
+
+
+def _earlier_section(folder: Path, task_log: Any, job_attempt: int, role: str, index: int,
+                     task_attempt: Optional[int]) -> tuple[Path, int]:
+    """(log file, task attempt) for `--task-attempt N` in `job_attempt`, or for `--previous` when N is None."""
+    label = f"{role}-{index}"
+    path = folder / task_log(job_attempt, role, index)
+    numbers = _task_attempts(path, label)
+    if task_attempt is not None:
+        if task_attempt not in numbers:
+            raise NotFoundError(f"{label} has no task attempt {task_attempt} in job attempt {job_attempt}; its "
+                                f"attempts there: {', '.join(map(str, numbers)) or 'none'}")
+        return path, task_attempt
+    if numbers and numbers[-1] > 0:
+        return path, numbers[-1] - 1
+    earlier = folder / task_log(job_attempt - 1, role, index)
+    numbers = _task_attempts(earlier, label) if job_attempt > 0 else []
+    if not numbers:
+        raise NotFoundError(f"{label} has no previous attempt: job attempt {job_attempt}, task attempt 0 is its "
+                            "first")
+    return earlier, numbers[-1]
+
+
+def _section_lines(path: Path, label: str, number: int) -> Iterator[str]:
+    """The lines of one task attempt in a task's log, from its opening line to the next attempt's, streamed."""
+    marker = _attempt_marker(label)
+    inside = False
+    with open(path, "rb") as log:
+        for line in log:
+            found = marker.match(line.rstrip(b"\n"))
+            if found:
+                if inside:
+                    return
+                inside = int(found.group(1)) == number
+            if inside:
+                yield line.rstrip(b"\n").decode("utf-8", "surrogateescape")
+
+
+def _new_lines(path: Path, offset: int, *, whole: bool) -> Iterator[tuple[str, int]]:
+    """Each line added since `offset`, with the offset after it, read a line at a time (a log of any size costs
+    one line of memory); a last unfinished line waits for the next call unless `whole`."""
+    try:
+        log = open(path, "rb")
+    except OSError:
+        return
+    with log:
+        log.seek(offset)
+        for raw in log:
+            if not raw.endswith(b"\n") and not whole:
+                return
+            offset += len(raw)
+            yield raw.rstrip(b"\n").decode("utf-8", "surrogateescape"), offset

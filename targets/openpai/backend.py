@@ -13,6 +13,7 @@ every storage the job names exists for the user (`GET /api/v2/storages`). Each p
 
 from __future__ import annotations
 
+import collections
 import time
 from typing import Any, Iterator, Optional
 from urllib.parse import quote
@@ -54,6 +55,7 @@ class OpenPaiBackend:
         self.pending_timeout = options.pending_timeout
         self.exit_spec = options.exit_spec
         self._rules: Any = None
+        self._noted: set[tuple[int, str, int, int]] = set()  # task attempts already said to have no log yet
         self.requests = 0   # how many job-detail requests `watch` made (the README's figure, and tests')
         self.sleep = time.sleep  # replaceable, so a test can check the polling schedule without waiting for it
 
@@ -284,41 +286,194 @@ class OpenPaiBackend:
     # -- logs -------------------------------------------------------------------------------------------------
 
     def logs(self, name: str, *, role: Optional[str] = None, index: Optional[int] = None,
-             attempt: Optional[int] = None, follow: bool = False, previous: bool = False) -> Logs:
-        """Each chosen task's log locations (one note), then the preferred log's lines; with follow, new lines
-        until the job ends. `attempt` is a job attempt: its tasks come from `GET .../attempts/{attempt}` (the
-        server's history of that attempt). The tasks are chosen now, so an unknown role or index fails before any
-        line."""
-        if previous:
-            raise UsageError("--previous is for Kubernetes containers; for an earlier OpenPAI attempt use --attempt N")
+             attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
+             task_attempt: Optional[int] = None) -> Logs:
+        """Each chosen task's log locations (one note), then the preferred log's lines as they arrive; with follow,
+        new lines until the job ends. A log's address is job attempt, task role, task index and task attempt
+        (`.../attempts/J/taskRoles/R/taskIndex/I/attempts/T/logs`): `attempt` chooses J (its tasks come from
+        `GET .../attempts/J`, the server's history of it), `task_attempt` chooses T, and `previous` the attempt
+        before each task's latest (T-1 when the task was retried inside J, else the task's last attempt in J-1).
+        The tasks are chosen now, so an unknown role, index or attempt fails before any line."""
+        full = "~".join(self._full_name(name))
         detail = self._detail(name)
         latest = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
         if attempt is not None and attempt != latest:
-            if attempt < 0 or attempt > latest:
-                raise UsageError(f"job {'~'.join(self._full_name(name))} has attempts 0 to {latest}, not {attempt}")
-            detail = self.client.get(f"{self._job_path(name)}/attempts/{attempt}",
-                                     what=f"read attempt {attempt} of {'~'.join(self._full_name(name))}").body
+            if attempt > latest:
+                raise NotFoundError(f"job {full} has no job attempt {attempt}: its attempts are 0 to {latest}")
+            detail = self._attempt_detail(name, attempt)
             follow = False  # an earlier attempt has ended
+        job_attempt = latest if attempt is None else attempt
         tasks = self._select_tasks(detail, role, index)
         chosen = tuple((task_role, int(task.get("taskIndex") or 0)) for task_role, task in tasks)
-        job_attempt = latest if attempt is None else attempt
+        if previous or task_attempt is not None:
+            sources = [self._earlier(name, detail, job_attempt, task_role, task, task_attempt)
+                       for task_role, task in tasks]
+            return Logs(tasks=chosen, lines=self._fixed_lines(name, sources))
         return Logs(tasks=chosen, lines=self._log_lines(name, detail, tasks, role, index, job_attempt, follow))
+
+    def _attempt_detail(self, name: str, attempt: int) -> dict[str, Any]:
+        full = "~".join(self._full_name(name))
+        try:
+            return self.client.get(f"{self._job_path(name)}/attempts/{attempt}",
+                                   what=f"read attempt {attempt} of {full}").body
+        except NotFoundError:  # JOB_HISTORY=false keeps no earlier attempt
+            raise NotFoundError(f"job {full}: the server keeps no record of job attempt {attempt} (its job "
+                                "history is off)") from None
+
+    def _earlier(self, name: str, detail: dict[str, Any], job_attempt: int, role: str, task: dict[str, Any],
+                 task_attempt: Optional[int]) -> tuple[int, str, int, int]:
+        """(job attempt, role, index, task attempt) of `--task-attempt N`, or of `--previous` when N is None."""
+        index = int(task.get("taskIndex") or 0)
+        current = int(task.get("attemptId") or 0)
+        label = f"{role}-{index}"
+        if task_attempt is not None:
+            if task_attempt > current:
+                raise NotFoundError(f"{label} has no task attempt {task_attempt} in job attempt {job_attempt}: its "
+                                    f"attempts there are 0 to {current}")
+            return job_attempt, role, index, task_attempt
+        if current > 0:  # retried inside the job attempt (taskRetryCount): its previous task attempt
+            return job_attempt, role, index, current - 1
+        if job_attempt == 0:
+            raise NotFoundError(f"{label} has no previous attempt: job attempt 0, task attempt 0 is its first")
+        before = self._attempt_detail(name, job_attempt - 1)
+        status = ((before.get("taskRoles") or {}).get(role) or {}).get("taskStatuses") or []
+        found = next((t for t in status if int(t.get("taskIndex") or 0) == index), None)
+        if found is None:
+            raise NotFoundError(f"{label} did not run in job attempt {job_attempt - 1}: no previous attempt")
+        return job_attempt - 1, role, index, int(found.get("attemptId") or 0)
+
+    def _fixed_lines(self, name: str, sources: list[tuple[int, str, int, int]]) -> Iterator[LogLine]:
+        """The whole log of each (job attempt, role, index, task attempt): an attempt that has ended. A log the
+        server no longer has is NotFoundError when it is the only one asked for, else an error line."""
+        for job_attempt, role, index, task_attempt in sources:
+            yield from self._read_task(name, (job_attempt, role, index, task_attempt), {}, announce=True,
+                                       done=True, missing="error" if len(sources) > 1 else "raise")
 
     def _log_lines(self, name: str, detail: dict[str, Any], tasks: list[tuple[str, dict[str, Any]]],
                    role: Optional[str], index: Optional[int], job_attempt: int,
                    follow: bool) -> Iterator[LogLine]:
-        shown: dict[tuple[int, str, int, int], int] = {}
+        """Each task's log; with follow, only the bytes added since (see logstream.py), and a task whose attempt
+        changed (a job retry, a task retry) has the rest of its old log read before the new one is shown."""
+        cursors: dict[tuple[int, str, int, int], Any] = {}
+        current: dict[tuple[str, int], tuple[int, str, int, int]] = {}
         while True:
+            done = not follow or self._view(detail).state.is_final
             for task_role, task in tasks:
-                key = (job_attempt, task_role, int(task.get("taskIndex") or 0), int(task.get("attemptId") or 0))
-                yield from self._task_log(name, job_attempt, task_role, task, shown, announce=key not in shown)
-            if not follow or self._view(detail).state.is_final:
+                task_index = int(task.get("taskIndex") or 0)
+                key = (job_attempt, task_role, task_index, int(task.get("attemptId") or 0))
+                old = current.get((task_role, task_index))
+                if old is not None and old != key and old in cursors:
+                    # the task's attempt changed: the old log's last lines first, then the new one from its start
+                    yield from self._read_task(name, old, cursors, announce=False, done=True, missing="skip")
+                current[(task_role, task_index)] = key
+                if task.get("taskState") == "WAITING":
+                    # its container has not started: the node's log-manager has nothing, and the server answers
+                    # 500 "Failed to get log list" for it, which is no error of the user's
+                    if key not in cursors and key not in self._noted:
+                        self._noted.add(key)
+                        yield LogLine(role=task_role, index=task_index, text="no log yet", stream="note")
+                    continue
+                yield from self._read_task(name, key, cursors, announce=key not in cursors, done=done,
+                                           missing="skip" if follow else "error")
+            if done:
                 return
             self.sleep(self.min_interval)
             detail = self._detail(name)
-            if int((detail.get("jobStatus") or {}).get("attemptId") or 0) != job_attempt:
-                job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)  # the job retried
+            job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
             tasks = self._select_tasks(detail, role, index)
+
+    def _locations(self, name: str, key: tuple[int, str, int, int],
+                   tail: bool = False) -> Optional[dict[str, str]]:
+        """The log files of a task attempt by name (all, stdout, stderr), or None when the server has none. With
+        `tail`, links to the last 16 KB of each (the server adds `tail-mode=true` to them: recordings/openpai
+        logs.jsonl)."""
+        job_attempt, role, index, task_attempt = key
+        path = (f"{self._job_path(name)}/attempts/{job_attempt}/taskRoles/{quote(role, safe='')}/taskIndex/"
+                f"{index}/attempts/{task_attempt}/logs")
+        try:
+            locations = (self.client.get(path, params={"tail-mode": "true"} if tail else None,
+                                         what=f"log locations of {role}-{index}").body or {}).get("locations") or []
+        except NotFoundError:  # NoTaskLogError: no such task attempt, or its node keeps no log for it
+            return None
+        return {str(item.get("name")): str(item.get("uri")) for item in locations if isinstance(item, dict)}
+
+    def _read_task(self, name: str, key: tuple[int, str, int, int], cursors: dict[Any, Any], *, announce: bool,
+                   done: bool, missing: str) -> Iterator[LogLine]:
+        """The lines of one task attempt's preferred log beyond its cursor. `missing` says what a log the server
+        does not have is: "raise" (NotFoundError), "error" (an error line, and the command exits non-zero) or
+        "skip" (not yet: a follower asks again)."""
+        from .logstream import LogCursor, Replaced, read_new, rotated_rest
+
+        job_attempt, role, index, task_attempt = key
+        label = f"{role}-{index}"
+        cursor = cursors.get(key)
+        if cursor is None:
+            by_name = self._locations(name, key)
+            if by_name is None:
+                message = (f"{label}: no log of job attempt {job_attempt}, task attempt {task_attempt} on "
+                           f"{self.entry.alias} (the server has no such task attempt, or its node kept no log)")
+                if missing == "raise":
+                    raise NotFoundError(message)
+                if missing == "error":
+                    yield LogLine(role=role, index=index, text=f"paictl: {message}", stream="error")
+                elif key not in self._noted:
+                    self._noted.add(key)
+                    yield LogLine(role=role, index=index, text="no log yet", stream="note")
+                return
+            chosen = next((n for n in LOG_PREFERENCE if n in by_name), next(iter(by_name), None))
+            if announce:
+                listed = ", ".join(sorted(by_name)) or "none"
+                yield LogLine(role=role, index=index, stream="note",
+                              text=f"logs of attempt {job_attempt}.{task_attempt}: {listed}"
+                                   + (f"; showing {chosen}" if chosen else ""))
+            if chosen is None:
+                return
+            cursor = cursors[key] = LogCursor(by_name[chosen], file=chosen)
+        what = f"{cursor.file} log of {label}"
+        try:
+            for line in self._read_new(name, key, cursor, what=what):
+                yield self._line(role, index, line)
+        except Replaced:
+            for line in rotated_rest(self.client.open_link, cursor, what=what):
+                yield self._line(role, index, line)
+            yield LogLine(role=role, index=index, stream="note",
+                          text=f"paictl: {label}: {cursor.file} log of attempt {job_attempt}.{task_attempt} was "
+                               "replaced (rotated or truncated); showing the new one from its start")
+            cursors[key] = cursor = LogCursor(cursor.link, file=cursor.file)
+            yield from (self._line(role, index, line) for line in read_new(self.client.open_link, cursor,
+                                                                             what=what))
+        except NotFoundError:
+            message = (f"{label}: the {cursor.file} log of job attempt {job_attempt}, task attempt {task_attempt} "
+                       f"is gone from its node's log-manager (HTTP 404)")
+            if missing == "raise":
+                raise NotFoundError(message) from None
+            if missing == "error":
+                yield LogLine(role=role, index=index, text=f"paictl: {message}", stream="error")
+            return
+        if done:
+            for line in cursor.rest():
+                yield self._line(role, index, line)
+
+    def _read_new(self, name: str, key: tuple[int, str, int, int], cursor: Any, *, what: str) -> Iterator[bytes]:
+        """`logstream.read_new`, with the link asked anew once when the log-manager refuses it (401/403: the
+        log-manager token in the link expired during a long follow). Every request of a read comes before its
+        first line, so nothing was shown when the refusal comes, and the cursor is where it was."""
+        from .logstream import read_new
+
+        try:
+            yield from read_new(self.client.open_link, cursor, what=what)
+        except ClusterError as error:
+            if getattr(error, "status", None) not in (401, 403):
+                raise
+            fresh = (self._locations(name, key) or {}).get(cursor.file)
+            if fresh is None:
+                raise
+            cursor.link = fresh
+            yield from read_new(self.client.open_link, cursor, what=what)
+
+    @staticmethod
+    def _line(role: str, index: int, data: bytes) -> LogLine:
+        return LogLine(role=role, index=index, text=data.decode("utf-8", "surrogateescape").rstrip("\r"))
 
     def _select_tasks(self, detail: dict[str, Any], role: Optional[str],
                       index: Optional[int]) -> list[tuple[str, dict[str, Any]]]:
@@ -340,55 +495,38 @@ class OpenPaiBackend:
             raise UsageError(f"task role {role!r} of job {detail.get('name')} has no task index {index}")
         return chosen
 
-    def _task_log(self, name: str, job_attempt: int, role: str, task: dict[str, Any],
-                  shown: dict[tuple[int, str, int, int], int], *, announce: bool) -> Iterator[LogLine]:
-        task_index = int(task.get("taskIndex") or 0)
-        task_attempt = int(task.get("attemptId") or 0)
-        # a task's attempts count from 0 again in each job attempt (a retried job's attempt 1 runs task attempt 0)
-        key = (job_attempt, role, task_index, task_attempt)
-        path = (f"{self._job_path(name)}/attempts/{job_attempt}/taskRoles/{quote(role, safe='')}/taskIndex/"
-                f"{task_index}/attempts/{task_attempt}/logs")
-        if task.get("taskState") == "WAITING":
-            # its container has not started: the node's log-manager has nothing, and the server answers 500
-            # "Failed to get log list" for it, which is no error of the user's
-            if announce:
-                yield LogLine(role=role, index=task_index, text="no log yet", stream="note")
-            shown.setdefault(key, 0)
-            return
-        try:
-            locations = (self.client.get(path, what=f"log locations of {role}-{task_index}").body or {}) \
-                .get("locations") or []
-        except NotFoundError:  # NoTaskLogError: the task has not started, or its node keeps no log for it
-            if announce:
-                yield LogLine(role=role, index=task_index, text="no log yet", stream="note")
-            shown.setdefault(key, 0)
-            return
-        by_name = {str(item.get("name")): str(item.get("uri")) for item in locations if isinstance(item, dict)}
-        chosen = next((n for n in LOG_PREFERENCE if n in by_name), next(iter(by_name), None))
-        if announce:
-            listed = ", ".join(sorted(by_name)) or "none"
-            yield LogLine(role=role, index=task_index, stream="note",
-                          text=f"logs of attempt {job_attempt}.{task_attempt}: {listed}"
-                               + (f"; showing {chosen}" if chosen else ""))
-        if chosen is None:
-            return
-        try:
-            text = self.client.get_link(by_name[chosen], what=f"{chosen} log of {role}-{task_index}").text
-        except NotFoundError:  # the log-manager has no such file (yet)
-            shown.setdefault(key, 0)
-            return
-        lines = text.splitlines()
-        for line in lines[shown.get(key, 0):]:
-            yield LogLine(role=role, index=task_index, text=line)
-        shown[key] = len(lines)
-
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         if view.state is not JobState.FAILED or view.triggered_by is None:
             return None
         role, index = view.triggered_by
         try:
-            lines = [line.text for line in self.logs(view.name, role=role, index=index).lines
-                     if line.stream == "out"]
+            lines = self._log_tail(view.name, role, index)
         except PaictlError:
             return None
-        return FailureExcerpt(label=f"{role}-{index} ({self._where()})", lines=tuple(lines[-EXCERPT_LINES:]))
+        return FailureExcerpt(label=f"{role}-{index} ({self._where()})", lines=lines) if lines else None
+
+    def _log_tail(self, name: str, role: str, index: int) -> tuple[str, ...]:
+        """The last lines of a task's latest log, from the log-manager's tail mode (its last 16 KB: a failure's
+        traceback is at the end, and the log may be gigabytes); the first line is dropped when the tail cut it."""
+        from .logstream import TAIL_BYTES, LogCursor
+
+        detail = self._detail(name)
+        tasks = self._select_tasks(detail, role, index)
+        if not tasks:
+            return ()
+        task = tasks[0][1]
+        key = (int((detail.get("jobStatus") or {}).get("attemptId") or 0), role, index,
+               int(task.get("attemptId") or 0))
+        by_name = self._locations(name, key, tail=True) or {}
+        chosen = next((n for n in LOG_PREFERENCE if n in by_name), None)
+        if chosen is None:
+            return ()
+        cursor = LogCursor(by_name[chosen], file=chosen)
+        lines: collections.deque = collections.deque(maxlen=EXCERPT_LINES + 1)
+        with self.client.open_link(cursor.link, what=f"{chosen} log of {role}-{index}") as response:
+            for chunk in response.iter_bytes():
+                lines.extend(cursor.lines(chunk))
+        lines.extend(cursor.rest())
+        if cursor.offset >= TAIL_BYTES and len(lines) > EXCERPT_LINES:
+            lines.popleft()
+        return tuple(self._line(role, index, line).text for line in list(lines)[-EXCERPT_LINES:])

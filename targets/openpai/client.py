@@ -19,13 +19,14 @@ httpx does the HTTP (connection reuse, timeouts, proxies from the environment, T
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
 import socket
 import time
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from paictl.errors import ClusterError, NotFoundError, display_url
@@ -175,6 +176,45 @@ class OpenPaiClient:
         along only when the link lies under the REST server's own address."""
         url = resolve_link(self.url, link)
         return self._send("GET", url, idempotent=True, what=what, auth=self.owns(url), raw=True)
+
+    @contextlib.contextmanager
+    def open_link(self, link: str, *, headers: Optional[Mapping[str, str]] = None, what: str = "") -> Iterator[Any]:
+        """GET a link the server handed out as a stream: the httpx response (200, 206, or 416 for a range past the
+        end), whose body the caller reads in chunks (`iter_bytes`), so a log of any size costs a chunk of memory.
+        Any other status is the usual one-line error (a 404 is NotFoundError); 429/5xx before the body are retried
+        as `get` retries them; a connection that drops mid-body is a one-line ClusterError."""
+        http = self._client()
+        import httpx
+
+        url = resolve_link(self.url, link)
+        delay = self.backoff
+        for attempt in range(1, self.attempts + 1):
+            request = http.build_request("GET", url, headers=dict(headers or {}))
+            if not self.owns(url):
+                request.headers.pop("Authorization", None)
+            try:
+                response = http.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
+                raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
+            except httpx.TransportError as exc:
+                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+            status = response.status_code
+            wait = _retry_after(response.headers.get("Retry-After"))
+            if status in RETRY_STATUSES and attempt < self.attempts and wait <= MAX_BACKOFF:
+                response.close()
+                self.sleep(max(delay, wait))
+                delay = min(delay * 2, MAX_BACKOFF)
+                continue
+            try:
+                if status >= 400 and status != 416:
+                    response.read()
+                    raise self._error(status, response.text, what or "GET log", retry_after=wait)
+                yield response
+            except httpx.TransportError as exc:
+                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+            finally:
+                response.close()
+            return
 
     def owns(self, url: str) -> bool:
         """Whether `url` is the REST server's: same scheme, host and port, and a path under its base path."""

@@ -12,6 +12,14 @@ code copied):
   403; a missing parameter or one outside `[A-Za-z0-9_.~-]` → 400; no such folder → 404;
 - `GET /api/v1/logs/<name>?...` → the text of `<folder>/<name>` (`user-X` → `user-X/current`, `user-X.1` → the
   rotated file), `tail-mode=true` → its last 16384 bytes; same 403/400/404 rules.
+- `Range` on a log's text, as nginx's static file server answers it (the log-manager's nginx serves the files; not
+  recorded, since the recordings hold no log-manager answer): one range `bytes=A-B`, `bytes=A-` or `bytes=-N` →
+  206 with `Content-Range: bytes A-B/SIZE` and that slice; a start at or past the end → 416 with
+  `Content-Range: bytes */SIZE` and no body; a Range header that is not one valid byte range → ignored (200, the
+  whole file; the stand-in sends no multipart answer to several ranges). Every answer has `Accept-Ranges: bytes`.
+  With `tail-mode=true` the Range is ignored (the tail is made by the lua code, not the file server).
+- Rotation as multilog does it on a node (`rotate`: the log becomes `<log>.1`, a new empty log starts) and
+  truncation (`truncate`), for tests of a follower; `sent` counts the body bytes served (the benchmark's figure).
 Logs live in a folder laid out as on a node: `<root>/<user>/<framework>/<taskrole>/<pod-uid>/...`.
 """
 
@@ -45,6 +53,8 @@ class LogManager(LoopbackServer):
         self.root, self.admin, self.password, self.node = root, admin, password, node
         self.jwt_secret, self.token_seconds, self.want_port = jwt_secret, token_seconds, port
         self.requests: list[tuple[str, str, dict[str, str]]] = []   # (method, path with query, headers)
+        self.sent = 0   # body bytes of log text served
+        self.ranges = True  # False: Range headers are ignored, as a server without range support would
 
     def folder(self, user: str, framework: str, taskrole: str, pod_uid: str) -> Path:
         return self.root / user / framework / taskrole / pod_uid
@@ -62,6 +72,17 @@ class LogManager(LoopbackServer):
         if rotated is not None:
             (base / "user-all").mkdir(exist_ok=True)
             (base / "user-all" / "@4000000000000000.s").write_text(rotated, encoding="utf-8")
+
+    def rotate(self, user: str, framework: str, taskrole: str, pod_uid: str, name: str = "user.pai.all") -> None:
+        """The log `name` becomes `name.1` (replacing an older one) and a new, empty `name` starts."""
+        base = self.folder(user, framework, taskrole, pod_uid)
+        (base / name).replace(base / f"{name}.1")
+        (base / name).write_bytes(b"")
+
+    def truncate(self, user: str, framework: str, taskrole: str, pod_uid: str, name: str = "user.pai.all",
+                 text: str = "") -> None:
+        """The log `name` is cut to nothing, then `text` is written into it."""
+        (self.folder(user, framework, taskrole, pod_uid) / name).write_text(text, encoding="utf-8")
 
     def token(self) -> str:
         now = int(time.time())
@@ -154,11 +175,63 @@ class _Handler(LoopbackHandler):
                 path = folder / name / "current"
         if not path.is_file():
             return self._send(404)
-        data = path.read_bytes()
-        if args.get("tail-mode") == "true":
-            data = data[-TAIL_BYTES:]
+        size = path.stat().st_size
         disposition = f'attachment; filename="{name}.log"' if name.startswith("user-") else "attachment"
-        self._send(200, data, "text/plain", {"Content-Disposition": disposition, "Accept-Ranges": "bytes"})
+        headers = {"Content-Disposition": disposition, "Accept-Ranges": "bytes"}
+        start, end, status = 0, size, 200
+        if args.get("tail-mode") == "true":
+            start = max(0, size - TAIL_BYTES)
+        elif self.owner.ranges and self.headers.get("Range"):
+            wanted = byte_range(self.headers["Range"], size)
+            if wanted == "unsatisfiable":
+                return self._send(416, b"", "text/html", {"Content-Range": f"bytes */{size}", "Accept-Ranges": "bytes"})
+            if wanted is not None:
+                start, end, status = wanted[0], wanted[1] + 1, 206
+                headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+        self._send_file(status, path, start, end, headers)
+
+    def _send_file(self, status: int, path: Path, start: int, end: int, extra: dict[str, str]) -> None:
+        """The bytes [start, end) of the file, read and written a chunk at a time."""
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(end - start))
+        for key, value in extra.items():
+            self.send_header(key, value)
+        self.end_headers()
+        with open(path, "rb") as source:
+            source.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = source.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                self.owner.sent += len(chunk)
+                left -= len(chunk)
+
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def byte_range(header: str, size: int):
+    """(first, last) byte of one `Range: bytes=...` within a file of `size` bytes, as nginx reads it; the string
+    "unsatisfiable" when it starts at or past the end (or asks a suffix of an empty file); None when the header is
+    not one valid range (nginx then answers 200 with the whole file)."""
+    match = _RANGE.match(header.strip())
+    if match is None or not (match.group(1) or match.group(2)):
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # the last N bytes
+        count = int(last)
+        if count == 0 or size == 0:
+            return "unsatisfiable"
+        return max(0, size - count), size - 1
+    start = int(first)
+    if last and int(last) < start:
+        return None
+    if start >= size:
+        return "unsatisfiable"
+    return start, min(int(last) if last else size - 1, size - 1)
 
 
 LogManager.handler = _Handler

@@ -385,13 +385,21 @@ def logs_command(
     role: Optional[str] = typer.Argument(None, metavar="[ROLE]", help="Task role (default: every role)."),
     index: Optional[int] = typer.Argument(None, metavar="[INDEX]", help="Task index (default: every index)."),
     target: Optional[str] = _target_option("local, framework, mars, jobset or openpai (default: as for status)."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep streaming until the tasks end."),
+    follow: bool = typer.Option(False, "--follow", "-f",
+                                help="Keep streaming until the tasks end; a log replaced meanwhile (a retry, a new "
+                                     "task attempt, a rotated or truncated file) is announced on standard error "
+                                     "and shown from its start."),
     attempt: Optional[int] = typer.Option(None, "--attempt", metavar="N",
-                                          help="Local runs and OpenPAI: the job attempt to show (default: the "
+                                          help="The job attempt to show (local runs and OpenPAI; default: the "
                                                "latest)."),
+    task_attempt: Optional[int] = typer.Option(None, "--task-attempt", metavar="N",
+                                               help="The task attempt inside that job attempt (a task retried by "
+                                                    "taskRetryCount; Grass: the container's restart; default: "
+                                                    "the latest)."),
     previous: bool = typer.Option(False, "--previous", "-p",
-                                  help="Kubernetes: the previous instance of each task's container (after a "
-                                       "restart), as kubectl logs -p."),
+                                  help="The attempt before each task's latest, as kubectl logs -p: the previous "
+                                       "task attempt when the task was retried, else the previous job attempt "
+                                       "(Kubernetes: the previous instance of the container)."),
     context: Optional[str] = _CONTEXT,
     namespace: Optional[str] = _NAMESPACE,
     kubeconfig: Optional[str] = _KUBECONFIG,
@@ -404,17 +412,28 @@ def logs_command(
     trial: Optional[int] = typer.Option(None, "--trial", metavar="N", help="With --sweep: the trial whose logs to "
                                                                            "show."),
 ) -> None:
-    """Print task logs. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs --prefix).
+    """Print task logs as they arrive. With several tasks, each line is prefixed with ROLE-INDEX (as kubectl logs
+    --prefix). Piped, a log's bytes are written as the task wrote them.
 
-    Exit status: 0; 2 no such role or index; 3 cluster error or not found.
+    Exit status: 0; 2 no such role or index, or options that cannot be combined; 3 cluster error, or not found (no
+    such job or attempt, a log that is gone).
     """
-    import json
     from .errors import fail
 
     absent: list[str] = []
     backend = None
     try:
         check_format(output_format, ("text", "json"))
+        if previous and follow:
+            raise UsageError("--previous and --follow cannot be combined: a previous attempt has ended")
+        if previous and task_attempt is not None:
+            raise UsageError("--previous and --task-attempt both choose the task attempt: give one")
+        if task_attempt is not None and follow:
+            raise UsageError("--task-attempt shows one task attempt as it is; --follow follows each task's latest "
+                             "attempt (and the ones after it): give one")
+        for option, value in (("--attempt", attempt), ("--task-attempt", task_attempt)):
+            if value is not None and value < 0:
+                raise UsageError(f"{option} counts from 0, not {value}")
         if sweep is not None:
             from .sweep import trial_for_logs
 
@@ -432,20 +451,49 @@ def logs_command(
         backend, absent = _backend_for(name, target, backend_options(context=context, namespace=namespace,
                                                                kubeconfig=kubeconfig, run_dir=run_dir,
                                                                cluster=cluster))
-        if previous and follow:
-            raise UsageError("--previous and --follow cannot be combined: a previous container has ended")
-        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow, previous=previous)
-        prefixed = len(logs.tasks) > 1
-        for line in logs.lines:
-            if line.stream == "note":
-                typer.echo(line.text, err=True)
-            elif output_format == "json":
-                typer.echo(json.dumps({"task": f"{line.role}-{line.index}", "role": line.role, "index": line.index,
-                                       "stream": line.stream, "text": line.text}, ensure_ascii=False))
-            else:
-                typer.echo((f"[{line.role}-{line.index}] " if prefixed else "") + line.text)
+        selector = {"task_attempt": task_attempt} if task_attempt is not None else {}
+        logs = backend.logs(name, role=role, index=index, attempt=attempt, follow=follow, previous=previous,
+                            **selector)
+        broken = _print_log_lines(logs, output_format, follow=follow)
+        if broken:
+            raise typer.Exit(broken)
     except PaictlError as error:
         fail(_looked_everywhere(error, absent))
     finally:
         if backend is not None:
             backend.close()
+
+
+def _print_log_lines(logs, output_format: str, *, follow: bool) -> int:
+    """Write each line as it comes: text lines as bytes (what the task wrote, surrogate-escaped bytes included), notes
+    and broken streams on standard error. Returns 3 when a stream broke or a log was gone, else 0. Each line is flushed
+    when following or on a terminal (so it shows as it comes); a whole log into a pipe goes out in buffer-sized
+    writes."""
+    import json
+    import sys
+
+    from paictl.errors import ClusterError
+
+    prefixed = len(logs.tasks) > 1
+    out = sys.stdout.buffer
+    terminal = sys.stdout.isatty()
+    status = 0
+    for line in logs.lines:
+        if line.stream in ("note", "error"):
+            out.flush()
+            typer.echo(line.text, err=True)
+            if line.stream == "error":
+                status = ClusterError.exit_code
+            continue
+        if output_format == "json":
+            data = json.dumps({"task": f"{line.role}-{line.index}", "role": line.role, "index": line.index,
+                               "stream": line.stream, "text": line.text.encode("utf-8", "surrogateescape")
+                               .decode("utf-8", "replace")}, ensure_ascii=False).encode() + b"\n"
+        else:
+            data = ((f"[{line.role}-{line.index}] " if prefixed else "") + line.text).encode(
+                "utf-8", "replace" if terminal else "surrogateescape") + b"\n"
+        out.write(data)
+        if terminal or follow:
+            out.flush()
+    out.flush()
+    return status

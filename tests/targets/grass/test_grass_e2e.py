@@ -14,6 +14,7 @@ import time
 import pytest
 
 from grass_cluster_harness import leftover_containers, needs_redis, running_cluster, wait_for
+from paictl.errors import NotFoundError
 from paictl.targets.compiled import compile_job
 from paictl.targets.states import JobState
 
@@ -116,7 +117,7 @@ REJOIN = ('redis-cli -h "$MASTER_HOSTNAME" -p "$MASTER_REDIS_PORT" hset "job:$JO
 
 def test_exit_64_is_never_restarted_while_other_codes_are(grass):
     # Both jobs ask for restarts as MARO's Proxy does (job:<id>:runtime_details), allowing 2.
-    submit(grass, "restarts", role("main", REJOIN + "exit 3"))
+    submit(grass, "restarts", role("main", REJOIN + 'echo "run at $(date +%s%N)"; exit 3'))
     submit(grass, "never", role("main", REJOIN + "exit 64"))
     restarted, never = final(grass, "restarts"), final(grass, "never")
     assert restarted.state is JobState.FAILED and restarted.tasks[0].attempt == 2  # the first run and 2 restarts
@@ -126,6 +127,15 @@ def test_exit_64_is_never_restarted_while_other_codes_are(grass):
     assert len(jobs["restarts"]["containers"]) == 3 and len(jobs["never"]["containers"]) == 1
     assert client.hget(f"job:{jobs['restarts']['id']}:component_id_to_restart_times",
                        jobs["restarts"]["components"]["main"]["id"]) == "2"
+    # each restart is a task attempt of its own: --task-attempt N, and --previous the one before the latest
+    runs = [[line.text for line in grass.backend.logs("restarts", task_attempt=n).lines if line.stream == "out"]
+            for n in (0, 1, 2)]
+    assert all(len(run) == 1 and run[0].startswith("run at ") for run in runs) and len(set(map(tuple, runs))) == 3
+    previous = [line.text for line in grass.backend.logs("restarts", previous=True).lines if line.stream == "out"]
+    assert previous == runs[1]
+    for name, options in (("never", {"previous": True}), ("restarts", {"task_attempt": 3})):
+        with pytest.raises(NotFoundError):
+            grass.backend.logs(name, **options)
 
 
 def test_a_node_agent_killed_mid_job_is_reported(grass):

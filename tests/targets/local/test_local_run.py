@@ -157,6 +157,14 @@ def test_flaky_task_succeeds_on_retry(tmp_path):
     assert view["tasks"][0]["failed_attempts"] == [
         {"attempt": 0, "exit_code": 1, "diagnosis": "255 PAIRuntimeUnknownFailed"},
         {"attempt": 1, "exit_code": 1, "diagnosis": "255 PAIRuntimeUnknownFailed"}]
+    # every task attempt of the one log is readable on its own: --task-attempt N, and -p as kubectl logs -p
+    for args, number in ((("--task-attempt", "0"), 0), (("-p",), 1), (("--task-attempt", "2"), 2)):
+        shown = paictl("logs", "local-retry", *args, cwd=tmp_path, check_code=0).stdout
+        assert shown.splitlines()[0] == f"[paictl] worker-0: task attempt {number} of job attempt 0 starts"
+        assert f"worker attempt {number}" in shown
+        assert [n for n in range(3) if f"worker attempt {n}" in shown] == [number], shown
+    unknown = paictl("logs", "local-retry", "--task-attempt", "7", cwd=tmp_path, check_code=3)
+    assert unknown.stderr.count("\n") == 1 and "no task attempt 7" in unknown.stderr
 
 
 def test_the_follow_view_shows_each_failed_attempt_that_was_retried(tmp_path):
@@ -189,8 +197,10 @@ def test_job_retry_runs_a_new_attempt_with_new_logs_and_ports(tmp_path):
     earlier = paictl("logs", "jobretry", "--attempt", "0", cwd=tmp_path, check_code=0).stdout
     assert "job attempt 1" in latest and "job attempt 0" not in latest
     assert "job attempt 0" in earlier and "job attempt 1" not in earlier
-    missing = paictl("logs", "jobretry", "--attempt", "5", cwd=tmp_path, check_code=2)
-    assert missing.stderr == "paictl: error: job 'jobretry' has no attempt 5; its attempts: 0, 1\n"
+    previous = paictl("logs", "jobretry", "-p", cwd=tmp_path, check_code=0).stdout
+    assert "job attempt 0" in previous and "job attempt 1" not in previous
+    missing = paictl("logs", "jobretry", "--attempt", "5", cwd=tmp_path, check_code=3)
+    assert missing.stderr == "paictl: error: job 'jobretry' has no job attempt 5; its attempts: 0, 1\n"
 
 
 def test_exit_spec_replaces_the_rules(tmp_path):
