@@ -93,39 +93,17 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
     return done
 
 
-#: etcd refuses a value over its --max-request-bytes, 1.5 MiB by default (the API server answers
-#: "etcdserver: request is too large"); the stored object also carries managedFields, so keep a margin.
-MAX_OBJECT_BYTES = 1536 * 1024 - 16 * 1024
-#: kubernetes pkg/apis/core/validation ValidateSecret / ValidateConfigMap: the data's values in all, at most
-#: core.MaxSecretSize (1 MiB), else 422 "Too long: must have at most 1048576 bytes".
-MAX_DATA_BYTES = 1024 * 1024
-
-
 def check_size(obj: Mapping[str, Any]) -> None:
-    """Refuse, with the sizes only (never a value: it may be a secret), an object the cluster could not store."""
-    import base64
-    import binascii
+    """Refuse, with the sizes only (never a value: it may be a secret), an object the cluster could not store
+    (targets/kube/limits.py; `compile` has refused such a job already, located, unless the objects were built
+    another way)."""
+    from paictl.targets.kube.limits import oversize
 
-    label = resource_for(obj).label(str((obj.get("metadata") or {}).get("name")))
-    if obj.get("kind") in ("Secret", "ConfigMap"):
-        total = 0
-        for key in ("data", "binaryData", "stringData"):
-            for value in (obj.get(key) or {}).values():
-                text = str(value or "")
-                if key == "stringData" or (obj.get("kind") == "ConfigMap" and key == "data"):
-                    total += len(text.encode("utf-8"))
-                else:
-                    try:
-                        total += len(base64.b64decode(text, validate=True))
-                    except (binascii.Error, ValueError):
-                        total += len(text)
-        if total > MAX_DATA_BYTES:
-            raise ClusterError(f"{label}: its data is {total} bytes; Kubernetes keeps at most {MAX_DATA_BYTES} "
-                               f"bytes (1 MiB) in a {obj.get('kind')}: ship larger files in the image or a volume")
-    size = len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
-    if size > MAX_OBJECT_BYTES:
-        raise ClusterError(f"{label} is {size} bytes; etcd stores at most 1.5 MiB per object (less what the API "
-                           f"server adds): move large inline content (commands, files) into the image or a volume")
+    problem = oversize(obj)
+    if problem is not None:
+        label = resource_for(obj).label(str((obj.get("metadata") or {}).get("name")))
+        raise ClusterError(f"{label}: {problem}: move large inline content (commands, files) into the image or a "
+                           f"volume")
 
 
 def _owned(obj: Mapping[str, Any], workload: Mapping[str, Any], uid: str) -> dict[str, Any]:
