@@ -50,14 +50,17 @@ def apply_order(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry_run: bool,
-                  owner_uid: Optional[str] = None) -> list[Applied]:
+                  owner_uid: Optional[str] = None, keep_workload: bool = False) -> list[Applied]:
     """Apply every object, then give the namespaced companions an owner reference to the workload (its uid is known
     only now), so that Kubernetes deletes them with it, as OpenPAI's controller arranges.
 
     On a failure, what this call created is removed, but only once the workload is known not to exist: a
     connection that dropped after the server stored the workload must not take away the Secrets it mounts.
     `owner_uid`: the uid of the workload as it exists already (a re-submit), so that the companions are applied
-    with the same owner reference at once and an unchanged job stays "unchanged"."""
+    with the same owner reference at once and an unchanged job stays "unchanged". `keep_workload`: the workload on
+    the cluster is this job already (resubmit.edited_fields found no change), so it is not applied again: the
+    stored form differs from paictl's (webhook defaults, a controller's rewrite), and an apply would at best change
+    nothing and at worst conflict with the controller that owns the spec."""
     for obj in objects:  # before anything is written: a job too big to store must not be half-submitted
         check_size(obj)
     done: list[Applied] = []
@@ -67,6 +70,11 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
         resource = resource_for(obj)
         if owner_uid and workload is not None and obj is not workload and resource.namespaced:
             obj = _owned(obj, workload, owner_uid)
+        if keep_workload and owner_uid and obj is workload:
+            name = str(obj["metadata"]["name"])
+            done.append(Applied(kind=resource.kind, name=name, namespace=obj["metadata"].get("namespace"),
+                                label=resource.label(name), result="unchanged", uid=owner_uid))
+            continue
         try:
             done.append(_apply_one(cluster, resource, obj, dry_run=dry_run))
         except ClusterError as error:
