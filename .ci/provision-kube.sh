@@ -127,7 +127,13 @@ controller_with_config() {
     GOBIN="$out/bin" nice "$GO" install -trimpath -ldflags "-s -w" "$package@$version"
     dir="$("$GO" mod download -json "$module@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
     mkdir -p "$out/crd" && cp "$dir"/config/components/crd/bases/*.yaml "$out/crd/"
-    cp -r "$dir/config/components/webhook" "$out/webhook" && chmod -R u+w "$out"
+    cp -r "$dir/config/components/webhook" "$out/webhook"
+    # the conversion webhooks its kustomization patches into the CRDs (Kueue serves two API versions)
+    if [ -d "$dir/config/components/crd/patches" ]; then
+        cp -r "$dir/config/components/crd/patches" "$out/crd-patches"
+        cp "$dir/config/components/crd/kustomization.yaml" "$out/crd-patches/"
+    fi
+    chmod -R u+w "$out"
 }
 recipe_jobset() { controller_with_config "$1" sigs.k8s.io/jobset "$JOBSET_VERSION" sigs.k8s.io/jobset; }
 recipe_kueue() { controller_with_config "$1" sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue; }
@@ -150,13 +156,16 @@ recipe_kubedl_crd() {
     chmod -R u+w "$out"
 }
 
+# The parts to build: the arguments, else all of them
+declare -A VERSION_OF=([kubernetes]="$KUBERNETES_VERSION" [etcd]="$ETCD_VERSION" [kwok]="$KWOK_VERSION"
+                       [jobset]="$JOBSET_VERSION" [frameworkcontroller]="$FRAMEWORKCONTROLLER_VERSION"
+                       [kubedl-crd]="$KUBEDL_VERSION" [kueue]="$KUEUE_VERSION")
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(kubernetes etcd kwok jobset frameworkcontroller kubedl-crd kueue)
 total_started=$(date +%s)
 echo "provision-kube: $GO_VERSION, cache $CACHE"
-build kubernetes "$KUBERNETES_VERSION" recipe_kubernetes
-build etcd "$ETCD_VERSION" recipe_etcd
-build kwok "$KWOK_VERSION" recipe_kwok
-build jobset "$JOBSET_VERSION" recipe_jobset
-build frameworkcontroller "$FRAMEWORKCONTROLLER_VERSION" recipe_frameworkcontroller
-build kubedl-crd "$KUBEDL_VERSION" recipe_kubedl_crd
-build kueue "$KUEUE_VERSION" recipe_kueue
+for part in "${parts[@]}"; do
+    [ -n "${VERSION_OF[$part]:-}" ] || { echo "provision-kube: no part named $part"; exit 2; }
+    build "$part" "${VERSION_OF[$part]}" "recipe_${part//-/_}"
+done
 echo "provision-kube: done in $(( $(date +%s) - total_started ))s"

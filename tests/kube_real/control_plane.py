@@ -10,10 +10,12 @@ kubeconfig, or a user's (`user_kubeconfig`) whose rights RBAC decides.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -319,17 +321,29 @@ class ControlPlane:
             self._wait(lambda name=name: _established(self.get(
                 f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")), 30, f"CRD {name}")
 
-    def _webhooks(self, part: str, port: int) -> None:
-        """The part's webhook configurations, pointed at its controller on 127.0.0.1 (not at a Service)."""
-        bundle = __import__("base64").b64encode(self.ca.read_bytes()).decode()
+    def _webhooks(self, part: str, port: int, paths: tuple[str, ...] = ("",)) -> None:
+        """The part's webhook configurations (those whose path contains one of `paths`), pointed at its controller
+        on 127.0.0.1 instead of a Service, and the conversion webhooks its CRDs' kustomization patches in."""
+        bundle = base64.b64encode(self.ca.read_bytes()).decode()
         for doc in yaml.safe_load_all((part_dir(part) / "webhook" / "manifests.yaml").read_text()):
             if not doc:
                 continue
             doc["metadata"]["name"] = f"{part}-{doc['metadata']['name']}"
-            for hook in doc.get("webhooks") or []:
+            hooks = [hook for hook in doc.get("webhooks") or []
+                     if any(p in hook["clientConfig"]["service"]["path"] for p in paths)]
+            for hook in hooks:
                 path = hook["clientConfig"]["service"]["path"]
                 hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            doc["webhooks"] = hooks
             self.apply(doc)
+        patches = part_dir(part) / "crd-patches"
+        listed = (patches / "kustomization.yaml").read_text() if patches.is_dir() else ""
+        for name in re.findall(r"^- path: patches/(webhook_in_\w+\.yaml)", listed, re.M):
+            crd = yaml.safe_load((patches / name).read_text())["metadata"]["name"]
+            self.request("PATCH", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}", {
+                "spec": {"conversion": {"strategy": "Webhook", "webhook": {
+                    "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": bundle},
+                    "conversionReviewVersions": ["v1"]}}}}, content_type="application/merge-patch+json")
 
     def _start_jobset(self) -> None:
         self._apply_crds("jobset")
@@ -360,7 +374,7 @@ class ControlPlane:
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
         self._start("kueue", [str(self._bin("kueue", "kueue")), f"--config={config}"],
                     env={"KUBECONFIG": str(self.kubeconfig)})
-        self._webhooks("kueue", self.ports["kueue-webhook"])
+        self._webhooks("kueue", self.ports["kueue-webhook"], paths=("jobset", "kueue-x-k8s-io", "batch-v1-job"))
 
     def _webhook_cert_dir(self) -> Path:
         directory = self.dir / "webhook-certs"
