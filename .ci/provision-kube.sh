@@ -10,6 +10,7 @@
 # tests needing that part skip in a local run and fail under CI (env CI set). The failure is remembered for that
 # version (no rebuild on every run); PAICTL_KUBE_RETRY=1 tries again.
 #
+# Arguments: the parts to build (kubernetes etcd kwok jobset frameworkcontroller kubedl-crd kueue; default: all).
 # Needs Go >= 1.26 (/usr/local/go/bin/go or `go` on PATH); without Go nothing is built and the tests skip (fail in CI).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +52,9 @@ build() {
     rm -rf "$out" "$dir.failed"
     mkdir -p "$out/bin"
     work="$(mktemp -d)"
-    if (cd "$work" && "$recipe" "$out" "$work") >"$work.log" 2>&1; then
+    # errexit in a subshell of its own: in an `if` condition it would be off, and a failed step would read as built
+    (set -e; cd "$work"; "$recipe" "$out" "$work") >"$work.log" 2>&1
+    if [ $? -eq 0 ]; then
         echo "$GO_VERSION" >"$out/go-version"
         rm -rf "$dir" && mv "$out" "$dir" && touch "$dir/ok"
         step_done "$part $version" built
@@ -123,8 +126,12 @@ recipe_kwok() {
 
 # A controller's binary, and its CRDs and webhook configuration from the same module version (its config/)
 controller_with_config() {
-    local out="$1" module="$2" version="$3" package="$4" dir
-    GOBIN="$out/bin" nice "$GO" install -trimpath -ldflags "-s -w" "$package@$version"
+    local out="$1" work="$2" module="$3" version="$4" package="$5" dir
+    # a wrapper module, not `go install pkg@version`: that reads the module's version list (for deprecations),
+    # which a proxy serving only some versions refuses
+    wrapper_module "$work" "$module" "$version" "$package"
+    nice "$GO" mod tidy
+    nice "$GO" build -trimpath -ldflags "-s -w" -o "$out/bin/${package##*/}" "$package"
     dir="$("$GO" mod download -json "$module@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
     mkdir -p "$out/crd" && cp "$dir"/config/components/crd/bases/*.yaml "$out/crd/"
     cp -r "$dir/config/components/webhook" "$out/webhook"
@@ -135,8 +142,8 @@ controller_with_config() {
     fi
     chmod -R u+w "$out"
 }
-recipe_jobset() { controller_with_config "$1" sigs.k8s.io/jobset "$JOBSET_VERSION" sigs.k8s.io/jobset; }
-recipe_kueue() { controller_with_config "$1" sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue; }
+recipe_jobset() { controller_with_config "$1" "$2" sigs.k8s.io/jobset "$JOBSET_VERSION" sigs.k8s.io/jobset; }
+recipe_kueue() { controller_with_config "$1" "$2" sigs.k8s.io/kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue; }
 
 # FrameworkController creates its own CRD when it starts
 recipe_frameworkcontroller() {

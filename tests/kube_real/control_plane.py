@@ -30,6 +30,8 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("PAICTL_TESTS_CACHE") or Path.home() / ".cache" / "paictl-tests")
 #: kwok's fake nodes: enough room for every test's pods at once
 NODES = 3
+#: the processes without which nothing runs
+CORE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "16"}
 
 
@@ -116,7 +118,11 @@ class ControlPlane:
         self._wait(self._nodes_ready, 60, "kwok's nodes Ready")
         for part, why in self.installed.items():
             if why is None and part in ("jobset", "kueue", "frameworkcontroller"):
-                self._wait(lambda part=part: self._controller_ready(part), 90, f"{part} ready")
+                try:
+                    self._wait(lambda part=part: self._controller_ready(part), 90, f"{part} ready", (part,))
+                except ControlPlaneUnavailable as error:
+                    self.installed[part] = str(error)
+                    self._end(part)
         self.started_in = time.monotonic() - started
         return self
 
@@ -159,10 +165,13 @@ class ControlPlane:
             process.kill()
             process.wait(timeout=10)
 
-    def _wait(self, ready, seconds: float, what: str) -> None:
+    def _wait(self, ready, seconds: float, what: str, watched: Optional[tuple[str, ...]] = None) -> None:
+        """Poll `ready` until it is true; ControlPlaneUnavailable when time is up or a process ends (`watched`:
+        the processes that matter here, by default the control plane's own)."""
         deadline = time.monotonic() + seconds
+        watched = watched or CORE
         while time.monotonic() < deadline:
-            dead = [name for name, process in self.processes.items() if process.poll() is not None]
+            dead = [name for name, process in self.processes.items() if name in watched and process.poll() is not None]
             if dead:
                 raise ControlPlaneUnavailable(f"{', '.join(dead)} exited while waiting for {what}: "
                                               f"{self.log_tail(dead[0])}")
@@ -185,7 +194,12 @@ class ControlPlane:
         if reason:
             self.installed[part] = reason
             return
-        install()
+        try:
+            install()
+        except (OSError, RuntimeError, ControlPlaneUnavailable) as error:  # a part that does not start: its tests skip
+            self.installed[part] = f"{part} did not start: {error}"
+            self._end(part)
+            return
         self.installed[part] = None
 
     # -- certificates and kubeconfigs ----------------------------------------------------------------------------
@@ -478,7 +492,7 @@ _PLURALS = {"Namespace": ("namespaces", False), "CustomResourceDefinition": ("cu
             "ServiceAccount": ("serviceaccounts", True), "Service": ("services", True),
             "PriorityClass": ("priorityclasses", False), "Job": ("jobs", True), "Event": ("events", True),
             "Framework": ("frameworks", True), "JobSet": ("jobsets", True), "MarsJob": ("marsjobs", True),
-            "Workload": ("workloads", True)}
+            "Workload": ("workloads", True), "RoleBinding": ("rolebindings", True)}
 
 
 def _path(api_version: str, kind: str, namespace: Optional[str], name: Optional[str] = None) -> str:

@@ -52,13 +52,24 @@ class RealCluster:
         self.namespace = plane.namespace(f"t{next(_COUNTER)}-{slug}")
         self.kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig", namespace=self.namespace)
         self.server = plane.server
+        self._barrier = False
 
     def require(self, *parts: str) -> None:
-        """Skip (fail under CI) unless every controller in `parts` runs."""
+        """Skip (fail under CI) unless every controller in `parts` runs. With FrameworkController, the namespace
+        gets the FrameworkBarrier's service account and its Role (what `compile --barrier-rbac` emits, as the
+        README's quick start applies it): the pods of a gang-allocated job run as that account."""
         for part in parts:
             why = self.plane.installed.get(part, "not started")
             if why is not None:
                 unavailable(f"{part} is not running on the real control plane: {why}")
+        if "frameworkcontroller" in parts and not self._barrier:
+            from paictl.targets.compiled import compile_job
+
+            hello = Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml"
+            for obj in compile_job(str(hello), namespace=self.namespace, barrier_rbac=True).objects:
+                if obj["kind"] in ("ServiceAccount", "Role", "RoleBinding"):
+                    self.plane.apply(obj)
+            self._barrier = True
 
     def user_kubeconfig(self, path: Path, user: str) -> Path:
         """A kubeconfig for `user`, who may do nothing until a test's RBAC says so."""
