@@ -159,6 +159,25 @@ def test_logs_without_a_kubelet_are_one_line(real_cluster, tmp_path):
     assert f"{name}-main-0" in logs.stderr
 
 
+def test_logs_of_a_pod_on_no_node_say_there_is_none_yet(real_cluster, tmp_path):
+    """A pod the scheduler cannot place (more GPUs than any node has): the API server answers its log with 204 and
+    no body (the emulator answered 400); paictl says there is no log yet instead of printing nothing."""
+    real_cluster.require("frameworkcontroller")
+    job = tmp_path / "pending.yaml"
+    job.write_text(HELLO.read_text().replace("gpu: 0", "gpu: 100"))
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    name = _framework_name(done.stdout)
+    wait_for(lambda: [p for p in real_cluster.list_objects("v1", "Pod")
+                      if p["metadata"]["name"] == f"{name}-main-0"], seconds=60)
+    raw = real_cluster.plane.raw("GET", f"/api/v1/namespaces/{real_cluster.namespace}/pods/{name}-main-0/log")
+    assert raw[0] == 204 and raw[2] == b""
+    logs = paictl(real_cluster, "logs", name)
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == ""
+    assert logs.stderr == f"paictl: {name}-main-0: no log yet: the pod is pending and on no node\n"
+
+
 def test_forbidden_is_one_line_naming_the_verb(real_cluster, tmp_path):
     """A user RBAC gives nothing: the real authorizer's 403 names the user and the verb."""
     real_cluster.require("frameworkcontroller")
