@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from typing import Any, Callable, Optional
 
 import pytest
@@ -25,6 +26,8 @@ DIFFERENCES = {
                       "409",
     "finalizer-on-deleting-object": "real: 422 (no new finalizer once deletion started); emulator: accepted",
     "anonymous": "real: 403 for system:anonymous under RBAC; emulator: allowed",
+    "job-delete-without-policy": "real: the Job comes back with a deletionTimestamp and the `orphan` finalizer (its "
+                                 "pods are kept); emulator: a Status, the Job gone at once",
 }
 
 
@@ -141,6 +144,29 @@ def case_finalizer_on_deleting_object(client: Client) -> tuple:
                    "application/merge-patch+json")
     client("PATCH", CM + "/ten", {"metadata": {"finalizers": None}}, "application/merge-patch+json")
     return _reason(*added)
+
+
+def case_garbage_collection(client: Client) -> tuple:
+    """A dependent goes with its owner (background deletion), as the real garbage collector does it."""
+    owner = client("POST", CM, _configmap("owner"))[1]
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    client("POST", CM, _configmap("dependent", metadata={"ownerReferences": [reference]}))
+    client("DELETE", CM + "/owner")
+    deadline = time.monotonic() + 30
+    while client("GET", CM + "/dependent")[0] == 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return client("GET", CM + "/dependent")[0]
+
+
+def case_job_delete_without_policy(client: Client) -> tuple:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "one"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "busybox", "args": ["sleep infinity"]}]}}}}
+    client("POST", "/apis/batch/v1/namespaces/{ns}/jobs", job)
+    status, answer = client("DELETE", "/apis/batch/v1/namespaces/{ns}/jobs/one")
+    client("DELETE", "/apis/batch/v1/namespaces/{ns}/jobs/one", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                                                   "propagationPolicy": "Background"})
+    return status, answer.get("kind"), "orphan" in (answer.get("metadata") or {}).get("finalizers", [])
 
 
 def case_anonymous(client: Client) -> tuple:
