@@ -8,7 +8,7 @@
 #
 # A part that fails to build is reported, its log kept beside the cache as <dir>.failed, and the script goes on: the
 # tests needing that part skip in a local run and fail under CI (env CI set). The failure is remembered for that
-# version (no rebuild on every run); PAICTL_KUBE_RETRY=1 tries again.
+# version for a day (no rebuild on every run); PAICTL_KUBE_RETRY=1 tries again at once.
 #
 # Arguments: the parts to build (kubernetes etcd kwok jobset frameworkcontroller kubedl-crd kueue; default: all).
 # Needs Go >= 1.26 (/usr/local/go/bin/go or `go` on PATH); without Go nothing is built and the tests skip (fail in CI).
@@ -43,7 +43,8 @@ build() {
         echo "provision-kube: $part $version cached ($dir)"
         return 0
     fi
-    if [ -f "$dir.failed" ] && [ "${PAICTL_KUBE_RETRY:-}" != 1 ]; then
+    # a failure is remembered for a day (a network hiccup must not fail CI for good), or until PAICTL_KUBE_RETRY=1
+    if [ -f "$dir.failed" ] && [ "${PAICTL_KUBE_RETRY:-}" != 1 ] && [ -z "$(find "$dir.failed" -mmin +1440)" ]; then
         echo "provision-kube: $part $version FAILED to build before (log: $dir.failed; PAICTL_KUBE_RETRY=1 retries)"
         return 0
     fi
