@@ -77,7 +77,9 @@ def make_room(connection: Cluster, job: dict, namespace: str, objects, *, dry_ru
             raise ClusterError(f"{resource.label(name)} is {view.state.value} with another version of the job "
                                f"({', '.join(edited)} changed); applying the edited one would {consequence}; "
                                f"`paictl submit --replace` deletes it and runs the edited job")
-        return "", old_uid or None, not changed  # a new description only: applied, it reaches no pod
+        # unchanged: not applied again, if it is paictl's (someone else's copy is applied, and paictl shares it);
+        # a new description only: applied, it reaches no pod
+        return "", old_uid or None, not changed and _applied_by_paictl(current)
     if dry_run:
         return f"{resource.label(name)} would be deleted and created anew (--replace)", None, False
     delete_and_wait(connection, resource, name, namespace)
@@ -135,6 +137,13 @@ def _quantity(value: Any) -> Optional[Decimal]:
         return None
     number, exponent, suffix = match.groups()
     return Decimal(number + (exponent or "")) * _SUFFIXES[suffix or ""]
+
+
+def _applied_by_paictl(current: dict) -> bool:
+    from .client import FIELD_MANAGER
+
+    return any(entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply"
+               for entry in (current.get("metadata") or {}).get("managedFields") or [])
 
 
 def _held_by_others(current: dict, fields: list[str]) -> bool:

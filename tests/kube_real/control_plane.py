@@ -155,7 +155,8 @@ class ControlPlane:
                env: Optional[dict[str, str]] = None) -> None:
         log = open(self.dir / f"{name}.log", "ab")
         self.processes[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=cwd or self.dir,
-                                                env={**os.environ, **(env or {})}, start_new_session=True)
+                                                env={**os.environ, **(env or {})}, start_new_session=True,
+                                                preexec_fn=_end_with_parent)
         log.close()
 
     def _end(self, name: str) -> None:
@@ -478,6 +479,15 @@ class ControlPlane:
 
     def list_objects(self, api_version: str, kind: str, namespace: Optional[str] = None) -> list[dict]:
         return (self.get(_path(api_version, kind, namespace)) or {}).get("items") or []
+
+
+def _end_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the test process dies (killed, or ended without its teardown), so
+    that no control plane outlives its session (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def _established(crd: Optional[dict]) -> bool:

@@ -198,8 +198,9 @@ def subprocess_paictl(kubeconfig, *args: str):
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
-def test_jobs_are_listed_in_pages_from_one_snapshot(real_cluster):
-    """More Frameworks than one page (paictl lists in chunks, following `continue`): every one is listed."""
+def test_a_collection_is_listed_in_pages(real_cluster):
+    """More objects than one page (paictl lists in chunks, following the server's `continue` tokens): every one is
+    listed."""
     real_cluster.require("frameworkcontroller")
     from paictl.targets.kube.connection import connect
 
@@ -213,8 +214,8 @@ def test_jobs_are_listed_in_pages_from_one_snapshot(real_cluster):
 
 
 def test_a_follower_survives_an_apiserver_restart(real_cluster, tmp_path):
-    """After kube-apiserver restarts, its watch cache starts over: a watch from the old resourceVersion is 410
-    Gone, and the follower lists again and goes on to the verdict."""
+    """kube-apiserver restarts under a follower: its watches end, and the new server's watch cache starts over
+    (an older resourceVersion is answered 410 Gone: the follower then lists again); it goes on to the verdict."""
     real_cluster.require("frameworkcontroller")
     job = _job(tmp_path, HELLO, "sleep infinity")
     done = paictl(real_cluster, "submit", str(job), "--target", "framework")
