@@ -261,3 +261,13 @@ def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_p
         assert re.search(rf"{name}: succeeded", followed.stdout), followed.stdout
     finally:
         real_cluster.plane.raw("DELETE", f"/apis/{FC}/namespaces/default/frameworks/{name}")
+
+
+def test_a_marsjob_is_accepted_by_kubedls_crd(real_cluster):
+    """KubeDL's controller is not run (its dependencies are Kubernetes 0.22's), but its MarsJob CRD is installed:
+    the real API server checks paictl's MarsJob against the CRD's schema in a server dry run."""
+    real_cluster.require("kubedl-crd")
+    done = paictl(real_cluster, "submit", str(JOBS / "kube" / "mars-job.yaml"), "--target", "mars", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"marsjob\.training\.kubedl\.io/\S+ created \(server dry run\)", done.stdout), done.stdout
+    assert real_cluster.list_objects("training.kubedl.io/v1alpha1", "MarsJob") == []
