@@ -11,7 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import pytest
 

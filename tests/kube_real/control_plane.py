@@ -305,7 +305,7 @@ class ControlPlane:
                 f"--root-ca-file={d / 'ca.crt'}", f"--cluster-signing-cert-file={d / 'ca.crt'}",
                 f"--cluster-signing-key-file={d / 'ca.key'}", "--leader-elect=false",
                 "--controllers=*,-nodeipam,-service-lb-controller,-cloud-node-lifecycle-controller",
-                "--bind-address=127.0.0.1", f"--secure-port={self.ports['kcm'] }",
+                "--bind-address=127.0.0.1", f"--secure-port={self.ports['kcm']}",
                 "--concurrent-gc-syncs=5", "--node-monitor-grace-period=60s"]
 
     def _start_kwok(self) -> None:
