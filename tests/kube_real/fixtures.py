@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -33,7 +34,7 @@ def running_control_plane(workdir: Path) -> Iterator[ControlPlane]:
     plane = ControlPlane(workdir)
     try:
         plane.start()
-    except ControlPlaneUnavailable as error:
+    except (ControlPlaneUnavailable, OSError, subprocess.CalledProcessError) as error:  # e.g. no openssl
         plane.stop()
         unavailable(f"the real control plane did not start: {error}")
     try:
