@@ -83,6 +83,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
     "E608": (E, "native runtime: every pod lists every task's ports, and for this many task roles and ports the object would exceed Kubernetes' 3 MiB"),
     "E609": (E, "HiveD: a task role in an affinity group has no `instances` (OpenPAI's rest-server fails on the missing pod count)"),
+    "E610": (E, "a compiled Kubernetes object is bigger than an API server accepts: annotations over 256 KiB in all (the Framework's config annotation holds the job text), an object over etcd's 1.5 MiB, Secret data over 1 MiB"),
     "E611": (E, "local docker runtime: a task role asks for what this machine's docker engine cannot give (GPUs without a GPU runtime, more GPUs or CPUs than it has, less memory than docker's 6 MB minimum)"),
     # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
     "E801": (E, "taskRoles, or a task role, is not a mapping (OpenPAI's rest-server crashes; a list's roles 0, 1, "

@@ -232,6 +232,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "created.",
              "10,000 task roles",
              "use fewer task roles (instances of one role share its variables), or a profile with OpenPAI's runtime"),
+    "E610": ("Kubernetes targets: every API server refuses an object whose annotations take over 256 KiB in all (422), "
+             "one over etcd's 1.5 MiB request limit, or a Secret holding over 1 MiB; the Framework's `config` "
+             "annotation carries the whole job text, as OpenPAI stores it, so a job file over 256 KiB validates but "
+             "can never be submitted as a Framework.",
+             "a job file of 300 KiB (a long inline script in commands)",
+             "ship large content in the image, a volume or a storage, and keep the job file small"),
     "E611": ("Local docker runtime: each task runs in a container limited to its resourcePerInstance; a container "
              "cannot get GPUs from an engine without NVIDIA's container runtime, nor more GPUs or CPUs than the "
              "machine has (on a cluster such a task would stay pending).",

@@ -117,3 +117,23 @@ def _openpai_user(server, tmp_path, monkeypatch):
     monkeypatch.setenv(TOKEN_ENV, harness.token)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(harness.config_home))
     return harness
+
+
+@pytest.fixture(scope="session")
+def kube_control_plane(tmp_path_factory):
+    """A real Kubernetes control plane (tests/kube_real: kube-apiserver, controllers, kwok nodes, JobSet,
+    FrameworkController, Kueue), one per session, from the binaries .ci/provision-kube.sh builds. Skipped when they
+    are not built; under CI a missing part fails."""
+    from kube_real.fixtures import running_control_plane
+
+    yield from running_control_plane(tmp_path_factory.mktemp("kube-real"))
+
+
+@pytest.fixture
+def real_cluster(kube_control_plane, request, tmp_path):
+    """The session's real control plane seen from a namespace of this test's own (`real_cluster.kubeconfig`)."""
+    from kube_real.fixtures import RealCluster
+
+    cluster = RealCluster(kube_control_plane, request.node.name, tmp_path)
+    yield cluster
+    cluster.cleanup()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from paictl.protocol.names import convert_name
 
 from paictl.targets.findings import raise_if_any
+from paictl.targets.kube.limits import size_findings
 from paictl.targets.framework.env import framework_env, min_failed, min_succeeded
 from paictl.targets.framework.names import framework_name, task_role_name_findings
 from paictl.targets.framework.pod import MountedStorage, PodContext, pod_template
@@ -132,6 +133,8 @@ def compile_framework(job: Job, profile: Profile, *, parameters: Mapping[str, An
             "taskRoles": task_roles,
         },
     })
+    raise_if_any(size_findings(objects, document.data if document is not None else None), document,
+                 _path(document))
     return objects
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.findings import located_all, raise_if_any
+from paictl.targets.kube.limits import size_findings
 from paictl.targets.framework.env import min_failed, min_succeeded
 from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.jobset.names import jobset_name, name_findings, replicated_job_names
@@ -99,6 +100,8 @@ def compile_jobset(job: Job, profile: Profile, *, parameters: Mapping[str, Any] 
                     "metadata": {"name": name, "namespace": profile.namespace, "labels": labels,
                                  "annotations": {"jobName": job.name}},
                     "spec": spec})
+    raise_if_any(size_findings(objects, document.data if document is not None else None), document,
+                 _path(document))
     return objects
 
 

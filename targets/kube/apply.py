@@ -50,14 +50,17 @@ def apply_order(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry_run: bool,
-                  owner_uid: Optional[str] = None) -> list[Applied]:
+                  owner_uid: Optional[str] = None, keep_workload: bool = False) -> list[Applied]:
     """Apply every object, then give the namespaced companions an owner reference to the workload (its uid is known
     only now), so that Kubernetes deletes them with it, as OpenPAI's controller arranges.
 
     On a failure, what this call created is removed, but only once the workload is known not to exist: a
     connection that dropped after the server stored the workload must not take away the Secrets it mounts.
     `owner_uid`: the uid of the workload as it exists already (a re-submit), so that the companions are applied
-    with the same owner reference at once and an unchanged job stays "unchanged"."""
+    with the same owner reference at once and an unchanged job stays "unchanged". `keep_workload`: the workload on
+    the cluster is this job already (resubmit.edited_fields found no change), so it is not applied again: the
+    stored form differs from paictl's (webhook defaults, a controller's rewrite), and an apply would at best change
+    nothing and at worst conflict with the controller that owns the spec."""
     for obj in objects:  # before anything is written: a job too big to store must not be half-submitted
         check_size(obj)
     done: list[Applied] = []
@@ -67,6 +70,11 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
         resource = resource_for(obj)
         if owner_uid and workload is not None and obj is not workload and resource.namespaced:
             obj = _owned(obj, workload, owner_uid)
+        if keep_workload and owner_uid and obj is workload:
+            name = str(obj["metadata"]["name"])
+            done.append(Applied(kind=resource.kind, name=name, namespace=obj["metadata"].get("namespace"),
+                                label=resource.label(name), result="unchanged", uid=owner_uid))
+            continue
         try:
             done.append(_apply_one(cluster, resource, obj, dry_run=dry_run))
         except ClusterError as error:
@@ -93,39 +101,17 @@ def apply_objects(cluster: Cluster, objects: Sequence[Mapping[str, Any]], *, dry
     return done
 
 
-#: etcd refuses a value over its --max-request-bytes, 1.5 MiB by default (the API server answers
-#: "etcdserver: request is too large"); the stored object also carries managedFields, so keep a margin.
-MAX_OBJECT_BYTES = 1536 * 1024 - 16 * 1024
-#: kubernetes pkg/apis/core/validation ValidateSecret / ValidateConfigMap: the data's values in all, at most
-#: core.MaxSecretSize (1 MiB), else 422 "Too long: must have at most 1048576 bytes".
-MAX_DATA_BYTES = 1024 * 1024
-
-
 def check_size(obj: Mapping[str, Any]) -> None:
-    """Refuse, with the sizes only (never a value: it may be a secret), an object the cluster could not store."""
-    import base64
-    import binascii
+    """Refuse, with the sizes only (never a value: it may be a secret), an object the cluster could not store
+    (targets/kube/limits.py; `compile` has refused such a job already, located, unless the objects were built
+    another way)."""
+    from paictl.targets.kube.limits import oversize
 
-    label = resource_for(obj).label(str((obj.get("metadata") or {}).get("name")))
-    if obj.get("kind") in ("Secret", "ConfigMap"):
-        total = 0
-        for key in ("data", "binaryData", "stringData"):
-            for value in (obj.get(key) or {}).values():
-                text = str(value or "")
-                if key == "stringData" or (obj.get("kind") == "ConfigMap" and key == "data"):
-                    total += len(text.encode("utf-8"))
-                else:
-                    try:
-                        total += len(base64.b64decode(text, validate=True))
-                    except (binascii.Error, ValueError):
-                        total += len(text)
-        if total > MAX_DATA_BYTES:
-            raise ClusterError(f"{label}: its data is {total} bytes; Kubernetes keeps at most {MAX_DATA_BYTES} "
-                               f"bytes (1 MiB) in a {obj.get('kind')}: ship larger files in the image or a volume")
-    size = len(json.dumps(obj, separators=(",", ":")).encode("utf-8"))
-    if size > MAX_OBJECT_BYTES:
-        raise ClusterError(f"{label} is {size} bytes; etcd stores at most 1.5 MiB per object (less what the API "
-                           f"server adds): move large inline content (commands, files) into the image or a volume")
+    problem = oversize(obj)
+    if problem is not None:
+        label = resource_for(obj).label(str((obj.get("metadata") or {}).get("name")))
+        raise ClusterError(f"{label}: {problem}: move large inline content (commands, files) into the image or a "
+                           f"volume")
 
 
 def _owned(obj: Mapping[str, Any], workload: Mapping[str, Any], uid: str) -> dict[str, Any]:

@@ -84,9 +84,10 @@ class KubeBackend:
             self.diagnoser()  # a bad --exit-spec fails before anything is applied
         job = next(obj for obj in compiled.objects if obj.get("kind") in WORKLOAD_KINDS)
         name, namespace = job["metadata"]["name"], job["metadata"].get("namespace") or "default"
-        replaced, existing_uid = make_room(self._cluster(), job, namespace, compiled.objects, dry_run=dry_run,
-                                           replace=bool(self.options.extra.get("replace")))
-        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid)
+        replaced, existing_uid, submitted = make_room(self._cluster(), job, namespace, compiled.objects,
+                                                      dry_run=dry_run, replace=bool(self.options.extra.get("replace")))
+        applied = apply_objects(self._cluster(), compiled.objects, dry_run=dry_run, owner_uid=existing_uid,
+                                keep_workload=submitted)
         lines = [f"{item.label} {item.result}{' (server dry run)' if dry_run else ''}" for item in applied]
         if replaced:
             lines.insert(0, replaced)

@@ -332,6 +332,10 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     return ClusterError(f"{verb} {target}{where}: the cluster answered {exc.status}: {exc.message}")
 
 
+#: Field managers of the controllers that write a workload's spec back (server-side apply names them so)
+CONTROLLER_MANAGERS = {"frameworkcontroller": "FrameworkController"}
+
+
 def _conflict_line(exc: ApiFailure, target: str) -> str:
     """Name the other managers and their fields; a stopped job is the usual cause, so say what to do then."""
     causes = (exc.body.get("details") or {}).get("causes") or []
@@ -343,8 +347,17 @@ def _conflict_line(exc: ApiFailure, target: str) -> str:
     if not managers:
         return f"{target}: apply conflict: {exc.message}"
     owned = "; ".join(f"{', '.join(fields)} managed by {manager!r}" for manager, fields in managers.items())
-    hint = ("the job was stopped by `paictl stop`: `paictl submit --replace` deletes it and runs the job anew"
-            if STOP_FIELD_MANAGER in managers else "change those fields back, or delete the object first")
+    controllers = [manager for manager in managers if manager in CONTROLLER_MANAGERS]
+    if STOP_FIELD_MANAGER in managers:
+        hint = "the job was stopped by `paictl stop`: `paictl submit --replace` deletes it and runs the job anew"
+    elif controllers:
+        # FrameworkController writes the whole Framework back in its own form and so owns .spec.taskRoles (one
+        # atomic field): the job is on the cluster already, and no apply of paictl's form can change it.
+        hint = (f"the job is already submitted and {CONTROLLER_MANAGERS[controllers[0]]} owns its spec, so it cannot "
+                f"be applied again: `paictl status` shows it; to run an edited job, `paictl submit --replace` deletes "
+                f"it and runs the job anew")
+    else:
+        hint = "change those fields back, or delete the object first"
     return f"{target}: conflict with another field manager: {owned} ({hint})"
 
 

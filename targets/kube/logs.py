@@ -37,6 +37,12 @@ def pod_lines(connection: Cluster, task: tuple[str, int], pod: dict, *, follow: 
         raise describe_failure(connection, failure, verb="get", resource=POD, name=f"{name}/log") from None
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(connection, exc, verb="get", resource=POD, name=f"{name}/log") from None
+    if getattr(response, "status", 200) == 204:  # no node yet: the API server has no kubelet to ask, and no log
+        close_stream(response)
+        phase = ((pod.get("status") or {}).get("phase") or "Pending").lower()
+        yield LogLine(role=task[0], index=task[1], stream="note",
+                      text=f"paictl: {name}: no log yet: the pod is {phase} and on no node")
+        return
     try:
         for line in iter_lines(response):
             yield LogLine(role=task[0], index=task[1], text=line.decode("utf-8", errors="replace").rstrip("\r"))

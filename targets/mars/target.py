@@ -40,6 +40,7 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.targets.findings import located_all, raise_if_any
+from paictl.targets.kube.limits import size_findings
 from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.mars.extras import MarsSettings, read_settings
 from paictl.targets.mars.status import API_VERSIONS, CONTAINER, KIND, PLURAL, REPLICA_TYPES, job_state, job_view, task_views
@@ -115,6 +116,8 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
                      "annotations": {"jobName": job.name}},
         "spec": spec,
     })
+    raise_if_any(size_findings(objects, document.data if document is not None else None), document,
+                 document.path if document is not None else "<job>")
     return objects
 
 

@@ -234,7 +234,11 @@ def test_a_framework_whose_port_variables_exceed_what_kubernetes_stores_is_refus
         compile_text(_roles(400))
     [diagnostic] = caught.value.diagnostics
     assert diagnostic.code == "E608" and "400 task roles" in diagnostic.message
-    assert compile_text(_roles(60))[-1]["kind"] == "Framework"  # 60 roles: about 1 MiB of port variables
+    assert compile_text(_roles(40))[-1]["kind"] == "Framework"  # 40 roles: about 1 MiB of port variables
+    with pytest.raises(InvalidJobError) as caught:  # 60 roles: 2 MiB, under E608's 3 MiB but over etcd's 1.5 MiB
+        compile_text(_roles(60))
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "E610" and "etcd stores at most 1.5 MiB per object" in diagnostic.message
 
 
 # -- the script, run for real --------------------------------------------------------------------------------------

@@ -169,12 +169,14 @@ def test_the_example_runs_under_maros_master_with_its_peers(maro):
 
 def test_stops_hold_under_maros_master(maro, run_cli):
     cluster = ["--target", "grass", "--cluster", str(maro.cluster_path)]
-    # pending: more cpu than any node has; a stop drops its ticket, so it never runs, even once it would fit
-    huge = JOB.format(name="huge", image=IMAGE, roles=role("main", "exit 0")).replace("cpu: 1,", "cpu: 9,")
-    submit(maro, "huge", text=huge)
+    # pending: a whole node's cpu while `endless` holds a core of each (a job no idle node could hold is refused
+    # at submit); a stop drops its ticket, so it never runs, even once it would fit
     submit(maro, "endless", role("main", "sleep 600", instances=2))
     maro.wait(lambda: sum(t.state == "running" for t in maro.backend.describe("endless").tasks) == 2,
               "endless running")
+    huge = JOB.format(name="huge", image=IMAGE, roles=role("main", "exit 0")).replace("cpu: 1,", "cpu: 8,")
+    submit(maro, "huge", text=huge)
+    assert maro.backend.describe("huge").state is JobState.PENDING
     assert maro.backend.stop("huge").data["stopped"] is True
     assert maro.backend.stop("endless").data["stopped"] is True
     assert "huge" not in maro.client().lrange("pending_job_tickets", 0, -1)

@@ -73,3 +73,30 @@ def test_a_jobset_webhook_denial_is_one_short_line(emulator):
     error = describe_failure(Cluster(), ApiFailure(422, json.dumps(body)), verb="apply", resource=JOBSET, name="x")
     assert str(error) == ('the cluster rejected jobsets.jobset.x-k8s.io \'x\': admission webhook "vjobset.kb.io" '
                           "denied the request: spec.replicatedJobs: field is immutable")
+
+
+def test_the_stored_form_of_an_unchanged_job_reads_as_unchanged():
+    """What JobSet's webhook and FrameworkController store for what paictl sent (issue 36, R1/R2; seen on the real
+    control plane in test_real_resubmit.py): the same job, however written; a real edit is still one."""
+    from paictl.targets.kube.resubmit import edited_fields, same_value
+
+    sent = {"metadata": {"labels": {"userName": "paictl"}, "annotations": {"jobName": "x"}},
+            "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "resources": {"limits": {"cpu": 1, "memory": "512Mi", "nvidia.com/gpu": 0}},
+                 "env": [{"name": "A", "value": ""}], "ports": [{"containerPort": 80}]}]}}}}}]}}
+    stored = {"metadata": {"labels": {"userName": "paictl", "jobset.sigs.k8s.io/jobset-name": "x"},
+                           "annotations": {"jobName": "x"}, "managedFields": []},
+              "spec": {"startupPolicy": {"startupPolicyOrder": "AnyOrder"}, "replicatedJobs": [{
+                  "name": "w", "groupName": "default", "template": {"metadata": {}, "spec": {"template": {
+                      "metadata": {"creationTimestamp": None}, "spec": {"containers": [{
+                          "name": "app", "resources": {"limits": {"cpu": "1", "memory": "536870912",
+                                                                  "nvidia.com/gpu": "0"}},
+                          "env": [{"name": "A"}], "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}}}}}]}}
+    assert edited_fields(sent, stored) == []
+    assert same_value("1000m", 1) and same_value("1.5Gi", "1536Mi") and same_value(2, "2e0")
+    assert not same_value("1", "2") and not same_value("a", "b") and not same_value(True, 1)
+    stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["resources"][
+        "limits"]["cpu"] = "2"
+    assert edited_fields(sent, stored) == ["spec.replicatedJobs"]
+    sent["metadata"]["annotations"]["jobName"] = "y"
+    assert edited_fields(sent, stored) == ["spec.replicatedJobs", "metadata.annotations.jobName"]

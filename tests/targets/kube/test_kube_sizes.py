@@ -39,8 +39,8 @@ def test_a_framework_over_etcds_limit_is_refused_before_any_write(emulator):
     from paictl.targets.kube.connection import connect
 
     cluster = connect(kubeconfig=str(emulator.kubeconfig))
-    with pytest.raises(ClusterError, match=r"^framework\.frameworkcontroller\.microsoft\.com/big is \d+ bytes; etcd "
-                                           r"stores at most 1\.5 MiB per object"):
+    with pytest.raises(ClusterError, match=r"^framework\.frameworkcontroller\.microsoft\.com/big: it is \d+ bytes; "
+                                           r"etcd stores at most 1\.5 MiB per object"):
         apply_objects(cluster, [_secret(10), _framework("x" * 1_700_000)], dry_run=False)
     assert emulator.count("PATCH") == 0 and emulator.list_objects("v1", "Secret", "default") == []
     from kube_emulator.errors import ApiError

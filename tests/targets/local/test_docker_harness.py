@@ -23,6 +23,9 @@ def test_the_engine_runs_its_images_on_the_host_network(docker_engine):
     assert not Path("/opt/only/here.txt").exists()
 
 
+MARK = f"600.{os.getpid()}"
+
+
 def test_a_stopped_engine_leaves_no_container_process_mount_or_folder():
     if _missing() is not None:
         import pytest
@@ -32,7 +35,8 @@ def test_a_stopped_engine_leaves_no_container_process_mount_or_folder():
     engine.start()
     try:
         engine.base_image()
-        engine.docker("run", "-d", "--name", "sleeper", "paictl-test/base:1", "sleep", "600")
+        # a duration no other test uses: another test's `sleep 600` (a task, a MARO container) is not this one's
+        engine.docker("run", "-d", "--name", "sleeper", "paictl-test/base:1", "sleep", MARK)
         assert [c["Names"] for c in engine.containers()] == ["sleeper"]
         assert engine.leftovers()["processes"]  # dockerd and containerd at least
     finally:
@@ -44,6 +48,6 @@ def test_a_stopped_engine_leaves_no_container_process_mount_or_folder():
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                assert b"sleep\x00600" not in Path(f"/proc/{entry}/cmdline").read_bytes()
+                assert f"sleep\x00{MARK}".encode() not in Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 pass

@@ -113,5 +113,6 @@ def test_the_job_list_is_read_page_by_page(pai):
     views = pai.backend().list()
     assert len(views) == 5012 and views[0].name == "j00000" and views[-1].name == "j05011"
     pages = [r.path for r in pai.server.requests if r.path.startswith("/api/v2/jobs?")]
-    assert pages == ["/api/v2/jobs?username=alice&offset=0&limit=5000",
-                     "/api/v2/jobs?username=alice&offset=5000&limit=5000"]
+    # in a stable order, newest first, so that jobs submitted between two pages neither skip nor repeat a row
+    assert pages == ["/api/v2/jobs?username=alice&offset=0&limit=5000&order=submissionTime%2CDESC",
+                     "/api/v2/jobs?username=alice&offset=5000&limit=5000&order=submissionTime%2CDESC"]

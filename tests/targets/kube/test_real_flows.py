@@ -1,0 +1,273 @@
+"""`paictl submit/status/stop/logs` end to end on the real control plane (tests/kube_real): kube-apiserver,
+the controller manager (garbage collector, Job controller), the scheduler, kwok's nodes, FrameworkController and
+the JobSet controller with its webhooks. Nothing is scripted: the controllers decide every state, and kwok moves the
+pods (tests/kube_real/stages.yaml: a pod ends 2 s after it starts, with exit code 1 when its commands say `exit 1`,
+and runs until deleted when they say `sleep infinity`).
+
+What a real server cannot be made to do on demand (a 429, a 5xx, a lost answer, exact timing) stays with the
+emulator's tests (test_kube_retries.py, test_kube_follow.py); tests/kube_emulator/test_parity.py holds the emulator
+to this server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from conftest import JOBS, ROOT
+from kube_cli import paictl, start, wait_for
+from kube_real.jobs import with_commands
+
+pytest.importorskip("kubernetes")
+
+FC = "frameworkcontroller.microsoft.com/v1"
+JOBSET = "jobset.x-k8s.io/v1alpha2"
+HELLO = ROOT / "examples" / "hello-world.yaml"
+TWO_ROLES = JOBS / "kube" / "two-roles.yaml"
+SECRET_JOB = JOBS / "kube" / "secret-job.yaml"
+
+
+def _job(tmp_path, source, command: str):
+    return with_commands(source, command, tmp_path / "job.yaml")
+
+
+def _framework_name(stdout: str) -> str:
+    return re.search(r"framework\.frameworkcontroller\.microsoft\.com/(\w+)[ \"]", stdout).group(1)
+
+
+def _state(cluster, name: str) -> str:
+    done = paictl(cluster, "status", name, "--format", "json")
+    return json.loads(done.stdout)["state"] if done.returncode == 0 else ""
+
+
+def test_submit_follow_succeeded(real_cluster):
+    real_cluster.require("frameworkcontroller")
+    done = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--follow", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    name = _framework_name(done.stdout)
+    assert f"framework.frameworkcontroller.microsoft.com/{name} created" in done.stdout
+    assert re.search(rf"{name}: succeeded \(attempt 0\), code 0", done.stdout), done.stdout
+    assert re.search(r"worker-1  Completed  attempt 0  on kwok-node-\d", done.stdout), done.stdout
+    framework = real_cluster.get_object(FC, "Framework", name)
+    assert framework["status"]["state"] == "Completed"
+    managers = {entry["manager"] for entry in framework["metadata"]["managedFields"]}
+    assert {"paictl", "frameworkcontroller"} <= managers
+
+
+def test_submit_follow_failed_says_why(real_cluster, tmp_path):
+    real_cluster.require("frameworkcontroller")
+    job = _job(tmp_path, HELLO, "exit 1")
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework", "--follow", timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    name = _framework_name(done.stdout)
+    assert re.search(rf"{name}: failed \(attempt 0\), code 1", done.stdout), done.stdout
+    # kwok keeps no log, so the exit rules see exit code 1 alone: OpenPAI's catch-all
+    assert "main-0  Completed  attempt 0" in done.stdout and "exit 1  255 PAIRuntimeUnknownFailed" in done.stdout
+    assert "decided by main-0: ContainerUnrecognizedFailed" in done.stdout, done.stdout
+
+
+def test_stop_then_follow_reports_stopped_and_a_resubmit_is_refused(real_cluster, tmp_path):
+    real_cluster.require("frameworkcontroller")
+    job = _job(tmp_path, HELLO, "sleep infinity")
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    name = _framework_name(done.stdout)
+    wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
+    stopped = paictl(real_cluster, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"framework.frameworkcontroller.microsoft.com/{name} stop requested\n"
+    followed = paictl(real_cluster, "status", name, "--follow", timeout=120)
+    assert followed.returncode == 4, followed.stdout + followed.stderr
+    assert re.search(rf"{name}: stopped \(attempt 0\), code -210", followed.stdout), followed.stdout
+    again = paictl(real_cluster, "stop", name, "--format", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["result"] == "already finished"
+    resubmitted = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    assert resubmitted.returncode == 3
+    assert resubmitted.stderr == (f"paictl: error: framework.frameworkcontroller.microsoft.com/{name} already ran "
+                                  "and stopped (StopFrameworkRequested); applying it again would not run it again: "
+                                  "`paictl submit --replace` deletes it and runs the job anew\n")
+    replaced = paictl(real_cluster, "submit", str(job), "--target", "framework", "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert f"framework.frameworkcontroller.microsoft.com/{name} deleted (--replace; it was stopped)" in \
+        replaced.stdout
+    assert real_cluster.get_object(FC, "Framework", name)["spec"]["executionType"] == "Start"
+
+
+def test_dry_run_creates_nothing(real_cluster):
+    real_cluster.require("frameworkcontroller")
+    done = paictl(real_cluster, "submit", str(SECRET_JOB), "--target", "framework", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    name = _framework_name(done.stdout)
+    assert f"framework.frameworkcontroller.microsoft.com/{name} created (server dry run)" in done.stdout
+    assert real_cluster.list_objects(FC, "Framework") == []
+    assert [s for s in real_cluster.list_objects("v1", "Secret") if s["metadata"]["name"].startswith(name)] == []
+
+
+def test_companions_are_owned_by_the_workload_and_the_garbage_collector_takes_them(real_cluster):
+    """The real garbage collector (kube-controller-manager) deletes the Secrets with their Framework."""
+    real_cluster.require("frameworkcontroller")
+    done = paictl(real_cluster, "submit", str(SECRET_JOB), "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    name = _framework_name(done.stdout)
+    uid = real_cluster.get_object(FC, "Framework", name)["metadata"]["uid"]
+    secrets = [s for s in real_cluster.list_objects("v1", "Secret") if s["metadata"]["name"].startswith(name)]
+    assert len(secrets) == 2
+    assert all([ref["uid"] for ref in s["metadata"]["ownerReferences"]] == [uid] for s in secrets)
+    real_cluster.plane.request("DELETE", f"/apis/{FC}/namespaces/{real_cluster.namespace}/frameworks/{name}")
+    wait_for(lambda: not [s for s in real_cluster.list_objects("v1", "Secret")
+                          if s["metadata"]["name"].startswith(name)], seconds=60)
+
+
+def test_a_jobset_runs_to_success_through_its_jobs_and_pods(real_cluster):
+    real_cluster.require("jobset")
+    done = paictl(real_cluster, "submit", str(JOBS / "kube" / "jobset-job.yaml"), "--target", "jobset", "--follow",
+                  timeout=150)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
+    assert jobset["status"].get("terminalState") == "Completed"
+    assert re.search(r": succeeded", done.stdout), done.stdout
+
+
+def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_path):
+    real_cluster.require("jobset")
+    job = _job(tmp_path, JOBS / "kube" / "jobset-job.yaml", "sleep infinity")
+    done = paictl(real_cluster, "submit", str(job), "--target", "jobset")
+    assert done.returncode == 0, done.stderr
+    (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
+    name = jobset["metadata"]["name"]
+    wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
+    stopped = paictl(real_cluster, "stop", name, timeout=120)
+    assert stopped.returncode == 0, stopped.stderr
+    wait_for(lambda: real_cluster.get_object(JOBSET, "JobSet", name) is None, seconds=60)
+    wait_for(lambda: not real_cluster.list_objects("v1", "Pod"), seconds=60)
+
+
+def test_logs_without_a_kubelet_are_one_line(real_cluster, tmp_path):
+    """kwok runs no container: the API server answers a log request for a running pod by failing to reach the
+    node's kubelet, which paictl reports in one line (exit 3); a pod that is gone is named as such."""
+    real_cluster.require("frameworkcontroller")
+    job = _job(tmp_path, HELLO, "sleep infinity")
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    name = _framework_name(done.stdout)
+    wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
+    logs = paictl(real_cluster, "logs", name, "main", "0")
+    assert logs.returncode == 3, logs.stdout + logs.stderr
+    assert logs.stderr.count("\n") == 1 and "Traceback" not in logs.stderr, logs.stderr
+    assert f"{name}-main-0" in logs.stderr
+
+
+def test_logs_of_a_pod_on_no_node_say_there_is_none_yet(real_cluster, tmp_path):
+    """A pod the scheduler cannot place (more GPUs than any node has): the API server answers its log with 204 and
+    no body (the emulator answered 400); paictl says there is no log yet instead of printing nothing."""
+    real_cluster.require("frameworkcontroller")
+    job = tmp_path / "pending.yaml"
+    job.write_text(HELLO.read_text().replace("gpu: 0", "gpu: 100"))
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    name = _framework_name(done.stdout)
+    wait_for(lambda: [p for p in real_cluster.list_objects("v1", "Pod")
+                      if p["metadata"]["name"] == f"{name}-main-0"], seconds=60)
+    raw = real_cluster.plane.raw("GET", f"/api/v1/namespaces/{real_cluster.namespace}/pods/{name}-main-0/log")
+    assert raw[0] == 204 and raw[2] == b""
+    logs = paictl(real_cluster, "logs", name)
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == ""
+    assert logs.stderr == f"paictl: {name}-main-0: no log yet: the pod is pending and on no node\n"
+
+
+def test_forbidden_is_one_line_naming_the_verb(real_cluster, tmp_path):
+    """A user RBAC gives nothing: the real authorizer's 403 names the user and the verb."""
+    real_cluster.require("frameworkcontroller")
+    kubeconfig = real_cluster.user_kubeconfig(tmp_path / "alice.kubeconfig", "alice")
+    done = subprocess_paictl(kubeconfig, "submit", str(HELLO), "--target", "framework")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.startswith("paictl: error: forbidden: you may not "), done.stderr
+    assert 'User "alice" cannot' in done.stderr and done.stderr.count("\n") == 1
+    status = subprocess_paictl(kubeconfig, "status", "whatever", "--target", "framework")
+    assert status.returncode == 3 and "forbidden: you may not get" in status.stderr, status.stderr
+
+
+def subprocess_paictl(kubeconfig, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "paictl", *args, "--kubeconfig", str(kubeconfig)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_a_collection_is_listed_in_pages(real_cluster):
+    """More objects than one page (paictl lists in chunks, following the server's `continue` tokens): every one is
+    listed."""
+    real_cluster.require("frameworkcontroller")
+    from paictl.targets.kube.connection import connect
+
+    cluster = connect(kubeconfig=str(real_cluster.kubeconfig))
+    for index in range(7):
+        real_cluster.plane.request("POST", f"/api/v1/namespaces/{real_cluster.namespace}/configmaps",
+                                   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"page-{index}"}})
+    listed = cluster.list_all(f"/api/v1/namespaces/{real_cluster.namespace}/configmaps", limit=3)
+    names = sorted(item["metadata"]["name"] for item in listed["items"])
+    assert [n for n in names if n.startswith("page-")] == [f"page-{i}" for i in range(7)]
+
+
+def test_a_follower_survives_an_apiserver_restart(real_cluster, tmp_path):
+    """kube-apiserver restarts under a follower: its watches end, and the new server's watch cache starts over
+    (an older resourceVersion is answered 410 Gone: the follower then lists again); it goes on to the verdict."""
+    real_cluster.require("frameworkcontroller")
+    job = _job(tmp_path, HELLO, "sleep infinity")
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
+    name = _framework_name(done.stdout)
+    wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
+    follower = start(real_cluster, "status", name, "--follow", "--format", "json")
+    time.sleep(2)
+    real_cluster.plane.restart_apiserver()
+    stopped = paictl(real_cluster, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = follower.communicate(timeout=120)
+    assert follower.returncode == 4, out + err
+    assert json.loads(out.splitlines()[-1])["state"] == "stopped"
+
+
+def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_path):
+    """The README's `paictl compile --barrier-rbac ... | kubectl apply -f -` (into the namespace the compiled
+    objects name, `default`), then `paictl status`: FrameworkController runs the pods on kwok's nodes."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    real_cluster.require("frameworkcontroller")
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        if os.environ.get("CI"):
+            pytest.fail("kubectl is required in CI", pytrace=False)
+        pytest.skip("kubectl is not installed")
+    from test_quick_start_kubectl import readme_pipe
+
+    command, shown = readme_pipe()
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.path.dirname(kubectl)}:/usr/bin:/bin",
+           "HOME": str(tmp_path), "KUBECONFIG": str(real_cluster.kubeconfig)}
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == shown  # exactly what the README shows
+    name = next(line.split("/")[1].split()[0] for line in shown if line.startswith("framework."))
+    try:
+        followed = paictl(real_cluster, "status", name, "-n", "default", "--follow", timeout=120)
+        assert followed.returncode == 0, followed.stdout + followed.stderr
+        assert re.search(rf"{name}: succeeded", followed.stdout), followed.stdout
+    finally:
+        real_cluster.plane.raw("DELETE", f"/apis/{FC}/namespaces/default/frameworks/{name}")
+
+
+def test_a_marsjob_is_accepted_by_kubedls_crd(real_cluster):
+    """KubeDL's controller is not run (its dependencies are Kubernetes 0.22's), but its MarsJob CRD is installed:
+    the real API server checks paictl's MarsJob against the CRD's schema in a server dry run."""
+    real_cluster.require("kubedl-crd")
+    done = paictl(real_cluster, "submit", str(JOBS / "kube" / "mars-job.yaml"), "--target", "mars", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"marsjob\.training\.kubedl\.io/\S+ created \(server dry run\)", done.stdout), done.stdout
+    assert real_cluster.list_objects("training.kubedl.io/v1alpha1", "MarsJob") == []
