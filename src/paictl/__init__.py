@@ -40,6 +40,7 @@ _API = {
     "ClusterError": ("paictl.errors", "ClusterError"),
     "NotFoundError": ("paictl.errors", "NotFoundError"),
     "InternalError": ("paictl.errors", "InternalError"),
+    "ConfigFileError": ("paictl.errors", "ConfigFileError"),
 }
 
 __all__ = ["__version__", *_API]

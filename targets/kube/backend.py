@@ -339,8 +339,8 @@ class KubeBackend:
             raise UsageError("--task-attempt applies to local runs, OpenPAI and Grass: on Kubernetes use --previous "
                              "for the previous instance of a task's container (as kubectl logs -p)")
         if attempt is not None:  # FrameworkController deletes an attempt's pods, and their logs with them
-            raise UsageError("--attempt applies to local runs only: on Kubernetes, earlier attempts' pods "
-                             "are deleted")
+            raise UsageError("--attempt applies to local runs, OpenPAI and Grass: on Kubernetes, earlier attempts' "
+                             "pods are deleted")
         chosen, found = self._find(name)
         connection = self._cluster()
         pods, earlier = newest_per_task(chosen, list_pods(connection, chosen, found, connection.namespace).values())
