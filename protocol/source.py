@@ -27,10 +27,12 @@ MAX_EXPANDED_BYTES = 8 * 1024 * 1024
 _CHUNK = 64 * 1024
 
 
-def read_source(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
-    """At most `limit + 1` bytes of a regular file or a FIFO (process substitution), else InputError (exit 2)."""
+def read_source(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES, *,
+                thing: str | None = "the job") -> bytes:
+    """At most `limit + 1` bytes of a regular file or a FIFO (process substitution), else InputError (exit 2).
+    `thing`: what the file holds, for the advice to copy it to a file and pipe it (None: a file nothing pipes)."""
     shown = _printable(os.fspath(path))
-    descriptor, _ = _open_readable(path, shown, lead="", reading="cannot read: ", thing="the job")
+    descriptor, _ = _open_readable(path, shown, lead="", reading="cannot read: ", thing=thing)
     try:
         with os.fdopen(descriptor, "rb", buffering=0, closefd=False) as stream:
             return read_bounded(stream, shown, limit)
@@ -40,7 +42,7 @@ def read_source(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> by
         os.close(descriptor)
 
 
-def _open_readable(path: str | os.PathLike[str], shown: str, *, lead: str, reading: str, thing: str
+def _open_readable(path: str | os.PathLike[str], shown: str, *, lead: str, reading: str, thing: str | None
                    ) -> tuple[int, int]:
     """(descriptor, mode) of a regular file or FIFO opened for a blocking read, else InputError worded with `lead`
     (before "no such file" and the like), `reading` (before an OS error) and `thing` (what to copy to a file)."""
@@ -58,8 +60,9 @@ def _open_readable(path: str | os.PathLike[str], shown: str, *, lead: str, readi
         if stat.S_ISDIR(mode):
             raise InputError(f"{shown}: {lead}is a directory")
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise InputError(f"{shown}: {lead}not a regular file (a device or socket has no end to read to); "
-                             f"copy {thing} to a file, or pipe it to `-`")
+            advice = f"; copy {thing} to a file, or pipe it to `-`" if thing else ""
+            raise InputError(f"{shown}: {lead}not a regular file (a device or socket has no end to read to)"
+                             + advice)
         os.set_blocking(descriptor, True)
     except InputError:
         os.close(descriptor)

@@ -39,7 +39,7 @@ def load_config_file(path: str | os.PathLike[str], what: str, *, located: bool =
 
     shown = one_line(os.fspath(path))
     try:
-        raw = read_source(path)
+        raw = read_source(path, thing=None)
     except InputError as error:
         raise ConfigFileError(f"cannot read the {what}: {error}") from None
     try:
@@ -52,6 +52,8 @@ def load_config_file(path: str | os.PathLike[str], what: str, *, located: bool =
         return ConfigDocument(data=document.data, positions=document.positions, shown=shown)
     except DocumentError as error:
         problem = error.diagnostics[0]
+        if problem.code == "E107":  # the size limit: no question of YAML
+            raise ConfigFileError(f"{shown}: the {what} {problem.message.removeprefix('file ')}") from None
         if problem.code == "E104":
             if "empty" in problem.message:
                 return ConfigDocument(data={}, positions=None, shown=shown)

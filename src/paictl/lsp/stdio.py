@@ -219,10 +219,20 @@ async def _serve(server, reader: FrameReader, stdout_fd: int, closed: threading.
                 frame: Any = reader.next()
             except (_End, OSError):
                 frame = ended
+            queued = threading.Event()
+
+            def offer(frame: Any = frame, queued: threading.Event = queued) -> None:
+                # made in the loop's own thread: a loop that ends first never holds an unawaited put (a warning
+                # on standard error, when the client closed our output and the loop ended under this thread)
+                loop.create_task(frames.put(frame)).add_done_callback(lambda _: queued.set())
+
             try:
-                asyncio.run_coroutine_threadsafe(frames.put(frame), loop).result()
+                loop.call_soon_threadsafe(offer)
             except RuntimeError:  # the loop is gone
                 return
+            while not queued.wait(0.5):  # the queue is full (at most 16 frames ahead), or the loop has ended
+                if loop.is_closed():
+                    return
             if frame is ended:
                 return
 

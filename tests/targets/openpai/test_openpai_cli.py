@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 import httpx
@@ -237,6 +238,9 @@ def test_a_login_whose_token_cannot_be_kept_leaves_no_token_on_the_server(pai, t
 
     broken = tmp_path / "keyring-is-a-folder"
     broken.mkdir()
+    # the server's tokens are JWTs of the user and the second they were made (recordings: tokens.jsonl): a login in
+    # the fixture's second would get the fixture's own token back, and its revocation would revoke that one too
+    time.sleep(1.05)
     refused = pai.paictl("openpai", "login", ALIAS, "--password-stdin", input=PASSWORD + "\n",
                          env={"PYTHONPATH": str(FAKE_KEYRING), "FAKE_KEYRING_FILE": str(broken)})
     assert refused.returncode == 2 and "the OS keyring refused the token" in refused.stderr
