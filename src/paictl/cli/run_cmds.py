@@ -242,6 +242,12 @@ def _list_jobs(*, target: Optional[str], options: "BackendOptions", output_forma
         if selector and RUNS_ON[target] != "kube":
             raise UsageError(f"-l/--selector lists Kubernetes jobs (framework, mars, jobset); {target} jobs have no "
                              f"labels")
+        if options.extra.get("all_namespaces") and RUNS_ON[target] in ("local", "grass"):
+            from .output import plain_echo
+
+            why = ("this machine's runs are all listed anyway" if RUNS_ON[target] == "local" else
+                   "a Grass cluster has no users or namespaces: every job is listed anyway")
+            plain_echo(f"paictl: note: -A changes nothing for --target {target}: {why}", err=True)
     names = [target] if target is not None else [name for name in LOOKUP_ORDER if not selector or name == "kube"]
     if watch:
         _watch_jobs(names, explicit=target is not None, options=options, output_format=output_format)
