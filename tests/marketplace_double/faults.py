@@ -18,7 +18,7 @@ import time
 
 import httpx
 
-from .loopback import LoopbackServer, QuietHandler
+from loopback import LoopbackHandler, LoopbackServer
 
 
 @dataclasses.dataclass
@@ -32,7 +32,7 @@ class Fault:
     content_type: str = "text/html; charset=utf-8"
 
 
-class _Handler(QuietHandler):
+class _Handler(LoopbackHandler):
     owner: FaultProxy
 
     def _handle(self) -> None:

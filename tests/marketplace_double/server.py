@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from loopback import LoopbackHandler, LoopbackServer
+
 from . import express
 from .identity import Caller, IdentityError, IdentityProvider
-from .loopback import LoopbackServer, QuietHandler
 
 SEED = Path(__file__).resolve().parent / "seed.json"
 OFFICIAL_EXAMPLE = "official example"
@@ -283,7 +284,7 @@ def protocol_is_valid(protocol: Any) -> bool:
     return isinstance(job, dict) and jsonschema_rs.validator_for(load_schema("job")).is_valid(job)
 
 
-class _Handler(QuietHandler):
+class _Handler(LoopbackHandler):
     owner: MarketplaceDouble
     server_version = "marketplace-double"
 

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
+from loopback import LoopbackHandler, LoopbackServer
+
 from .accounts import jwt_payload, jwt_sign
-from .loopback import LoopbackHandler, LoopbackServer
 
 VALID = re.compile(r"^[\w\-.~]+$", re.ASCII)   # lua's ^[%w_%-%.~]+$
 TAIL_BYTES = 16384

@@ -15,7 +15,7 @@ import http.client
 import re
 from urllib.parse import urlsplit
 
-from .loopback import LoopbackHandler, LoopbackServer
+from loopback import LoopbackHandler, LoopbackServer
 
 REST = re.compile(r"^/rest-server/api(.*)$")
 LOG_MANAGER = re.compile(r"^/log-manager/([^/]+):(\d+)/(.*)$")

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "targets" / "grass"))
-from grass_cluster_harness import GrassCluster, needs_redis  # noqa: E402
+from grass_cluster_harness import needs_redis, running_cluster  # noqa: E402
 
 pytestmark = needs_redis
 
@@ -34,15 +34,8 @@ taskRoles:
 
 @pytest.fixture
 def grass(tmp_path):
-    cluster = GrassCluster(tmp_path)
-    try:
-        cluster.start()
+    with running_cluster(tmp_path) as cluster:
         yield cluster
-    except BaseException:
-        print(cluster.logs())
-        raise
-    finally:
-        cluster.close()
 
 
 def test_a_sweep_runs_each_trial_as_a_grass_job(grass, run_cli, tmp_path):

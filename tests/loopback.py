@@ -1,4 +1,5 @@
-"""What the stand-ins share: a threaded HTTP server on 127.0.0.1 (port 0 unless told), run as a context manager."""
+"""What the tests' servers share (the OpenPAI double and its stand-ins, the marketplace double and the fault proxy):
+a threaded HTTP server on 127.0.0.1 (port 0 unless told), run as a context manager."""
 
 from __future__ import annotations
 
@@ -25,12 +26,14 @@ class LoopbackServer:
 
     handler: type[BaseHTTPRequestHandler]
     want_port = 0
+    thread_name = "loopback"
 
     def __enter__(self):
         handler = type("Handler", (self.handler,), {"owner": self})
         self._httpd: Optional[ThreadingHTTPServer] = ThreadingHTTPServer(("127.0.0.1", self.want_port), handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=self.thread_name,
+                         daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
