@@ -48,22 +48,15 @@ def main() -> int:
         "validate-all": [paictl, "validate", str(examples)],
     }, args.rounds)
     assert runs["validate"].codes == runs["floor"].codes == {0}, "both must find the file valid"
-    help_ratio = ratio(runs["help"], runs["typer"])
-    report.add("`paictl --help` / `import typer`",
-               f"{help_ratio:.2f}x ({runs['help'].median:.3f} s / {runs['typer'].median:.3f} s)",
-               f"<= {HELP_GOAL}x", help_ratio <= HELP_GOAL)
-    validate_ratio = ratio(runs["validate"], runs["floor"])
-    report.add("`paictl validate` 1 file / floor script",
-               f"{validate_ratio:.2f}x ({runs['validate'].median:.3f} s / {runs['floor'].median:.3f} s)",
-               f"<= {VALIDATE_GOAL}x", validate_ratio <= VALIDATE_GOAL)
-    lsp_ratio = ratio(runs["lsp"], runs["pygls"])
-    report.add("`paictl lsp` start / `import pygls.lsp.server, lsprotocol.types`",
-               f"{lsp_ratio:.2f}x ({runs['lsp'].median:.3f} s / {runs['pygls'].median:.3f} s)",
-               f"<= {LSP_GOAL}x", lsp_ratio <= LSP_GOAL)
-    fix_ratio = ratio(runs["fix"], runs["validate-all"])
-    report.add("`paictl fix examples/` / `paictl validate examples/`",
-               f"{fix_ratio:.2f}x ({runs['fix'].median:.3f} s / {runs['validate-all'].median:.3f} s)",
-               f"<= {FIX_GOAL}x", fix_ratio <= FIX_GOAL)
+    for (a, b), figure, goal in ((("help", "typer"), "`paictl --help` / `import typer`", HELP_GOAL),
+                                 (("validate", "floor"), "`paictl validate` 1 file / floor script", VALIDATE_GOAL),
+                                 (("lsp", "pygls"), "`paictl lsp` start / `import pygls.lsp.server, lsprotocol.types`",
+                                  LSP_GOAL),
+                                 (("fix", "validate-all"), "`paictl fix examples/` / `paictl validate examples/`",
+                                  FIX_GOAL)):
+        measured = ratio(runs[a], runs[b])
+        report.add(figure, f"{measured:.2f}x ({runs[a].median:.3f} s / {runs[b].median:.3f} s)", f"<= {goal}x",
+                   measured <= goal)
     return report.finish()
 
 
