@@ -122,8 +122,8 @@ def _openpai_user(server, tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def kube_control_plane(tmp_path_factory):
     """A real Kubernetes control plane (tests/kube_real: kube-apiserver, controllers, kwok nodes, JobSet,
-    FrameworkController, Kueue), one per session, from the binaries .ci/provision-kube.sh builds. Skipped when they
-    are not built; under CI a missing part fails."""
+    FrameworkController; Kueue's tests start a plane of their own), one per session, from the binaries
+    .ci/provision-kube.sh builds. Skipped when they are not built; under CI a missing part fails."""
     from kube_real.fixtures import running_control_plane
 
     yield from running_control_plane(tmp_path_factory.mktemp("kube-real"))

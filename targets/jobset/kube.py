@@ -37,22 +37,22 @@ def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = 
         delete_foreground(cluster, name, namespace, resource=JOBSET)
         return "deleted (foreground)"
     deactivated = ""
-    if ((current.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL):
+    if ((current.get("metadata") or {}).get("labels") or {}).get(status.QUEUE_LABEL):
         deactivated = _deactivate_workload(cluster, current, namespace)
-    body = {"metadata": {"annotations": {status.SUSPENDED_BY_ANNOTATION: "paictl stop --suspend"}},
+    body = {"metadata": {"annotations": {status.SUSPENDED_BY_ANNOTATION: "paictl stop --suspend",
+                                         status.DEACTIVATED_WORKLOADS_ANNOTATION: deactivated or None}},
             "spec": {"suspend": True}}
     try:
         cluster.json("PATCH", JOBSET.item(name, namespace), query=[("fieldManager", STOP_FIELD_MANAGER)],
                      body=body, content_type="application/merge-patch+json")
     except Exception as exc:  # noqa: BLE001
         raise describe_failure(cluster, exc, verb="patch", resource=JOBSET, name=name, namespace=namespace) from None
-    return f"suspended (Kueue workload {deactivated} deactivated)" if deactivated else "suspended"
+    return f"suspended (Kueue workload {deactivated.replace(',', ', ')} deactivated)" if deactivated else "suspended"
 
 
 #: Kueue's Workload, newest API version first (v1beta2 from Kueue 0.15; v1beta1 before and beside it).
 WORKLOADS = tuple(Resource(kind="Workload", api_version=f"kueue.x-k8s.io/{version}", plural="workloads")
                   for version in ("v1beta2", "v1beta1"))
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
@@ -60,8 +60,8 @@ def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
     job again as long as its Workload is admitted (kueue pkg/controller/jobframework/reconciler.go, step 7 "Job
     admitted, unsuspending"). Kueue's own stop is the Workload's `spec.active: false`: the Workload is evicted, the
     job suspended, and it stays so (apis/kueue/v1beta1 workload_types.go: "Changing active from true to false will
-    evict any running workloads"). Returns the Workload's name ("" when Kueue has none for it: not installed, or not
-    yet created, and then `spec.suspend` is all there is)."""
+    evict any running workloads"). Returns the Workloads' names, comma-separated ("" when Kueue has none for it: not
+    installed, or not yet created, and then `spec.suspend` is all there is)."""
     from paictl.targets.kube.client import ApiFailure
 
     uid = (jobset.get("metadata") or {}).get("uid")
@@ -86,7 +86,7 @@ def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
                 raise describe_failure(cluster, exc, verb="patch", resource=resource, name=workload,
                                        namespace=namespace) from None
         if owned:
-            return ", ".join(item["metadata"]["name"] for item in owned)
+            return ",".join(item["metadata"]["name"] for item in owned)
         return ""
     return ""
 

@@ -14,6 +14,7 @@ The JobSet controller writes conditions, `terminalState`, `restarts` and per-rep
     metadata.deletionTimestamp set                            | STOPPING   | `paictl stop` deletes it (foreground)
     spec.suspend true and paictl's stop annotation            | STOPPED    | `paictl stop --suspend`
     spec.suspend true, or a condition Suspended True          | PENDING    | suspended: Kueue has not admitted it yet
+                                                              |            | (said so when it carries a queue name)
     a condition RestartingJobSet with status True             | RESTARTING | a Job failed, all are being recreated
     a child Job ready, succeeded or failed, or a pod running  | RUNNING    |
     anything else (no status yet, Jobs created, pods pending) | PENDING    |
@@ -49,6 +50,12 @@ ROLE_ANNOTATION = "paictl.dev/task-role"
 #: Set by `paictl stop --suspend` beside `spec.suspend: true`, so that a suspension paictl made reads as stopped
 #: while one Kueue made (a JobSet waiting for admission) reads as pending.
 SUSPENDED_BY_ANNOTATION = "paictl.dev/suspended-by"
+#: Set by `paictl stop --suspend` of a JobSet Kueue manages: the Workloads it deactivated, comma-separated. Resuming
+#: is their `spec.active: true`; `spec.suspend: false` on the JobSet alone is undone by Kueue at once (a job whose
+#: Workload is not admitted is suspended again), so the status names them.
+DEACTIVATED_WORKLOADS_ANNOTATION = "paictl.dev/deactivated-kueue-workloads"
+#: The label Kueue reads to admit a workload through a LocalQueue (all pods of the JobSet as one unit).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 _COUNTS = ("ready", "active", "succeeded", "failed", "suspended")
 
@@ -97,13 +104,16 @@ def task_views(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tupl
 def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobView:
     state, condition = _decide(jobset, pods)
     tasks = task_views(jobset, pods)
-    if condition is not None:
+    queue = (dig(jobset, "metadata", "labels") or {}).get(QUEUE_LABEL)
+    if state is JobState.PENDING and queue and dig(jobset, "spec", "suspend") is True:
+        # the JobSet controller's condition says only "jobset is suspended"
+        message = f"queued in Kueue's LocalQueue {queue}, not admitted yet"
+    elif condition is not None:
         message = condition_message(condition)
     elif state is JobState.STOPPING:
         message = "the JobSet is being deleted"
     elif state is JobState.STOPPED:
-        message = "suspended by paictl stop --suspend (resume: kubectl patch jobset NAME --type merge -p " \
-                  "'{\"spec\":{\"suspend\":false}}')"
+        message = _stopped_message(jobset)
     else:
         message = progress(jobset) or "waiting for the JobSet controller"
     triggered_by = completion_code = None
@@ -120,6 +130,24 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
                    attempt=int(dig(jobset, "status", "restarts") or 0), tasks=tasks, message=message,
                    completion_code=completion_code, triggered_by=triggered_by,
                    where=f"{KIND} {namespace}/{dig(jobset, 'metadata', 'name')}")
+
+
+def _stopped_message(jobset: Mapping[str, Any]) -> str:
+    """How to resume a JobSet `paictl stop --suspend` stopped. Under Kueue: its Workloads active again (Kueue then
+    unsuspends the JobSet once it admits them), and paictl's annotations off, so that the JobSet reads as queued,
+    not stopped, while it waits for quota."""
+    annotations = dig(jobset, "metadata", "annotations") or {}
+    workloads = [w for w in str(annotations.get(DEACTIVATED_WORKLOADS_ANNOTATION) or "").split(",") if w]
+    if not workloads:
+        return "suspended by paictl stop --suspend (resume: kubectl patch jobset NAME --type merge -p " \
+               "'{\"spec\":{\"suspend\":false}}')"
+    where = f"-n {dig(jobset, 'metadata', 'namespace') or 'default'}"
+    resume = [f"kubectl patch workloads.kueue.x-k8s.io {w} {where} --type merge -p '{{\"spec\":{{\"active\":true}}}}'"
+              for w in workloads]
+    resume.append(f"kubectl annotate jobset {dig(jobset, 'metadata', 'name')} {where} {SUSPENDED_BY_ANNOTATION}- "
+                  f"{DEACTIVATED_WORKLOADS_ANNOTATION}-")
+    return (f"suspended by paictl stop --suspend, Kueue workload {', '.join(workloads)} deactivated "
+            f"(resume: {' && '.join(resume)})")
 
 
 def _first_failed_job(condition: Optional[Mapping[str, Any]]) -> str:

@@ -42,6 +42,7 @@ from paictl.targets.kube.limits import size_findings
 from paictl.targets.framework.env import min_failed, min_succeeded
 from paictl.targets.framework.secrets import native_secret_objects
 from paictl.targets.jobset.names import jobset_name, name_findings, replicated_job_names
+from paictl.targets.jobset.status import QUEUE_LABEL
 
 if TYPE_CHECKING:
     from paictl.compiler.profiles import Profile
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 KIND = "JobSet"
-#: The label Kueue reads to admit a workload through a LocalQueue (all pods of the JobSet as one unit).
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def compile_jobset(job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,

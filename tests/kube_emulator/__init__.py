@@ -20,11 +20,11 @@ concurrency on PUT, finalizers, graceful pod deletion (deletionTimestamp + grace
 strategy.go), ownerReferences with Background / Foreground / Orphan deletion where a foreground deletion waits only
 for `blockOwnerDeletion` dependents and the collector reaches the others after `store.gc_lag_seconds`, list with
 selectors and limit/continue, chunked watch streams with bookmarks, 410 ERROR events and timeoutSeconds, pod logs
-with container / tailLines / limitBytes / follow, kubelet Events for pods stuck pulling their image, mutating
-admission hooks (`store.mutators`), JobSet's validating webhook on update, etcd's 1.5 MiB value limit and the 1 MiB
-Secret/ConfigMap data limit, optional TLS (`tls=(cert, key)`). Test levers: `fail_next` (an error before acting),
-`throttle_next` (429 + Retry-After: 1, as maxinflight.go), `lose_next` (the answer lost after acting),
-`install_kueue()` (kueue_sim.py), `forbid()`, `uninstall()`, `expire_history()`, `drop_watches()`.
+with container / tailLines / limitBytes / follow, kubelet Events for pods stuck pulling their image, JobSet's
+validating webhook on update, etcd's 1.5 MiB value limit and the 1 MiB Secret/ConfigMap data limit, optional TLS
+(`tls=(cert, key)`). Test levers: `fail_next` (an error before acting), `throttle_next` (429 + Retry-After: 1, as
+maxinflight.go), `lose_next` (the answer lost after acting), `forbid()`, `uninstall()`, `expire_history()`,
+`drop_watches()`. Kueue is not emulated: its tests run on the real control plane (tests/kube_real).
 
 Known differences from a real API server:
 - field sets are leaf paths; all lists are atomic (real built-in kinds merge some lists by key, e.g. containers);

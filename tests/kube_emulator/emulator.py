@@ -41,7 +41,6 @@ class Emulator:
         self._thread: threading.Thread | None = None
         self.kubeconfig: Path | None = None  # the last file write_kubeconfig wrote
         self.controller = Controller(self)
-        self.kueue = None
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -58,17 +57,8 @@ class Emulator:
         self._thread.start()
         return self
 
-    def install_kueue(self, admit_seconds: float = 1.0):
-        """Install Kueue (kueue_sim.py): Workloads are served; queued JobSets are admitted and (un)suspended."""
-        from .kueue_sim import Kueue
-
-        self.kueue = Kueue(self, admit_seconds)
-        return self.kueue
-
     def stop(self) -> None:
         self._stopping = True
-        if self.kueue is not None:
-            self.kueue.stop()
         self.controller.stop()
         if self._server is not None:
             self._server.shutdown()

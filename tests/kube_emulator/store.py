@@ -81,8 +81,6 @@ class Store:
         #: owner's foreground deletion and the DELETE itself (its work queue and the API round trip): such a
         #: dependent may outlive its owner (garbagecollector.go attemptToDeleteItem, processDeletingDependentsItem).
         self.gc_lag_seconds: float = 0.0
-        #: Mutating admission webhooks run on create: (resource type, object) -> None, changing the object.
-        self.mutators: list[Callable[[ResourceType, dict], None]] = []
         self.collector = GarbageCollector(self)
         for ns in ("default", "kube-system", "kube-public"):
             self.create(registry.by_kind("v1", "Namespace"), "", {"metadata": {"name": ns}}, "emulator")
@@ -190,8 +188,6 @@ class Store:
                 raise errors.already_exists(rt, meta["name"])
             if rt.status_subresource:
                 obj.pop("status", None)  # a create never sets the status of a kind with a status subresource
-            for mutate in self.mutators:  # mutating admission webhooks (e.g. Kueue's, kueue_sim.py)
-                mutate(rt, obj)
             kinds.default(rt, obj, self._cluster_ip())
             kinds.validate(rt, obj)
             for server_owned in ("uid", "creationTimestamp", "deletionTimestamp", "generation"):

@@ -1,7 +1,9 @@
 """`ControlPlane`: a real Kubernetes control plane on 127.0.0.1 for the Kubernetes tests, from the binaries that
 `.ci/provision-kube.sh` builds from the Go module proxy: etcd, kube-apiserver, kube-controller-manager and
 kube-scheduler, kwok as the nodes (pods move through the stages in `stages.yaml`: no containers run), the JobSet
-controller with its webhooks, FrameworkController, Kueue, and KubeDL's MarsJob CRD.
+controller with its webhooks, FrameworkController, KubeDL's MarsJob CRD, and Kueue (on a plane of its own, for the
+Kueue tests: `KUEUE_CONTROLLERS`; it sees its metrics certificate at a fixed path under /etc through a private mount
+namespace, `_private_etc`).
 
 One per test session: started in about ten seconds from cached binaries. Certificates come from one throwaway CA
 (openssl); every component talks to the API server over TLS with a client certificate. Tests get the admin's
@@ -30,11 +32,12 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("PAICTL_TESTS_CACHE") or Path.home() / ".cache" / "paictl-tests")
 #: kwok's fake nodes: enough room for every test's pods at once
 NODES = 3
-#: What a session starts. Kueue v0.17.0 builds but does not start here: without its internal certificate management
-#: (whose certificates name a Service, not 127.0.0.1) it reads its metrics certificate from the fixed path
-#: /etc/kueue/metrics/certs (cmd/kueue/main.go), which a test must not write. `ControlPlane(controllers=...)` with
-#: "kueue" tries it; its tests stay with the emulator (tests/targets/kube/test_kube_kueue.py).
+#: What the session's plane starts (the `real_cluster` fixture). Kueue is not among them: its webhooks would see every
+#: JobSet and Job of every test; the Kueue tests get a plane of their own (`KUEUE_CONTROLLERS`, the `kueue_cluster`
+#: fixture), started only when one of them runs.
 DEFAULT_CONTROLLERS = ("jobset", "frameworkcontroller", "kubedl-crd")
+#: The Kueue tests' plane: JobSet and Kueue managing JobSets and batch Jobs.
+KUEUE_CONTROLLERS = ("jobset", "kueue")
 #: the processes without which nothing runs
 CORE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "250", "nvidia.com/gpu": "16"}
@@ -379,6 +382,10 @@ class ControlPlane:
         self._webhooks("jobset", self.ports["jobset-webhook"])
 
     def _start_kueue(self) -> None:
+        """Kueue with its own certificate management off (its certificates would name a Service, not 127.0.0.1):
+        its webhooks serve the plane's certificate for 127.0.0.1, and it reads a metrics certificate from the fixed
+        path /etc/kueue/metrics/certs (cmd/kueue/main.go), which the process finds in a private mount namespace
+        (`_private_etc`). The metrics server itself is off; only the watcher of that certificate starts."""
         self._apply_crds("kueue")
         config = self.dir / "kueue-config.yaml"
         config.write_text(yaml.safe_dump({
@@ -389,11 +396,36 @@ class ControlPlane:
                         "certDir": str(self._webhook_cert_dir())},
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['kueue-health']}"},
+            # the visibility API server would listen on every address of the machine (port 8082)
+            "featureGates": {"VisibilityOnDemand": False},
             "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}))
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
-        self._start("kueue", [str(self._bin("kueue", "kueue")), f"--config={config}"],
+        etc = self._private_etc(self._certificate("kueue-metrics", "/CN=kueue-metrics", server=True))
+        self._start("kueue", [*etc, str(self._bin("kueue", "kueue")), f"--config={config}"],
                     env={"KUBECONFIG": str(self.kubeconfig)})
-        self._webhooks("kueue", self.ports["kueue-webhook"], paths=("jobset", "kueue-x-k8s-io", "batch-v1-job"))
+        # the webhooks of the two integrations and of Kueue's own objects (not those of pods, Deployments, ...)
+        self._webhooks("kueue", self.ports["kueue-webhook"],
+                       paths=("jobset-x-k8s-io", "kueue-x-k8s-io", "batch-v1-job"))
+
+    def _private_etc(self, metrics_cert: tuple[Path, Path]) -> list[str]:
+        """The command prefix that runs a program with `metrics_cert` at /etc/kueue/metrics/certs/tls.{crt,key}
+        while the machine's /etc stays untouched: a private mount namespace (unshare -m as root, else -Urm: a user
+        namespace whose root may mount) where /etc is an overlay of the real one, its upper layer on a tmpfs that
+        exists only there. Tried once with `test -f` first: ControlPlaneUnavailable when namespaces are not allowed
+        here (a container without the capability, user namespaces off), and the Kueue tests skip (fail under CI)."""
+        layer = self.dir / "kueue-etc"
+        layer.mkdir(exist_ok=True)
+        unshare = ["unshare", "-m" if os.geteuid() == 0 else "-Urm", "--propagation", "private"]
+        prefix = [*unshare, "sh", "-c", _OVERLAY_ETC, "kueue-etc", str(layer), *map(str, metrics_cert)]
+        try:
+            probe = subprocess.run([*prefix, "test", "-s", f"/etc/{METRICS_CERTS}/tls.key"], capture_output=True,
+                                   text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ControlPlaneUnavailable(f"no private mount namespace for Kueue's /etc: {error}") from None
+        if probe.returncode != 0:
+            raise ControlPlaneUnavailable(f"no private mount namespace for Kueue's /etc ({' '.join(unshare)}): "
+                                          f"{probe.stderr.strip() or f'exit {probe.returncode}'}")
+        return prefix
 
     def _webhook_cert_dir(self) -> Path:
         directory = self.dir / "webhook-certs"
@@ -462,7 +494,7 @@ class ControlPlane:
 
     def apply(self, obj: dict, manager: str = "paictl-tests") -> dict:
         """Server-side apply as the test harness (not as paictl's field manager)."""
-        path = _path(obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        path = api_path(obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
         return self.request("PATCH", f"{path}?fieldManager={manager}&force=true", obj,
                             content_type="application/apply-patch+yaml")
 
@@ -475,10 +507,25 @@ class ControlPlane:
         return name
 
     def get_object(self, api_version: str, kind: str, namespace: Optional[str], name: str) -> Optional[dict]:
-        return self.get(_path(api_version, kind, namespace, name))
+        return self.get(api_path(api_version, kind, namespace, name))
 
     def list_objects(self, api_version: str, kind: str, namespace: Optional[str] = None) -> list[dict]:
-        return (self.get(_path(api_version, kind, namespace)) or {}).get("items") or []
+        return (self.get(api_path(api_version, kind, namespace)) or {}).get("items") or []
+
+
+#: Where Kueue reads its metrics certificate when its own certificate management is off (cmd/kueue/main.go), in /etc
+METRICS_CERTS = "kueue/metrics/certs"
+#: Run in the private mount namespace by `sh -c` ($1: a directory for the tmpfs, $2 and $3: the certificate and its
+#: key, then the command): the upper layer is a tmpfs because an overlay cannot be the upper layer of another.
+_OVERLAY_ETC = f"""set -e
+mount -t tmpfs -o size=1m,mode=0700 kueue-etc "$1"
+mkdir -p "$1/upper/{METRICS_CERTS}" "$1/work"
+cp "$2" "$1/upper/{METRICS_CERTS}/tls.crt"
+cp "$3" "$1/upper/{METRICS_CERTS}/tls.key"
+mount -t overlay kueue-etc -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc
+shift 3
+exec "$@"
+"""
 
 
 def _end_with_parent() -> None:
@@ -506,10 +553,10 @@ _PLURALS = {"Namespace": ("namespaces", False), "CustomResourceDefinition": ("cu
             "ServiceAccount": ("serviceaccounts", True), "Service": ("services", True),
             "PriorityClass": ("priorityclasses", False), "Job": ("jobs", True), "Event": ("events", True),
             "Framework": ("frameworks", True), "JobSet": ("jobsets", True), "MarsJob": ("marsjobs", True),
-            "Workload": ("workloads", True), "RoleBinding": ("rolebindings", True)}
+            "Workload": ("workloads", True)}
 
 
-def _path(api_version: str, kind: str, namespace: Optional[str], name: Optional[str] = None) -> str:
+def api_path(api_version: str, kind: str, namespace: Optional[str], name: Optional[str] = None) -> str:
     plural, namespaced = _PLURALS[kind]
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     where = f"/namespaces/{namespace}" if namespaced and namespace else ""

@@ -16,9 +16,10 @@ from typing import Iterator, Optional
 
 import pytest
 
-from .control_plane import ControlPlane, ControlPlaneUnavailable, missing
+from .control_plane import DEFAULT_CONTROLLERS, ControlPlane, ControlPlaneUnavailable, api_path, missing
 
 _COUNTER = itertools.count(1)
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 
 def unavailable(reason: str) -> None:
@@ -27,11 +28,11 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def running_control_plane(workdir: Path) -> Iterator[ControlPlane]:
+def running_control_plane(workdir: Path, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS) -> Iterator[ControlPlane]:
     reason = missing()
     if reason is not None:
         unavailable(reason)
-    plane = ControlPlane(workdir)
+    plane = ControlPlane(workdir, controllers=controllers)
     try:
         plane.start()
     except (ControlPlaneUnavailable, OSError, subprocess.CalledProcessError) as error:  # e.g. no openssl
@@ -54,6 +55,7 @@ class RealCluster:
         self.kubeconfig = plane.write_kubeconfig(tmp_path / "kubeconfig", namespace=self.namespace)
         self.server = plane.server
         self._barrier = False
+        self.cluster_scoped: list[str] = []  # what cleanup deletes beside the namespace (API paths)
 
     def require(self, *parts: str) -> None:
         """Skip (fail under CI) unless every controller in `parts` runs. With FrameworkController, the namespace
@@ -83,5 +85,25 @@ class RealCluster:
         return self.plane.list_objects(api_version, kind, namespace or self.namespace)
 
     def cleanup(self) -> None:
-        """Delete the namespace (the namespace controller removes what is in it, in the background)."""
+        """Delete the namespace (the namespace controller removes what is in it, in the background), and the
+        cluster-scoped objects the test made."""
         self.plane.raw("DELETE", f"/api/v1/namespaces/{self.namespace}")
+        for path in self.cluster_scoped:
+            self.plane.raw("DELETE", path)
+
+
+def kueue_queue(cluster: RealCluster, name: str, quota: dict[str, str]) -> str:
+    """A LocalQueue `name` in the test's namespace, into a ClusterQueue of its own with `quota` (resource ->
+    nominal quota, one ResourceFlavor) that admits from that namespace only: no test uses another's quota. The
+    ClusterQueue is deleted with the test (`cleanup`)."""
+    plane = cluster.plane
+    plane.apply({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}})
+    cluster_queue = f"{cluster.namespace}-{name}"
+    plane.apply({"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": cluster_queue}, "spec": {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}},
+        "resourceGroups": [{"coveredResources": list(quota), "flavors": [{"name": "default-flavor", "resources": [
+            {"name": resource, "nominalQuota": amount} for resource, amount in quota.items()]}]}]}})
+    cluster.cluster_scoped.append(api_path(KUEUE_API, "ClusterQueue", None, cluster_queue))
+    plane.apply({"apiVersion": KUEUE_API, "kind": "LocalQueue",
+                 "metadata": {"name": name, "namespace": cluster.namespace}, "spec": {"clusterQueue": cluster_queue}})
+    return name

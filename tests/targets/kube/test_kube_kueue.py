@@ -1,55 +1,194 @@
-"""`paictl stop --suspend` of a JobSet Kueue manages (issue 28, D2), against the emulator's Kueue (kueue_sim.py).
+"""`paictl stop --suspend` of a JobSet Kueue manages (issue 28, D2), on the real control plane with Kueue v0.17
+(tests/kube_real: a plane of its own, started only for these tests, with JobSet and Kueue; each test gets a
+LocalQueue into a ClusterQueue that admits from its namespace only).
 
-kubernetes-sigs/kueue pkg/controller/jobframework/reconciler.go ReconcileGenericJob, step 7: a suspended job whose
-Workload is admitted is started again ("Job admitted, unsuspending"), so `spec.suspend: true` alone is undone and
-the pods come back. Kueue's stop is the Workload's `spec.active: false` (apis/kueue/v1beta1/workload_types.go:
-"Changing active from true to false will evict any running workloads"): evicted, the job suspended, kept so.
+kubernetes-sigs/kueue pkg/controller/jobframework/reconciler.go ReconcileGenericJob: a suspended job whose Workload
+is admitted is started again ("Job admitted, unsuspending"), so `spec.suspend: true` alone is undone and the pods
+come back; a job whose Workload is not admitted is suspended again, so `spec.suspend: false` alone does not resume
+it. Kueue's stop is the Workload's `spec.active: false` (apis/kueue workload_types.go: "Changing active from true to
+false will evict any running workloads"): evicted, the job suspended, its quota freed, kept so until it is active
+again.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
 import time
 
 import pytest
 
 from conftest import JOBS, ROOT
 from kube_cli import paictl, wait_for
+from kube_real.jobs import with_commands
 
 pytest.importorskip("kubernetes")
 
 API = "jobset.x-k8s.io/v1alpha2"
-JOB = str(JOBS / "kube" / "jobset-job.yaml")
+WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
+JOB = JOBS / "kube" / "jobset-job.yaml"  # three pods of 1 CPU and 512 MiB each
+#: the ClusterQueue behind each test's LocalQueue `team-queue`: room for one such JobSet, not two
+QUOTA = {"cpu": "4", "memory": "8Gi"}
+#: Kueue reconciles within a second: a JobSet it would start again is running well before this
+SETTLE_SECONDS = 6.0
 
 
-def _running_pods(emu) -> list:
-    return [p for p in emu.list_objects("v1", "Pod", "default")
-            if (p.get("status") or {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+@pytest.fixture(scope="session")
+def kueue_control_plane(tmp_path_factory):
+    """A real control plane with JobSet and Kueue (`KUEUE_CONTROLLERS`): the session's `kube_control_plane` runs
+    without Kueue, whose webhooks would see every other test's JobSets and Jobs."""
+    from kube_real.control_plane import KUEUE_CONTROLLERS, missing
+    from kube_real.fixtures import running_control_plane, unavailable
+
+    reason = missing(KUEUE_CONTROLLERS)
+    if reason is not None:
+        unavailable(reason)
+    yield from running_control_plane(tmp_path_factory.mktemp("kube-kueue"), controllers=KUEUE_CONTROLLERS)
 
 
-def test_suspending_a_queued_jobset_deactivates_its_workload_and_it_stays_stopped(emulator, tmp_path):
-    kueue = emulator.install_kueue()
+@pytest.fixture
+def kueue_cluster(kueue_control_plane, request, tmp_path):
+    """That plane from a namespace of this test's own, with the LocalQueue `team-queue` (QUOTA)."""
+    from kube_real.fixtures import RealCluster, kueue_queue
+
+    cluster = RealCluster(kueue_control_plane, request.node.name, tmp_path)
+    try:
+        cluster.require("jobset", "kueue")
+        kueue_queue(cluster, "team-queue", QUOTA)
+        yield cluster
+    finally:
+        cluster.cleanup()
+
+
+def _submit(cluster, tmp_path, name: str = "kube-jobset") -> str:
+    """A JobSet of three pods that run until deleted, queued in `team-queue`; returns its name."""
+    job = with_commands(JOB, "sleep infinity", tmp_path / f"{name}.yaml")
+    job.write_text(job.read_text().replace("name: kube-jobset\n", f"name: {name}\n", 1))
     profile = tmp_path / "queued.yaml"
     profile.write_text((ROOT / "compiler" / "profiles" / "default.yaml").read_text()
                        + "jobset:\n  queueName: team-queue\n")
-    emulator.scenario("JobSet", "*", "running")
-    done = paictl(emulator, "submit", JOB, "--target", "jobset", "--profile", str(profile))
+    done = paictl(cluster, "submit", str(job), "--target", "jobset", "--profile", str(profile))
     assert done.returncode == 0, done.stderr
-    (jobset,) = emulator.list_objects(API, "JobSet", "default")
-    name = jobset["metadata"]["name"]
+    return re.search(r"jobset\.jobset\.x-k8s\.io/(\S+) created", done.stdout).group(1)
+
+
+def _pods(cluster, name: str, running: bool = True) -> list:
+    return [p for p in cluster.list_objects("v1", "Pod")
+            if p["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name") == name
+            and not p["metadata"].get("deletionTimestamp")
+            and (not running or (p.get("status") or {}).get("phase") == "Running")]
+
+
+def _workload(cluster, name: str) -> dict:
+    jobset = cluster.get_object(API, "JobSet", name)
+    (workload,) = [w for w in cluster.list_objects(WORKLOAD_API, "Workload")
+                   if w["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") == jobset["metadata"]["uid"]]
+    return workload
+
+
+def _conditions(obj: dict) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c.get("reason", "")) for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def _status(cluster, name: str) -> dict:
+    shown = paictl(cluster, "status", name, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def _admitted_and_running(cluster, name: str) -> dict:
+    wait_for(lambda: len(_pods(cluster, name)) == 3, seconds=60)
+    workload = _workload(cluster, name)
+    assert _conditions(workload)["Admitted"] == ("True", "Admitted")
+    assert workload["status"]["admission"]["clusterQueue"] == f"{cluster.namespace}-team-queue"
+    return workload
+
+
+def test_suspending_a_queued_jobset_deactivates_its_workload_and_it_stays_stopped(kueue_cluster, tmp_path):
+    name = _submit(kueue_cluster, tmp_path)
+    jobset = kueue_cluster.get_object(API, "JobSet", name)
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-queue"
-    wait_for(lambda: len(_running_pods(emulator)) == 3, seconds=30)  # admitted and unsuspended by Kueue
-    (workload,) = emulator.list_objects("kueue.x-k8s.io/v1beta1", "Workload", "default")
-    stopped = paictl(emulator, "stop", name, "--suspend")
+    workload = _admitted_and_running(kueue_cluster, name)  # Kueue admitted it and unsuspended it
+    assert workload["spec"]["queueName"] == "team-queue" and workload["spec"]["active"] is True
+    assert [ref["uid"] for ref in workload["metadata"]["ownerReferences"]] == [jobset["metadata"]["uid"]]
+    stopped = paictl(kueue_cluster, "stop", name, "--suspend")
     assert stopped.returncode == 0, stopped.stderr
-    wait_for(lambda: not emulator.list_objects("v1", "Pod", "default"), seconds=30)
-    time.sleep(2.0)  # 400 simulated seconds: Kueue would have unsuspended it by now
-    assert not emulator.list_objects("v1", "Pod", "default")
-    assert stopped.stdout == (f"jobset.jobset.x-k8s.io/{name} suspended (Kueue workload "
-                              f"{workload['metadata']['name']} deactivated)\n")
-    assert emulator.get_object(API, "JobSet", "default", name)["spec"]["suspend"] is True
-    workload = emulator.get_object("kueue.x-k8s.io/v1beta1", "Workload", "default", workload["metadata"]["name"])
+    wait_for(lambda: not _pods(kueue_cluster, name, running=False), seconds=60)
+    time.sleep(SETTLE_SECONDS)  # Kueue would have started it again by now
+    assert not _pods(kueue_cluster, name, running=False)
+    assert kueue_cluster.get_object(API, "JobSet", name)["spec"]["suspend"] is True
+    wl = workload["metadata"]["name"]
+    assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} suspended (Kueue workload {wl} deactivated)\n"
+    workload = _workload(kueue_cluster, name)
     assert workload["spec"]["active"] is False
-    shown = paictl(emulator, "status", name, "-o", "json")
-    assert shown.returncode == 0 and json.loads(shown.stdout)["state"] == "stopped", shown.stdout
-    assert kueue is emulator.kueue
+    conditions = _conditions(workload)
+    assert conditions["Evicted"] == ("True", "Deactivated") and conditions["Admitted"][0] == "False"
+    assert "admission" not in workload["status"]
+    shown = _status(kueue_cluster, name)
+    assert shown["state"] == "stopped"
+    assert shown["message"].startswith(f"suspended by paictl stop --suspend, Kueue workload {wl} deactivated "
+                                       f"(resume: kubectl patch workloads.kueue.x-k8s.io {wl} "), shown["message"]
+
+
+def test_resuming_as_the_status_says_runs_the_jobset_again(kueue_cluster, tmp_path):
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        from kube_real.fixtures import unavailable
+
+        unavailable("kubectl is not installed")
+    name = _submit(kueue_cluster, tmp_path)
+    _admitted_and_running(kueue_cluster, name)
+    assert paictl(kueue_cluster, "stop", name, "--suspend").returncode == 0
+    wait_for(lambda: not _pods(kueue_cluster, name, running=False), seconds=60)
+    env = {**os.environ, "KUBECONFIG": str(kueue_cluster.kubeconfig)}
+
+    def shell(command: str) -> None:
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+
+    # what the status said before: the JobSet's own `spec.suspend: false`, which Kueue undoes (not admitted)
+    shell(f"kubectl patch jobset {name} --type merge -p '{{\"spec\":{{\"suspend\":false}}}}'")
+    time.sleep(SETTLE_SECONDS)
+    assert not _pods(kueue_cluster, name, running=False)
+    assert kueue_cluster.get_object(API, "JobSet", name)["spec"]["suspend"] is True
+    resume = re.search(r"\(resume: (.*)\)$", _status(kueue_cluster, name)["message"]).group(1)
+    shell(resume)
+    workload = _admitted_and_running(kueue_cluster, name)
+    assert workload["spec"]["active"] is True and _conditions(workload)["Requeued"] == ("True", "Reactivated")
+    jobset = kueue_cluster.get_object(API, "JobSet", name)
+    assert jobset["spec"]["suspend"] is False and "paictl.dev/suspended-by" not in jobset["metadata"]["annotations"]
+    wait_for(lambda: _status(kueue_cluster, name)["state"] == "running", seconds=30)
+
+
+def test_a_suspend_that_leaves_the_workload_active_is_undone_by_kueue(kueue_cluster, tmp_path):
+    """Why `stop --suspend` deactivates the Workload: the JobSet's `spec.suspend: true` alone (all paictl did before
+    issue 28) is undone by Kueue while the Workload stays admitted, and the pods come back."""
+    name = _submit(kueue_cluster, tmp_path)
+    _admitted_and_running(kueue_cluster, name)
+    before = {p["metadata"]["uid"] for p in _pods(kueue_cluster, name)}
+    kueue_cluster.plane.request("PATCH", f"/apis/{API}/namespaces/{kueue_cluster.namespace}/jobsets/{name}",
+                                {"spec": {"suspend": True}}, content_type="application/merge-patch+json")
+    # its pods were deleted (suspended), and three new ones run (Kueue unsuspended it)
+    wait_for(lambda: len(pods := _pods(kueue_cluster, name)) == 3
+             and not {p["metadata"]["uid"] for p in pods} & before, seconds=60)
+    assert kueue_cluster.get_object(API, "JobSet", name)["spec"]["suspend"] is False
+    assert _workload(kueue_cluster, name)["spec"]["active"] is True
+
+
+def test_a_jobset_over_the_quota_waits_queued_until_a_suspend_frees_it(kueue_cluster, tmp_path):
+    first = _submit(kueue_cluster, tmp_path, "first")
+    _admitted_and_running(kueue_cluster, first)
+    second = _submit(kueue_cluster, tmp_path, "second")
+    waiting = wait_for(lambda: _conditions(_workload(kueue_cluster, second)).get("QuotaReserved"), seconds=30)
+    assert waiting == ("False", "Pending")
+    time.sleep(SETTLE_SECONDS)
+    assert not _pods(kueue_cluster, second, running=False)
+    shown = _status(kueue_cluster, second)
+    assert (shown["state"], shown["message"]) == ("pending", "queued in Kueue's LocalQueue team-queue, not admitted yet")
+    assert paictl(kueue_cluster, "stop", first, "--suspend").returncode == 0
+    _admitted_and_running(kueue_cluster, second)  # the quota the first one held is free
+    assert _status(kueue_cluster, second)["state"] == "running"
+    assert _status(kueue_cluster, first)["state"] == "stopped"
