@@ -396,7 +396,7 @@ class ControlPlane:
                         "certDir": str(self._webhook_cert_dir())},
             "metrics": {"bindAddress": "0"},
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['kueue-health']}"},
-            # the visibility API server would listen on every address of the machine (port 8082)
+            # the visibility API server would listen on every address of the machine (port 8082, one per machine)
             "featureGates": {"VisibilityOnDemand": False},
             "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}))
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
@@ -411,8 +411,9 @@ class ControlPlane:
         """The command prefix that runs a program with `metrics_cert` at /etc/kueue/metrics/certs/tls.{crt,key}
         while the machine's /etc stays untouched: a private mount namespace (unshare -m as root, else -Urm: a user
         namespace whose root may mount) where /etc is an overlay of the real one, its upper layer on a tmpfs that
-        exists only there. Tried once with `test -f` first: ControlPlaneUnavailable when namespaces are not allowed
-        here (a container without the capability, user namespaces off), and the Kueue tests skip (fail under CI)."""
+        exists only there. Tried first with `test -s` in place of the program: ControlPlaneUnavailable when no such
+        namespace can be made here (a container without the capability, user namespaces off), and the Kueue tests
+        skip (fail under CI)."""
         layer = self.dir / "kueue-etc"
         layer.mkdir(exist_ok=True)
         unshare = ["unshare", "-m" if os.geteuid() == 0 else "-Urm", "--propagation", "private"]

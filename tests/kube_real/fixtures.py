@@ -28,7 +28,8 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def running_control_plane(workdir: Path, controllers: tuple[str, ...] = DEFAULT_CONTROLLERS) -> Iterator[ControlPlane]:
+def running_control_plane(workdir: Path,
+                          controllers: tuple[str, ...] = DEFAULT_CONTROLLERS) -> Iterator[ControlPlane]:
     reason = missing()
     if reason is not None:
         unavailable(reason)

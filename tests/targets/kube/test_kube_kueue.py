@@ -8,6 +8,8 @@ come back; a job whose Workload is not admitted is suspended again, so `spec.sus
 it. Kueue's stop is the Workload's `spec.active: false` (apis/kueue workload_types.go: "Changing active from true to
 false will evict any running workloads"): evicted, the job suspended, its quota freed, kept so until it is active
 again.
+
+The emulator serves only what the real plane cannot: an older Kueue's API (Workloads as v1beta1 alone).
 """
 
 from __future__ import annotations
@@ -187,8 +189,40 @@ def test_a_jobset_over_the_quota_waits_queued_until_a_suspend_frees_it(kueue_clu
     time.sleep(SETTLE_SECONDS)
     assert not _pods(kueue_cluster, second, running=False)
     shown = _status(kueue_cluster, second)
-    assert (shown["state"], shown["message"]) == ("pending", "queued in Kueue's LocalQueue team-queue, not admitted yet")
+    assert shown["state"] == "pending"
+    assert shown["message"] == "queued in Kueue's LocalQueue team-queue, not admitted yet"
     assert paictl(kueue_cluster, "stop", first, "--suspend").returncode == 0
     _admitted_and_running(kueue_cluster, second)  # the quota the first one held is free
     assert _status(kueue_cluster, second)["state"] == "running"
     assert _status(kueue_cluster, first)["state"] == "stopped"
+
+
+def test_a_kueue_serving_workloads_as_v1beta1_only_gets_them_deactivated(emulator, tmp_path):
+    """Kueue before 0.15 serves Workloads as kueue.x-k8s.io/v1beta1 alone (v1beta2 answers 404), a release the real
+    plane does not run: the emulator serves that API, and the Workload is seeded as Kueue would make it (no Kueue
+    runs there: nothing unsuspends the JobSet)."""
+    from kube_emulator.resources import ResourceType
+
+    emulator.registry.install(ResourceType(group="kueue.x-k8s.io", version="v1beta1", kind="Workload",
+                                           plural="workloads", custom=True, status_subresource=True))
+    emulator.scenario("JobSet", "*", "running")
+    name = _submit(emulator, tmp_path)
+    jobset = emulator.get_object(API, "JobSet", "default", name)
+    owner = {"apiVersion": API, "kind": "JobSet", "name": name, "uid": jobset["metadata"]["uid"], "controller": True,
+             "blockOwnerDeletion": True}
+    workload = f"jobset-{name}-0a1b2"
+    for seeded, labels, owners in ((workload, {"kueue.x-k8s.io/job-uid": jobset["metadata"]["uid"]}, [owner]),
+                                   ("another-jobs", {"kueue.x-k8s.io/job-uid": "another-uid"}, [])):
+        emulator.create_object({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+                                "metadata": {"name": seeded, "namespace": "default", "labels": labels,
+                                             "ownerReferences": owners},
+                                "spec": {"active": True, "queueName": "team-queue"}})
+    stopped = paictl(emulator, "stop", name, "--suspend")
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} suspended (Kueue workload {workload} deactivated)\n"
+    active = {w["metadata"]["name"]: w["spec"]["active"]
+              for w in emulator.list_objects("kueue.x-k8s.io/v1beta1", "Workload", "default")}
+    assert active == {workload: False, "another-jobs": True}
+    shown = json.loads(paictl(emulator, "status", name, "-o", "json").stdout)
+    assert shown["state"] == "stopped" and f"kubectl patch workloads.kueue.x-k8s.io {workload} -n default" in \
+        shown["message"]
