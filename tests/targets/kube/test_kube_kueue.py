@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,18 @@ def _admitted_and_running(cluster, name: str) -> dict:
     assert _conditions(workload)["Admitted"] == ("True", "Admitted")
     assert workload["status"]["admission"]["clusterQueue"] == f"{cluster.namespace}-team-queue"
     return workload
+
+
+def test_kueue_reads_its_metrics_certificate_from_an_etc_of_its_own(kueue_cluster):
+    """The certificate Kueue reads from /etc/kueue/metrics/certs is there for the kueue process alone: the
+    machine's /etc has no such folder, and the folder under the overlay's tmpfs stays empty outside Kueue's mount
+    namespace."""
+    plane = kueue_cluster.plane
+    seen = Path(f"/proc/{plane.processes['kueue'].pid}/root/etc/kueue/metrics/certs")
+    assert (seen / "tls.crt").read_bytes() == (plane.dir / "kueue-metrics.crt").read_bytes()
+    assert (seen / "tls.key").read_bytes() == (plane.dir / "kueue-metrics.key").read_bytes()
+    assert not Path("/etc/kueue").exists()
+    assert list((plane.dir / "kueue-etc").iterdir()) == []
 
 
 def test_suspending_a_queued_jobset_deactivates_its_workload_and_it_stays_stopped(kueue_cluster, tmp_path):
