@@ -409,24 +409,27 @@ class ControlPlane:
 
     def _private_etc(self, metrics_cert: tuple[Path, Path]) -> list[str]:
         """The command prefix that runs a program with `metrics_cert` at /etc/kueue/metrics/certs/tls.{crt,key}
-        while the machine's /etc stays untouched: a private mount namespace (unshare -m as root, else -Urm: a user
-        namespace whose root may mount) where /etc is an overlay of the real one, its upper layer on a tmpfs that
-        exists only there. Tried first with `test -s` in place of the program: ControlPlaneUnavailable when no such
-        namespace can be made here (a container without the capability, user namespaces off), and the Kueue tests
-        skip (fail under CI)."""
+        while the machine's /etc stays untouched: a private mount namespace (unshare -m as root; -Urm, a user
+        namespace whose root may mount, for another user or a root without CAP_SYS_ADMIN) where /etc is an overlay
+        of the real one, its upper layer on a tmpfs that exists only there. Each way is tried first with `test -s`
+        in place of the program: ControlPlaneUnavailable when none works here (a container without the capability,
+        user namespaces off), and the Kueue tests skip (fail under CI)."""
         layer = self.dir / "kueue-etc"
         layer.mkdir(exist_ok=True)
-        unshare = ["unshare", "-m" if os.geteuid() == 0 else "-Urm", "--propagation", "private"]
-        prefix = [*unshare, "sh", "-c", _OVERLAY_ETC, "kueue-etc", str(layer), *map(str, metrics_cert)]
-        try:
-            probe = subprocess.run([*prefix, "test", "-s", f"/etc/{METRICS_CERTS}/tls.key"], capture_output=True,
-                                   text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise ControlPlaneUnavailable(f"no private mount namespace for Kueue's /etc: {error}") from None
-        if probe.returncode != 0:
-            raise ControlPlaneUnavailable(f"no private mount namespace for Kueue's /etc ({' '.join(unshare)}): "
-                                          f"{probe.stderr.strip() or f'exit {probe.returncode}'}")
-        return prefix
+        failures = []
+        for flags in (("-m", "-Urm") if os.geteuid() == 0 else ("-Urm",)):
+            unshare = ["unshare", flags, "--propagation", "private"]
+            prefix = [*unshare, "sh", "-c", _OVERLAY_ETC, "kueue-etc", str(layer), *map(str, metrics_cert)]
+            try:
+                probe = subprocess.run([*prefix, "test", "-s", f"/etc/{METRICS_CERTS}/tls.key"], capture_output=True,
+                                       text=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                failures.append(f"{' '.join(unshare)}: {error}")
+                continue
+            if probe.returncode == 0:
+                return prefix
+            failures.append(f"{' '.join(unshare)}: {probe.stderr.strip() or f'exit {probe.returncode}'}")
+        raise ControlPlaneUnavailable(f"no private mount namespace for Kueue's /etc: {'; '.join(failures)}")
 
     def _webhook_cert_dir(self) -> Path:
         directory = self.dir / "webhook-certs"
