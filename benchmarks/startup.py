@@ -29,19 +29,8 @@ VALIDATE_GOAL = 1.5
 LSP_GOAL = 1.1
 FIX_GOAL = 1.3
 STATUS_GOAL = 1.3
-#: A local run of one short task on the host (no docker engine needed): what `status` shows.
-LOCAL_JOB = """protocolVersion: 2
-name: startup-bench
-type: job
-prerequisites:
-  - {name: img, type: dockerimage, uri: busybox}
-taskRoles:
-  main:
-    instances: 1
-    dockerImage: img
-    resourcePerInstance: {cpu: 1, memoryMB: 64, gpu: 0}
-    commands: [echo done]
-"""
+#: A job of one short task, run on the host (no docker engine needed): what `status` then shows.
+LOCAL_JOB = ROOT / "examples" / "hello-world.yaml"
 
 
 def main() -> int:
@@ -58,8 +47,7 @@ def main() -> int:
     examples = scratch / "examples"
     shutil.copytree(ROOT / "examples", examples)  # fix writes: never the checkout's files
     runs_dir = str(scratch / "runs")
-    (scratch / "job.yaml").write_text(LOCAL_JOB)
-    subprocess.run([paictl, "submit", str(scratch / "job.yaml"), "--target", "local", "--runtime", "host",
+    subprocess.run([paictl, "submit", str(LOCAL_JOB), "--target", "local", "--runtime", "host",
                     "--follow", "--run-dir", runs_dir], check=True, env=ENV, capture_output=True)
     runs = interleaved({
         "help": [paictl, "--help"],
@@ -70,7 +58,7 @@ def main() -> int:
         "pygls": [sys.executable, "-c", "import pygls.lsp.server, lsprotocol.types"],
         "fix": [paictl, "fix", str(examples)],
         "validate-all": [paictl, "validate", str(examples)],
-        "status": [paictl, "status", "startup-bench", "--run-dir", runs_dir],
+        "status": [paictl, "status", "hello-paictl", "--run-dir", runs_dir],
         "status-list": [paictl, "status", "--target", "local", "--run-dir", runs_dir],
         "version": [paictl, "--version"],
     }, args.rounds)
