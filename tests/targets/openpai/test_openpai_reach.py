@@ -19,8 +19,8 @@ from paictl.errors import UsageError, display_url
 from paictl.targets.openpai.backend import OpenPaiBackend
 from paictl.targets.openpai.clusters import ClusterEntry, load_clusters, save_clusters
 from paictl.targets.openpai.client import UnreachableError
-from paictl.targets.openpai.reach import (REACHABLE, Redactor, _connect, connect_error, http_address,
-                                          plain_clusters, probe_alias, shown_url)
+from paictl.targets.openpai.reach import (REACHABLE, Redactor, connect_error, http_address, plain_clusters,
+                                          probe_alias, shown_url)
 from paictl.targets.backend import BackendOptions
 
 WORDS = st.text("abcXYZ019-._~/:%+=@[]", min_size=1, max_size=12)
@@ -141,16 +141,18 @@ def _refused_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_connection_fails_as_socket_create_connection_fails():
+def test_a_connection_fails_as_socket_create_connection_fails(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
     port = _refused_port()
     with pytest.raises(OSError) as raised:
         socket.create_connection(("127.0.0.1", port), timeout=10).close()
-    light = _connect(("127.0.0.1", port), 10)
+    light = connect_error(f"http://127.0.0.1:{port}/rest-server")  # a plain URL: through _socket
     assert (type(light), str(light)) == (type(raised.value), str(raised.value))
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(1)
-        assert _connect(("localhost", server.getsockname()[1]), 10) is None
+        assert connect_error(f"http://LocalHost:{server.getsockname()[1]}") is None
 
 
 @pytest.fixture
