@@ -5,6 +5,8 @@ A B A B; the ratio is the median of the per-round ratios.
     python benchmarks/help_terminal.py [--rounds 15]
 
 Goal (issue 43): <= 1.3x the minimal app. (The pipe case, <= 1.3x `import typer`, is in startup.py.)
+
+    python benchmarks/help_terminal.py    # with the interpreter of a non-editable install (benchmarks/installed.py)
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import tempfile
 import termios
 import time
 
-from interleave import ENV, prepare, tool
+from installed import console_script
+from interleave import ENV
 
 GOAL = 1.3
 MINIMAL_APP = '''import typer
@@ -71,10 +74,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     rounds = parser.parse_args().rounds
-    prepare()
+    paictl = console_script()  # a normal install: an editable one's import hook slows both sides
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
         script.write(MINIMAL_APP)
-    commands = {"paictl": [tool("paictl"), "--help"], "typer-app": [sys.executable, script.name, "--help"]}
+    commands = {"paictl": [paictl, "--help"], "typer-app": [sys.executable, script.name, "--help"]}
     for argv in commands.values():  # warm-up, and both must draw rich's help
         _, code, drawn = on_a_terminal(argv)
         assert code == 0 and b"\xe2\x94\x80" in drawn, (argv, drawn[:200])  # rich's box lines

@@ -1,42 +1,54 @@
 """Start-up, where users wait on every commit and keystroke: `paictl --help` against a bare `import typer`,
 `paictl validate` of one file (the pre-commit case) against the floor script (floor_validate.py), `paictl lsp`
 (started by an editor, its client gone at once) against importing the server's own libraries (pygls and
-lsprotocol), and `paictl fix` of the examples against `paictl validate` of them.
+lsprotocol), `paictl fix` of the examples against `paictl validate` of them, and `paictl status` of a local run
+(and the listing of local runs) against `paictl --version`.
 
-    python benchmarks/startup.py [--rounds 15]
+paictl is the console script of a normal install (benchmarks/installed.py refuses an editable one, whose import hook
+slows every interpreter of its venv and compresses every ratio here).
+
+    python benchmarks/startup.py [--rounds 15]    # with the interpreter of a non-editable install
 
 Goals (issues 19 and 43): --help <= 1.3x `python -c "import typer"`; validate of 1 file <= 1.5x the floor;
-lsp <= 1.1x the bare pygls + lsprotocol import; fix <= 1.3x validate.
+lsp <= 1.1x the bare pygls + lsprotocol import; fix <= 1.3x validate; status of local runs <= 1.3x --version.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
-from interleave import ROOT, Report, interleaved, prepare, ratio, tool
+from installed import console_script, load
+from interleave import ENV, ROOT, Report, interleaved, ratio
 
 ONE_FILE = ROOT / "examples" / "parameter-server.yaml"
 HELP_GOAL = 1.3
 VALIDATE_GOAL = 1.5
 LSP_GOAL = 1.1
 FIX_GOAL = 1.3
+STATUS_GOAL = 1.3
+#: A job of one short task, run on the host (no docker engine needed): what `status` then shows.
+LOCAL_JOB = ROOT / "examples" / "hello-world.yaml"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    prepare()
-    paictl = tool("paictl")
+    paictl = console_script()
     schema = str(ROOT / "schemas" / "job.schema.json")
-    report = Report("start-up (median of per-round ratios, A B A B)")
+    report = Report(f"start-up (median of per-round ratios, A B A B; {load()} at start)")
     import shutil
     import tempfile
 
-    examples = Path(tempfile.mkdtemp(prefix="paictl-fix-bench-")) / "examples"
+    scratch = Path(tempfile.mkdtemp(prefix="paictl-fix-bench-"))
+    examples = scratch / "examples"
     shutil.copytree(ROOT / "examples", examples)  # fix writes: never the checkout's files
+    runs_dir = str(scratch / "runs")
+    subprocess.run([paictl, "submit", str(LOCAL_JOB), "--target", "local", "--runtime", "host",
+                    "--follow", "--run-dir", runs_dir], check=True, env=ENV, capture_output=True)
     runs = interleaved({
         "help": [paictl, "--help"],
         "typer": [sys.executable, "-c", "import typer"],
@@ -46,17 +58,26 @@ def main() -> int:
         "pygls": [sys.executable, "-c", "import pygls.lsp.server, lsprotocol.types"],
         "fix": [paictl, "fix", str(examples)],
         "validate-all": [paictl, "validate", str(examples)],
+        "status": [paictl, "status", "hello-paictl", "--run-dir", runs_dir],
+        "status-list": [paictl, "status", "--target", "local", "--run-dir", runs_dir],
+        "version": [paictl, "--version"],
     }, args.rounds)
+    assert runs["status"].codes == runs["status-list"].codes == {0}, "the local run must have succeeded"
     assert runs["validate"].codes == runs["floor"].codes == {0}, "both must find the file valid"
     for (a, b), figure, goal in ((("help", "typer"), "`paictl --help` / `import typer`", HELP_GOAL),
                                  (("validate", "floor"), "`paictl validate` 1 file / floor script", VALIDATE_GOAL),
                                  (("lsp", "pygls"), "`paictl lsp` start / `import pygls.lsp.server, lsprotocol.types`",
                                   LSP_GOAL),
                                  (("fix", "validate-all"), "`paictl fix examples/` / `paictl validate examples/`",
-                                  FIX_GOAL)):
+                                  FIX_GOAL),
+                                 (("status", "version"), "`paictl status NAME` (a local run) / `paictl --version`",
+                                  STATUS_GOAL),
+                                 (("status-list", "version"), "`paictl status --target local` / `paictl --version`",
+                                  STATUS_GOAL)):
         measured = ratio(runs[a], runs[b])
         report.add(figure, f"{measured:.2f}x ({runs[a].median:.3f} s / {runs[b].median:.3f} s)", f"<= {goal}x",
                    measured <= goal)
+    print(f"\n{load()} at the end")
     return report.finish()
 
 

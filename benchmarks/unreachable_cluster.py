@@ -6,19 +6,25 @@ a host that does not resolve (`.invalid`, RFC 2606; asked of a DNS server on loo
 benchmark's own, benchmarks/loopback_dns.py, so no query leaves the machine). For each, `paictl status demo --target framework` and
 `kubectl get pods` run interleaved (A B A B); the goal is a median per-round ratio of at most 2.
 
-    python benchmarks/unreachable_cluster.py [--rounds 7]
+paictl is the console script of a normal install (benchmarks/installed.py refuses an editable one). Before timing,
+each peer's answer is checked to be the one measured: kubectl must have dialled (`connection refused`) or looked the
+name up (`no such host`), not stopped early (without credentials it asks for a username and ends with `EOF`).
+
+    python benchmarks/unreachable_cluster.py [--rounds 7]    # with the interpreter of a non-editable install
 """
 
 from __future__ import annotations
 
 import argparse
 import socket
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import loopback_dns
-from interleave import Report, interleaved, prepare, ratio, tool
+from installed import console_script, load
+from interleave import ENV, Report, interleaved, ratio, tool
 
 GOAL = 2.0
 
@@ -43,25 +49,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
+    paictl = console_script()
     private = loopback_dns.enter()  # the unknown host is asked of a DNS server on loopback, never the machine's
-    prepare()
     kubectl = tool("kubectl")
-    report = Report("unreachable cluster: paictl status vs kubectl get pods (median per-round ratio)")
-    cases = [("connection refused", _refused_server())]
+    report = Report(f"unreachable cluster: paictl status vs kubectl get pods (median per-round ratio; {load()} at "
+                    "start)")
+    # what each says: (paictl, kubectl); kubectl's "no such host" is Go's resolver having asked the DNS server
+    cases = [("connection refused", _refused_server(), ("connection refused", "connection refused"))]
     if private:
-        cases.append(("unknown host", "https://paictl-benchmark.invalid:6443"))
+        cases.append(("unknown host", "https://paictl-benchmark.invalid:6443", ("unknown host", "no such host")))
     with tempfile.TemporaryDirectory() as scratch:
-        for label, server in cases:
+        for label, server, answers in cases:
             config = _kubeconfig(Path(scratch), label.replace(" ", "-"), server)
-            samples = interleaved({
-                "paictl": [sys.executable, "-m", "paictl", "status", "demo", "--target", "framework",
-                           "--kubeconfig", config],
-                "kubectl": [kubectl, "get", "pods", "--kubeconfig", config],
-            }, rounds=args.rounds)
+            commands = {"paictl": [paictl, "status", "demo", "--target", "framework", "--kubeconfig", config],
+                        "kubectl": [kubectl, "get", "pods", "--kubeconfig", config]}
+            for (name, argv), answer in zip(commands.items(), answers):  # the answer timed is the one to compare
+                said = subprocess.run(argv, capture_output=True, text=True, env=ENV, stdin=subprocess.DEVNULL)
+                if answer not in said.stderr.lower():
+                    sys.exit(f"{name} did not answer {answer!r} for {label}: {said.stderr.strip()[-300:]}")
+            samples = interleaved(commands, rounds=args.rounds)
             measured = ratio(samples["paictl"], samples["kubectl"])
             report.add(f"{label}: paictl / kubectl", f"{measured:.2f}x ({samples['paictl'].median * 1000:.0f} ms "
                        f"vs {samples['kubectl'].median * 1000:.0f} ms; exit {sorted(samples['paictl'].codes)} vs "
                        f"{sorted(samples['kubectl'].codes)})", f"<= {GOAL:g}x", measured <= GOAL)
+    print(f"\n{load()} at the end")
     return report.finish()
 
 

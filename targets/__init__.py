@@ -1,7 +1,7 @@
 """Compile targets and the backends that run them: the two registries of paictl.
 
 A target is a package `targets/<name>/` whose `target.py` has `compile(job, profile, **options) -> list[dict]`
-(the `Target` protocol). A target that accepts some jobs with reservations may also define
+(the `Target` protocol, declared for type checkers). A target that accepts some jobs with reservations may also define
 `compile_warnings(job, profile, document) -> list[Diagnostic]`, reported like validation warnings (targets never
 print). A place that runs compiled jobs implements `backend.Backend` in the package's `backend.py`.
 
@@ -12,20 +12,21 @@ others.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol
-
+#: typing.TYPE_CHECKING without importing typing: this package is imported on the way to an unreachable OpenPAI
+#: cluster's one-line answer (cli/entry.py, targets/openpai/reach.py), where typing alone would cost a fifth of it.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional, Protocol
+
     from paictl.compiler.profiles import Profile
     from paictl.protocol.loading import Document
     from paictl.protocol.model import Job
 
     from .backend import Backend, BackendOptions
 
-
-class Target(Protocol):
-    def compile(self, job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
-                secrets_from: str | None = None, document: Document | None = None) -> list[dict[str, Any]]: ...
+    class Target(Protocol):
+        def compile(self, job: Job, profile: Profile, *, parameters: Mapping[str, Any] | None = None,
+                    secrets_from: str | None = None, document: Document | None = None) -> list[dict[str, Any]]: ...
 
 
 TARGETS: dict[str, str] = {
@@ -52,12 +53,29 @@ RUNS_ON: dict[str, str] = {
     "grass": "grass",
     "openpai": "openpai",
 }
+#: Backends whose cluster can be asked whether it is there before anything else of paictl is loaded ("module:function";
+#: `function(cluster)` gives the line an unreachable cluster raises, "" when it answered, or None when it cannot tell
+#: and the backend's own `check_reachable` must): the CLI's early answer (cli/entry.py).
+EARLY_PROBES: dict[str, str] = {
+    "openpai": "paictl.targets.openpai.reach:probe_alias",
+}
 #: Where `status/stop/logs NAME` look when no --target is given: each backend but the last is asked `has_job`
 #: (cheap: no connection), and the last one answers whatever it finds.
 LOOKUP_ORDER: tuple[str, ...] = ("local", "kube")
 
 
+def early_probe(name: str, cluster: Optional[str]) -> Optional[str]:
+    """`EARLY_PROBES[name](cluster)` (see there), None for a backend that has none. `__import__`, not importlib:
+    importing importlib is a few percent of the answer this serves."""
+    if name not in EARLY_PROBES:
+        return None
+    module, _, function = EARLY_PROBES[name].partition(":")
+    return getattr(__import__(module, fromlist=[function]), function)(cluster)
+
+
 def get_target(name: str) -> Target:
+    import importlib
+
     return importlib.import_module(TARGETS[name])  # type: ignore[return-value]
 
 
@@ -69,16 +87,22 @@ def open_backend(name: str, options: Optional[BackendOptions] = None, **settings
     """
     import dataclasses
 
-    from paictl.errors import UsageError
-
     from .backend import BackendOptions
 
     options = dataclasses.replace(options or BackendOptions(), **settings)
-    if name in RUNS_ON:
-        if RUNS_ON[name] != name:
-            options = dataclasses.replace(options, target=name)
-        name = RUNS_ON[name]
+    if name in RUNS_ON and RUNS_ON[name] != name:
+        options = dataclasses.replace(options, target=name)
+    return backend_class(name)(options)
+
+
+def backend_class(name: str) -> type:
+    """The class of the backend called `name` or running target `name` (see `open_backend`), imported now."""
+    import importlib
+
+    name = RUNS_ON.get(name, name)
     if name not in BACKENDS:
+        from paictl.errors import UsageError
+
         raise UsageError(f"unknown target {name!r}; available: {', '.join(RUNS_ON)}")
     module, _, attribute = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)(options)
+    return getattr(importlib.import_module(module), attribute)

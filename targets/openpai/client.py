@@ -22,14 +22,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
-import socket
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from paictl.errors import ClusterError, NotFoundError, display_url
+
+from .reach import CONNECT_TIMEOUT, Redactor, connect_error, unreachable_message
 
 #: Statuses a retry can cure: too many requests, or the server or a proxy in front of it failed, not the request.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -37,7 +37,6 @@ DEFAULT_ATTEMPTS = 4
 DEFAULT_BACKOFF = 0.5          # seconds before the first retry; doubled each time up to MAX_BACKOFF
 MAX_BACKOFF = 8.0
 TIMEOUT = 30.0
-CONNECT_TIMEOUT = 10.0         # an address that swallows packets is reported after this long, once
 ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further attempt is announced
 #: The REST API's path under a deployment's site root (pylon routes `/rest-server/api/...` to the REST server).
 REST_PREFIX = "/rest-server"
@@ -46,29 +45,6 @@ _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
 #: The logger retries are announced on (`logging.getLogger(LOGGER)`); logging is imported once httpx is, not
 #: before: an unreachable cluster's answer (cli/entry.py) needs neither.
 LOGGER = "paictl.openpai"
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-REDACTED = "***"
-_URL_TOKEN = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&#\s]*", re.IGNORECASE)
-#: RFC 6750's b64token characters: what may follow "Bearer " in a credential.
-_BEARER = re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/-]+=*", re.IGNORECASE)
-
-
-class Redactor:
-    """Replaces known secrets, bearer credentials and `token=` URL parameters in any text."""
-
-    def __init__(self, *secrets: Optional[str]):
-        self.secrets = tuple(s for s in secrets if s)
-
-    def add(self, secret: Optional[str]) -> None:
-        if secret and secret not in self.secrets:
-            self.secrets += (secret,)
-
-    def __call__(self, text: Any) -> str:
-        text = str(text)
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
-        return _URL_TOKEN.sub(lambda m: m.group(1) + REDACTED, text)
 
 
 class _RedactingFilter:
@@ -113,13 +89,13 @@ class OpenPaiClient:
             self._headers["Authorization"] = f"Bearer {token}"
         self._http: Any = None
         self._filter = _RedactingFilter(self.redact)
-        self._reachable = reachable  # `check_reachable` passed (here or for the caller): not asked again
+        self.reachable = reachable  # `check_reachable` passed (here or for the caller): not asked again
 
     def _client(self) -> Any:
         """The httpx client, made on first use, after a plain TCP connect to the server (`check_reachable`): httpx
         takes a few hundred milliseconds to import, and an unreachable cluster should answer faster than that."""
         if self._http is None:
-            if not self._reachable:
+            if not self.reachable:
                 self.check_reachable()
             import logging
 
@@ -138,7 +114,7 @@ class OpenPaiClient:
         exc = connect_error(self.url, min(self.timeout, CONNECT_TIMEOUT))
         if exc is not None:
             raise UnreachableError(self._unreachable(exc, "", 1, True))
-        self._reachable = True
+        self.reachable = True
 
     def close(self) -> None:
         if self._http is not None:
@@ -281,11 +257,8 @@ class OpenPaiClient:
     # -- errors -----------------------------------------------------------------------------------------------
 
     def _unreachable(self, exc: Exception, what: str, attempts: int, idempotent: bool) -> str:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        tries = f" (tried {attempts} times)" if attempts > 1 else ""
-        unsure = "" if idempotent else "; the server may have acted on it: check with `paictl status` first"
-        return self.redact(f"cannot reach the OpenPAI REST server {self.alias} ({display_url(self.url)}){tries}: "
-                           f"{what + ': ' if what else ''}{reason}{unsure}")
+        return self.redact(unreachable_message(self.alias, self.url, exc, what=what, attempts=attempts,
+                                               idempotent=idempotent))
 
     def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
         code, message = server_error(text)
@@ -304,25 +277,6 @@ class OpenPaiClient:
         error = cls(self.redact(line))
         error.status, error.code = status, code  # type: ignore[attr-defined]
         return error
-
-
-def connect_error(url: str, timeout: float = CONNECT_TIMEOUT) -> Optional[OSError]:
-    """Resolve and connect once to the host and port of `url`: the error when that fails, else None. Nothing is
-    checked when the environment names a proxy (httpx goes through it) or the URL has no usable host and port
-    (httpx reports that itself)."""
-    if any(os.environ.get(name) for name in PROXY_VARIABLES):
-        return None
-    parts = urlsplit(url)
-    try:
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-        if not parts.hostname or port is None:
-            return None
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
-            return None
-    except ValueError:
-        return None
-    except OSError as exc:
-        return exc
 
 
 def server_error(text: str) -> tuple[str, str]:

@@ -26,6 +26,8 @@ from typing import Any, Optional
 from paictl.errors import ClusterError, ConfigFileError, InputError, PaictlError, UsageError, display_url
 from paictl.targets.config_files import ConfigDocument, load_config_file
 
+from .reach import clusters_file
+
 KEYRING_SERVICE = "paictl-openpai"
 ALIAS_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 TOKEN_SOURCES = ("env", "keyring", "plaintext")
@@ -59,10 +61,8 @@ class ClusterEntry:
 
 def clusters_path() -> Path:
     """`$XDG_CONFIG_HOME/paictl/openpai-clusters.yaml`, `~/.config/...` when XDG_CONFIG_HOME is unset or relative
-    (the XDG Base Directory rule)."""
-    base = os.environ.get("XDG_CONFIG_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
-    return root / "paictl" / "openpai-clusters.yaml"
+    (the XDG Base Directory rule: `reach.clusters_file`)."""
+    return Path(clusters_file())
 
 
 def check_alias(alias: str) -> str:

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, a tenth of an early answer's time
+if TYPE_CHECKING:
+    from typing import Sequence
 
 
 class _Form:
@@ -138,18 +141,24 @@ def parse_compile(args: Sequence[str]) -> dict | None:
     return options
 
 
-def parse_submit(args: Sequence[str]) -> dict | None:
-    """The options of `paictl submit ARGS`, or None when typer must decide."""
-    from pathlib import Path
-
+def _plain_submit(args: Sequence[str]) -> dict | None:
+    """`parse_submit` before its values become typer's types (pathlib is not needed to see the command line)."""
     options = _parse(_SUBMIT, args)
-    if options is None:
-        return None
-    if options["pending_timeout"] is not None:
+    if options is not None and options["pending_timeout"] is not None:
         try:  # click's FLOAT is `float(value)`; a value it refuses is typer's usage error
             options["pending_timeout"] = float(options["pending_timeout"])
         except ValueError:
             return None
+    return options
+
+
+def parse_submit(args: Sequence[str]) -> dict | None:
+    """The options of `paictl submit ARGS`, or None when typer must decide."""
+    from pathlib import Path
+
+    options = _plain_submit(args)
+    if options is None:
+        return None
     options["parameter_files"] = [Path(value) for value in options["parameter_files"]]
     for key in ("exit_spec", "run_dir"):
         options[key] = Path(options[key]) if options[key] is not None else None
@@ -208,8 +217,10 @@ _ON_A_JOB = {"status", "stop", "logs"}
 _JOB_OPTIONS = {"--target": "target", "-t": "target", "--kubeconfig": "kubeconfig", "--context": "context",
                 "--run-dir": "run_dir", "--cluster": "cluster", "-n": "namespace", "--namespace": "namespace",
                 "-o": "output", "--output": "output", "--format": "output"}
-#: The -o values each command takes (run_cmds.py): another one is typer's usage error (exit 2), not this answer.
-_JOB_FORMATS = {"status": ("text", "json", "yaml"), "stop": ("text", "json", "yaml"), "logs": ("text", "json")}
+#: The -o values each command takes (run_cmds.py, submit_run.OUTPUT_FORMATS): another one is a usage error (exit 2),
+#: not this answer.
+_JOB_FORMATS = {"status": ("text", "json", "yaml"), "stop": ("text", "json", "yaml"), "logs": ("text", "json"),
+                "submit": ("text", "json", "yaml")}
 #: `status --target T` without NAME lists T's jobs; as json or yaml it prints the empty list before the error.
 _LIST_FORMATS = ("text", "wide", "name")
 #: Following a job makes the same first request as showing it once.
@@ -218,12 +229,16 @@ _FOLLOW_FLAGS = {"status": ("-f", "--follow", "-w", "--watch"), "logs": ("-f", "
 
 def unreachable_cluster(args: Sequence[str]) -> str | None:
     """`status|stop|logs NAME` (and `status --target T`, a listing) that will ask a cluster while that cluster
-    cannot be reached: its one-line error, found before typer is imported (most of the answer's time), else None
-    (typer runs the command, whose first request raises the same line). The cluster is the one
-    `run_cmds._backend_for` would open: the --target's (a Kubernetes one, or openpai with --cluster ALIAS), or
-    without --target the Kubernetes cluster when there is no local run of that name. Any backend with a
-    `check_reachable` takes part, once: a cluster found reachable is not probed again by the command
-    (submit_run.note_reachable). Only plain command lines: anything unusual goes to typer."""
+    cannot be reached, or `submit --target openpai` to a cluster that cannot be reached: its one-line error, found
+    before typer is imported (most of the answer's time), else None (the command runs, and its first request, or
+    `submit_run.ensure_reachable`, raises the same line). The cluster is the one `run_cmds._backend_for` would open:
+    the --target's (a Kubernetes one, or openpai with --cluster ALIAS), or without --target the Kubernetes cluster
+    when there is no local run of that name. Any backend with a `check_reachable` takes part, once: a cluster found
+    reachable is not probed again by the command (submit_run.note_reachable). A backend with an early probe
+    (`targets.EARLY_PROBES`: OpenPAI's) is asked that first, which needs only what Python has loaded already. Only
+    plain command lines: anything unusual goes to typer."""
+    if args and args[0] == "submit":
+        return _unreachable_submission(args[1:])
     if not args or args[0] not in _ON_A_JOB:
         return None
     name = args[1] if len(args) > 1 and not args[1].startswith("-") else None
@@ -248,9 +263,14 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
     target = given.get("target")
     if (target is not None and target not in RUNS_ON) or (name is None and target is None):
         return None  # a listing without --target shows the local runs before any cluster's error
-    from paictl.errors import PaictlError
+    flags = {"kubeconfig": given.get("kubeconfig"), "context": given.get("context"),
+             "cluster": [given["cluster"]] if "cluster" in given else None}
+    answer = _early_answer(RUNS_ON[target], flags) if target is not None else None
+    if answer is not None:
+        return answer or None
+    from paictl.errors import ClusterError, PaictlError
 
-    from .submit_run import backend_options, note_reachable, open_target
+    from .submit_run import backend_options, ensure_reachable, open_target
 
     try:
         if target is None:
@@ -259,33 +279,56 @@ def unreachable_cluster(args: Sequence[str]) -> str | None:
             run_dir = Path(given["run_dir"]) if "run_dir" in given else None
             if open_target("local", backend_options(run_dir=run_dir)).has_job(name):
                 return None
-        flags = {"kubeconfig": given.get("kubeconfig"), "context": given.get("context"),
-                 "cluster": [given["cluster"]] if "cluster" in given else None}
-        cluster = open_target(target or "framework", backend_options(**flags))
-        check = getattr(cluster, "check_reachable", None)
-        if check is not None:
-            check()
-            note_reachable(RUNS_ON[target or "framework"], **flags)  # the command's backend need not ask again
+        ensure_reachable(target or "framework", **flags)
     except PaictlError as error:
-        from paictl.errors import ClusterError
-
         return str(error) if isinstance(error, ClusterError) else None
     return None
 
 
+def _unreachable_submission(args: Sequence[str]) -> str | None:
+    """`submit JOB --target T` to a cluster that cannot be reached, when T's backend has an early probe: the line
+    `submit_run.run_submit` raises (it asks before it reads the job, `ensure_reachable`), else None. What run_submit
+    refuses first (an output format, --runtime or --pull) is left to it."""
+    from paictl.targets import RUNS_ON
+
+    options = _plain_submit(args)
+    if (options is None or options["target"] not in RUNS_ON or options["output_format"] not in _JOB_FORMATS["submit"]
+            or options["runtime"] is not None or options["pull"] is not None):
+        return None
+    answer = _early_answer(RUNS_ON[options["target"]], {"kubeconfig": options["kubeconfig"],
+                                                         "context": options["context"],
+                                                         "cluster": options["cluster"] or None})
+    return answer or None
+
+
+def _early_answer(backend: str, flags: dict) -> str | None:
+    """The early probe of `backend`'s cluster for these flags (`targets.early_probe`): its line when the cluster
+    cannot be reached; "" when it can (noted, so the command does not probe again); None when there is no early
+    probe or it cannot tell (the backend's own `check_reachable` then asks)."""
+    from paictl.targets import early_probe
+
+    answer = early_probe(backend, flags["cluster"][0] if flags["cluster"] else None)
+    if answer == "":
+        from .submit_run import note_reachable
+
+        note_reachable(backend, **flags)
+    return answer
+
+
 def main() -> None:
     args = sys.argv[1:]
-    if args and args[0] in _PARSERS and "_PAICTL_COMPLETE" not in os.environ:
-        options = _PARSERS[args[0]](args[1:])
-        if options is not None:
-            _exit_now(_run(args[0], options))
-    if args and args[0] in _ON_A_JOB and "_PAICTL_COMPLETE" not in os.environ:
+    completing = "_PAICTL_COMPLETE" in os.environ
+    if args and (args[0] in _ON_A_JOB or args[0] == "submit") and not completing:
         error = unreachable_cluster(args)
         if error is not None:
             from .errors import error_line
 
             sys.stderr.write(error_line(error) + "\n")
             _exit_now(3)
+    if args and args[0] in _PARSERS and not completing:
+        options = _PARSERS[args[0]](args[1:])
+        if options is not None:
+            _exit_now(_run(args[0], options))
     from .app import main as typer_main
 
     typer_main()

@@ -6,17 +6,22 @@ documented exit status. Standard output stays clean for data and pipes.
 
 from __future__ import annotations
 
-from typing import NoReturn, Sequence
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: entry.py's early answers use error_line
+if TYPE_CHECKING:
+    from typing import NoReturn, Sequence
 
-from paictl.errors import InvalidJobError, PaictlError
+    from paictl.errors import InvalidJobError, PaictlError
 
 
 def error_line(error: PaictlError | str) -> str:
     """The one line every command prints for an error, on standard error."""
+    text = str(error)
+    if text.isascii() and text.isprintable() and not any(mark in text for mark in "@?#"):
+        return f"paictl: error: {text}"  # no control character to escape, no URL that carries credentials
     from paictl.errors import mask_urls
     from paictl.protocol.diagnostics import one_line  # a file name or --profile value must not reach the terminal raw
 
-    return f"paictl: error: {mask_urls(one_line(str(error)))}"
+    return f"paictl: error: {mask_urls(one_line(text))}"
 
 
 def fail(error: PaictlError) -> NoReturn:
@@ -41,6 +46,8 @@ def print_error(error: PaictlError, echo) -> int:
     """A refused command's error on standard error (an invalid job's located report, else one line); its status.
 
     For the typer-free command bodies, which return a status instead of raising typer.Exit."""
+    from paictl.errors import InvalidJobError
+
     echo(invalid_report(error) if isinstance(error, InvalidJobError) else error_line(error), err=True)
     return error.exit_code
 

@@ -79,6 +79,26 @@ def backend_options(*, cluster: Optional[List[str]] = None, **given) -> "Backend
     return BackendOptions(**given, extra=extra)
 
 
+def ensure_reachable(target: str, *, kubeconfig: Optional[str], context: Optional[str],
+                     cluster: Optional[List[str]]) -> None:
+    """Raise the one-line error (exit 3) of the backend running `target` when its cluster cannot be reached, once
+    per invocation (`_REACHED`), before anything is asked of it: a backend without `check_reachable` (this machine)
+    has nothing to check."""
+    from paictl.targets import RUNS_ON, backend_class
+
+    backend = RUNS_ON.get(target, target)
+    flags = {"kubeconfig": kubeconfig, "context": context, "cluster": cluster}
+    if (backend in backend_options(**flags).extra.get("reachable", ())
+            or not hasattr(backend_class(target), "check_reachable")):
+        return
+    probe = open_target(target, backend_options(**flags))
+    try:
+        probe.check_reachable()
+        note_reachable(backend, **flags)
+    finally:
+        probe.close()
+
+
 def _notice(message: str) -> None:
     from .output import plain_echo
 
@@ -220,6 +240,9 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
         if target != "local" and (runtime is not None or pull is not None):
             raise UsageError(f"--runtime and --pull choose how a local run runs its tasks; --target {target} runs "
                              "them elsewhere")
+        # before the job is read: a cluster that is not there is the answer whatever the job holds (and the
+        # early answer, entry.py, needs neither the job nor the compiler)
+        ensure_reachable(target, kubeconfig=kubeconfig, context=context, cluster=cluster)
         backend = open_target(target, backend_options(context=context, namespace=namespace, kubeconfig=kubeconfig,
                                                       run_dir=run_dir, exit_spec=exit_spec,
                                                       pending_timeout=pending_timeout, cluster=cluster,
