@@ -183,7 +183,8 @@ class Spawner:
         self._which = shutil.which
         self._leaked = [fd for fd in _open_descriptors() if fd > 2 and _inheritable(fd)]
 
-    def spawn(self, argv: list[str], env: Mapping[str, str], log: Any) -> Any:
+    def spawn(self, argv: list[str], env: Mapping[str, str], log: int) -> Any:
+        """Start `argv` with `log` (a descriptor) as its standard output and error."""
         import signal
         import subprocess
 
@@ -192,7 +193,7 @@ class Spawner:
             return subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                   (os.POSIX_SPAWN_DUP2, log.fileno(), 1), (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
+                   (os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2),
                    *((os.POSIX_SPAWN_CLOSE, fd) for fd in self._leaked)]
         pid = os.posix_spawn(executable, argv, env, file_actions=actions, setsid=True,
                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
