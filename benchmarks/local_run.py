@@ -6,11 +6,12 @@ instance. Both pairs run interleaved (A B A B); each paictl run gets its own run
 Beside wall time, each row gives the CPU time (user + system) of both sides, the tasks included: on a shared
 machine CPU time moves less with the load than wall time does.
 
-`--load N` holds the machine's run queue at N processes besides the benchmark's own: before every round it counts
-the runnable processes that are not its own (/proc/stat `procs_running`, sampled for half a second) and starts or
-stops busy processes (`sh` loops that end by themselves once this script is gone) to make up the difference, and
-waits first until the 1-minute load average has reached N. The load average of every round is printed beside the
-figures: a machine already busier than N cannot be made quieter, and the printed load says so.
+`--load N` holds the machine's run queue at N or more processes besides the benchmark's own: before every round
+it counts the runnable processes that are not its own (/proc/stat `procs_running`, sampled for half a second) and
+starts or stops busy processes (`sh` loops that end by themselves once this script is gone) to make up the
+difference, and waits first until the 1-minute load average has reached N. The load average of every round is
+printed beside the figures: a machine already busier than N cannot be made quieter, and the printed load says so.
+The per-instance goal is judged only when every round ran at a load average between 3.5 and 5.
 
 paictl is run from an installed, non-editable package, as users run it: the `paictl` next to this interpreter
 (`python -m venv V && V/bin/pip install '.[test]' && V/bin/python benchmarks/local_run.py`). Before measuring, that
@@ -236,7 +237,7 @@ def main() -> int:
     print(how, flush=True)
     busy = BusyLoad(args.load) if args.load else None
     report = Report(f"local runs (median of per-round differences, A B A B; "
-                    f"{'held at load ' + format(args.load, 'g') if busy else 'machine load as found'})")
+                    f"{'busy processes added up to load ' + format(args.load, 'g') if busy else 'load as found'})")
     try:
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
@@ -296,7 +297,7 @@ def main() -> int:
     report.add(f"local run of one `true` to its verdict - the bare command ({load})",
                f"+{one:.3f} s ({median('one', 0):.3f} s / {median('one', 2):.3f} s)", f"<= +{ONE_GOAL_S} s",
                one <= ONE_GOAL_S)
-    judged = min(loads) >= GOAL_LOAD - 0.5
+    judged = GOAL_LOAD - 0.5 <= min(loads) and max(loads) <= GOAL_LOAD + 1
     per = per_instance("many")
     report.add(f"local run of {MANY} instances, per instance over the bare commands ({load})",
                f"{per:.2f} ms ({median('many', 0):.3f} s / {median('many', 2):.3f} s)",
@@ -315,7 +316,8 @@ def main() -> int:
         report.add("  context: system calls per instance, paictl run / bare commands (strace -f, once)",
                    f"{counts['paictl'] / MANY:.0f} / {counts['bare'] / MANY:.0f}", "none", None)
     if not judged:
-        print(f"  not judged: the load average was below {GOAL_LOAD - 0.5:g} in some round (--load {GOAL_LOAD:g})")
+        print(f"  the per-instance goal is not judged: the load average left {GOAL_LOAD - 0.5:g}-{GOAL_LOAD + 1:g} "
+              f"in some round (--load {GOAL_LOAD:g} adds busy processes up to it; it cannot remove other work)")
     return report.finish()
 
 

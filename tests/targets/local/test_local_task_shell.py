@@ -25,11 +25,14 @@ SHELL_STATE = r"""
 out=$PWD/shell.$PAI_TASK_INDEX me=$BASHPID
 read -r -a stat < /proc/$$/stat
 {
-  echo "zero=$0 argc=$# subshell=$BASH_SUBSHELL shlvl=$SHLVL opts=$- lineno=$LINENO own_pid=$([ "$$" = "$me" ] && echo yes)"
+  echo "zero=$0 argc=$# subshell=$BASH_SUBSHELL shlvl=$SHLVL opts=$- lineno=$LINENO"
+  echo "own_pid=$([ "$$" = "$me" ] && echo yes)"
   echo "group_leader=$([ "${stat[4]}" = $$ ] && echo yes) session_leader=$([ "${stat[5]}" = $$ ] && echo yes)"
-  echo "stdin=$(readlink /proc/$$/fd/0) descriptors=$(ls /proc/$$/fd | tr '\n' ' ')"
+  fds=(/proc/$$/fd/*)  # read by this shell itself: a child's listing raced with the shell's own pipes
+  echo "stdin=$(readlink /proc/$$/fd/0) descriptors=${fds[*]##*/}"
   if read -r line; then echo "read: a line"; else echo "read: end of input"; fi
-  grep -E '^Sig(Ign|Blk)' /proc/$$/status | while read -r name mask; do  # the standard signals, not glibc's own
+  # ignored signals, the standard ones (not glibc's own); the blocked ones change while bash waits for a pipeline
+  grep -E '^SigIgn' /proc/$$/status | while read -r name mask; do
     printf '%s %x\n' "$name" $(( 16#$mask & 16#7fffffff )); done
   shopt -p; set +o; trap -p; alias; declare -F
   compgen -v
@@ -59,11 +62,11 @@ def test_each_task_shell_is_a_fresh_bash_with_its_own_environment(tmp_path):
     for index in range(3):
         shown = (tmp_path / f"shell.{index}.state").read_text()
         assert shown == fresh_bash_state(tmp_path, index)
-        first = shown.splitlines()[:4]
+        first = shown.splitlines()[:5]
         assert first == [f"zero=paictl-task argc=0 subshell=0 shlvl={first[0].split('shlvl=')[1].split()[0]} "
-                         "opts=ehuBc lineno=4 own_pid=yes",
+                         "opts=ehuBc lineno=4", "own_pid=yes",
                          "group_leader=yes session_leader=yes",
-                         "stdin=/dev/null descriptors=0 1 10 2 3 ",
+                         "stdin=/dev/null descriptors=0 1 10 2 3",
                          "read: end of input"], shown
 
 
