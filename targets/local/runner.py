@@ -35,7 +35,8 @@ from paictl.compiler.exit_rules import LOG_TAIL, RuleSet, analyse
 from paictl.targets.local import watchdog
 from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, CompletionTally, \
     RetryPolicy, decide_retry
-from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
+from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, \
+    task_own_env
 from paictl.targets.local import procs
 from paictl.targets.local.run_processes import RunProcesses
 from paictl.targets.local.task import TaskInstance
@@ -69,8 +70,8 @@ class LocalRunner:
         self._tally = CompletionTally({})
         self.last: Optional[JobView] = None
         self._ports: Ports = {}
-        self._peers: dict[str, str] = {}
         self._shared_env: dict[str, str] = {}
+        self._shared_bytes: dict[bytes, bytes] = {}
         self._spawner: Optional[Spawner] = None
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
@@ -197,8 +198,11 @@ class LocalRunner:
                       for index in range(role["instances"])]
         self._tally = CompletionTally({role["name"]: [None] * role["instances"]
                                        for role in self.plan["spec"]["taskRoles"]})
-        self._ports, self._peers = ports, peers
+        self._ports = ports
         self._shared_env = attempt_env(self.plan, peers, inherit=self._docker is None)
+        # Encoded once for the attempt's host tasks: posix_spawn would encode all of it for every task.
+        self._shared_bytes = {os.fsencode(name): os.fsencode(value) for name, value in self._shared_env.items()} \
+            if self._docker is None else {}
         # The tasks' PATH finds their shell; the docker CLI is found on this process's.
         self._spawner = Spawner(self.work_dir, (os.environ if self._docker is not None else self._shared_env)
                                 .get("PATH", os.defpath))
@@ -212,17 +216,18 @@ class LocalRunner:
         return early
 
     def _start_task(self, task: TaskInstance) -> None:
-        env = task_env(self.plan, task.role, task.index, peers=self._peers,
-                       own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
-                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
-                       shared=self._shared_env)
-        env[procs.TASK_MARKER] = task.label
+        own = task_own_env(self.plan, task.role, task.index, own_ports=self._ports[task.role["name"]][task.index],
+                           work_dir=self.work_dir, job_attempt=self.attempt, task_attempt=task.attempt,
+                           run_id=self.run_id)
+        own[procs.TASK_MARKER] = task.label
+        env: Any
         if self._docker is not None:
-            argv, env = self._docker.launch(task.role, task.index, env, attempt=self.attempt,
+            argv, env = self._docker.launch(task.role, task.index, {**self._shared_env, **own}, attempt=self.attempt,
                                             task_attempt=task.attempt)
         else:
             argv, extra = task_argv(task.role, self.secrets)
-            env.update(extra)
+            own.update(extra)
+            env = {**self._shared_bytes, **{os.fsencode(name): os.fsencode(value) for name, value in own.items()}}
         assert task.log is not None
         # os-level: Python's buffered file asks whether a log is a terminal and where it ends (7 calls more a task)
         log = os.open(task.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)

@@ -64,3 +64,18 @@ def test_sigpipe_is_not_left_ignored(tmp_path, monkeypatch):
     assert isinstance(process, SpawnedTask) and process.wait() == 0
     ignored = int((tmp_path / "log").read_text().split()[1], 16)
     assert not ignored & (1 << (13 - 1))  # SIGPIPE is signal 13
+
+
+def test_an_environment_already_encoded_reaches_the_task_as_it_is(tmp_path, monkeypatch):
+    """The runner encodes the shared environment once and passes bytes; both ways of starting take them."""
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    env = {b"PATH": os.environ.get("PATH", os.defpath).encode(),
+           b"PAI_X": "café \udcff".encode("utf-8", "surrogateescape")}
+    for work_dir in (tmp_path, other):  # posix_spawn here, Popen in another directory
+        spawner = Spawner(str(work_dir), os.environ.get("PATH", os.defpath))
+        with open(tmp_path / "log", "wb") as log:
+            process = spawner.spawn(["sh", "-c", 'printf %s "$PAI_X"'], env, log.fileno())
+        assert process.wait() == 0 and isinstance(process, SpawnedTask) == (work_dir == tmp_path)
+        assert (tmp_path / "log").read_bytes() == env[b"PAI_X"]

@@ -121,7 +121,7 @@ def test_no_variable_crosses_from_one_task_or_attempt_to_another(tmp_path):
 def test_dollar_dollar_is_each_task_s_own_process_and_kill_of_it_ends_only_that_task(tmp_path):
     job = job_file(tmp_path, "ownpid", [
         'echo "$$ $BASHPID" > "$PWD/pid.$PAI_TASK_INDEX"',
-        'if [ "$PAI_TASK_INDEX" = 0 ]; then kill -USR1 $$; fi',
+        'if [ "$PAI_TASK_INDEX" = 0 ]; then until [ -s "$PWD/pid.1" ]; do sleep 0.05; done; kill -USR1 $$; fi',
         'sleep 0.5; echo "task $PAI_TASK_INDEX lived on"'], instances=2)
     # task 0 ends by SIGUSR1 (138: no rule, so 255, not retried); its role's minFailedTaskCount 1 then ends the
     # attempt: task 1 is either done (it lived on) or stopped, never killed by task 0's `kill $$`.
