@@ -8,7 +8,7 @@ machine CPU time moves less with the load than wall time does.
 
 `--load N` holds the machine's run queue at N or more processes besides the benchmark's own: before every round
 it counts the runnable processes that are not its own (/proc/stat `procs_running`, sampled for half a second) and
-starts or stops busy processes (`sh` loops that end by themselves once this script is gone) to make up the
+starts or stops busy processes (Python loops in user space, killed with this script) to make up the
 difference, and waits first until the 1-minute load average has reached N. The load average of every round is
 printed beside the figures: a machine already busier than N cannot be made quieter, and the printed load says so.
 The per-instance goal is judged only when every round ran at a load average between 3.5 and 5.
@@ -24,10 +24,11 @@ For context (no goal), the 200 instances are also compared with
   `bash -o errexit -o nounset -o pipefail -c true` with the environment a task of that job gets (captured from a
   paictl run; about 1,000 `PAI_*` variables at 200 instances) and waits for them. bash 5 builds its export list at
   start-up with a linear duplicate check per variable (quadratic), so that environment alone costs each bash about
-  3 ms of CPU; this row shows what paictl adds to it (its start-up, the compile, the run folder, logs, verdict);
+  4 ms of CPU (23.6 M instructions against 1.2 M); this row shows what paictl adds to it (its start-up, the
+  compile, the run folder, logs, verdict);
 - 200 subshells of one bash that already holds that environment, each setting its own task's variables and log
-  (a "zygote"): what running tasks that way would cost. paictl does not (docs/explanation/performance.md, "Local
-  runs": a subshell's `$$` is the zygote's, so `kill $$` or `/tmp/x.$$` in one task reaches every other).
+  (a "zygote"): what running tasks that way would cost. paictl does not (docs/explanation/performance.md, "Where
+  the time goes": a subshell's `$$` is the zygote's, so `kill $$` or `/tmp/x.$$` in one task reaches the others).
 
     V/bin/python benchmarks/local_run.py [--rounds 7] [--load 4] [--syscalls]
 
@@ -122,11 +123,22 @@ def procs_running() -> int:
     return 0
 
 
-class BusyLoad:
-    """Busy processes that keep `target` runnable processes on the machine besides this benchmark's own work.
+#: A busy process: user-space work only, killed with its parent (PR_SET_PDEATHSIG), so none outlives a benchmark
+#: that is killed. A first version, `sh` spinning on `kill -0 $PPID`, made a system call per turn and slowed every
+#: fork and exec on the machine far more than other sessions' work at the same load average (11.7 ms per instance
+#: at load 4.3-5.6 against 6.0 ms at load 8-9.5).
+SPIN = """
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+if os.getppid() != int(sys.argv[1]):
+    sys.exit()
+while True:
+    pass
+"""
 
-    Each is `sh` spinning while this script lives (`kill -0` of its parent every turn), so none outlives a benchmark
-    that is killed."""
+
+class BusyLoad:
+    """Busy processes that keep `target` runnable processes on the machine besides this benchmark's own work."""
 
     def __init__(self, target: float) -> None:
         self.target = target
@@ -143,8 +155,8 @@ class BusyLoad:
     def adjust(self) -> None:
         wanted = max(0, round(self.target - self.others()))
         while len(self.busy) < wanted:
-            self.busy.append(os.posix_spawn("/bin/sh", ["sh", "-c", "while kill -0 $PPID 2>/dev/null; do :; done"],
-                                            os.environ))
+            self.busy.append(os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", SPIN,
+                                                             str(os.getpid())], os.environ))
         while len(self.busy) > wanted:
             self._stop(self.busy.pop())
 
