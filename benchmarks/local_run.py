@@ -124,9 +124,10 @@ def procs_running() -> int:
 
 
 #: A busy process: user-space work only, killed with its parent (PR_SET_PDEATHSIG), so none outlives a benchmark
-#: that is killed. A first version, `sh` spinning on `kill -0 $PPID`, made a system call per turn and slowed every
-#: fork and exec on the machine far more than other sessions' work at the same load average (11.7 ms per instance
-#: at load 4.3-5.6 against 6.0 ms at load 8-9.5).
+#: that is killed. (A first version, `sh` spinning on `kill -0 $PPID`, made a system call per turn: 2 min 49 s of
+#: system time in one benchmark run.) Busy processes are always runnable, so they take a steadier share of the two
+#: CPUs than other sessions' tests at the same load average: 200 instances measured 11.5 ms each at load 5-7 with
+#: them, 6.0 ms at load 8-9.5 without.
 SPIN = """
 import ctypes, os, sys
 ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
