@@ -108,21 +108,27 @@ class LocalBackend:
         """Choose where the tasks run (containers.py), and for docker check the limits and make every image present
         (images.py; pulling none in a dry run); the plan as the run folder keeps it (with `spec.runtime`), and the
         notes."""
-        from .containers import check_limits, choose_runtime
-        from .images import ensure_images, images
+        from .choices import images
 
-        choice = choose_runtime(self.runtime)
         notes: list[str] = []
-        if choice.defaulted:
-            self._say(choice.line, notes)
         spec = dict(plan["spec"])
-        if choice.kind == "host":
+        choice = None
+        if self.runtime != "host":  # --runtime host needs none of the docker machinery (a tenth of a 1-task run)
+            from .containers import choose_runtime
+
+            choice = choose_runtime(self.runtime)
+            if choice.defaulted:
+                self._say(choice.line, notes)
+        if choice is None or choice.kind == "host":
             spec["runtime"] = {"kind": "host"}
             if self.pull_given:
                 notes.append("paictl: --pull ignored: no image is used by host processes")
             notes += [f"paictl: image {image} (task role {', '.join(roles)}) is not used: tasks run as host "
                       "processes (--runtime host)" for image, roles in images(plan).items()]
             return {**plan, "spec": spec}, tuple(notes)
+        from .containers import check_limits
+        from .images import ensure_images
+
         assert choice.engine is not None
         spec["runtime"] = {"kind": "docker", "engine": choice.engine.address.url}
         check_limits(plan, choice.engine, compiled.document, compiled.path)

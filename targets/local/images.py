@@ -10,16 +10,8 @@ from typing import Any, Mapping, Optional
 from paictl.errors import ClusterError, display_url
 
 from paictl.targets.docker_runtime import Engine, EngineError
-from paictl.targets.local.choices import check_choices
+from paictl.targets.local.choices import check_choices, images
 from paictl.targets.local.containers import Report
-
-
-def images(plan: Mapping[str, Any]) -> dict[str, list[str]]:
-    """image -> the task roles that run in it, in job order."""
-    found: dict[str, list[str]] = {}
-    for role in plan["spec"]["taskRoles"]:
-        found.setdefault(role["image"], []).append(role["name"])
-    return found
 
 
 def ensure_images(plan: Mapping[str, Any], engine: Engine, policy: str, report: Optional[Report]) -> list[str]:

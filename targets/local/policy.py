@@ -82,22 +82,42 @@ def attempt_completion(role: str, index: int, outcomes: Mapping[str, Sequence[Op
     `outcomes` maps every task role to its tasks' outcomes (None while not completed); `policies` maps a role to
     (minFailedTaskCount, minSucceededTaskCount), where only values >= 1 ever trigger (-1: never).
     """
-    own = outcomes[role][index]
-    min_failed, min_succeeded = policies[role]
-    failed = sum(1 for o in outcomes[role] if o == "failed")
-    succeeded = sum(1 for o in outcomes[role] if o == "succeeded")
-    if own == "failed" and min_failed >= 1 and failed >= min_failed:
-        return Completion(outcome="failed", trigger=(role, index),
-                          message=f"FailedTaskCount {failed} has reached MinFailedTaskCount {min_failed} in "
-                                  f"TaskRole {role}")
-    if own == "succeeded" and min_succeeded >= 1 and succeeded >= min_succeeded:
-        return Completion(outcome="succeeded", trigger=(role, index),
-                          message=f"SucceededTaskCount {succeeded} has reached MinSucceededTaskCount "
-                                  f"{min_succeeded} in TaskRole {role}")
-    total = sum(len(tasks) for tasks in outcomes.values())
-    completed = sum(1 for tasks in outcomes.values() for o in tasks if o is not None)
-    if completed == total:
-        return Completion(outcome="succeeded",
-                          message=f"CompletedTaskCount {completed} has reached TotalTaskCount {total} and no "
-                                  "completion condition was triggered")
-    return None
+    return CompletionTally(outcomes).completion(role, index, outcomes[role][index], policies[role])
+
+
+class CompletionTally:
+    """Completed tasks counted as they complete, so that checking `CompletionPolicySpec` when one task completes
+    costs the same whatever the number of tasks (a runner of 200 instances that counted every role's outcomes
+    at each completion did 40,000 steps per attempt). `outcomes`: what has completed so far, as
+    `attempt_completion` takes it."""
+
+    def __init__(self, outcomes: Mapping[str, Sequence[Optional[Outcome]]]) -> None:
+        self.total = sum(len(tasks) for tasks in outcomes.values())
+        self.completed = sum(1 for tasks in outcomes.values() for o in tasks if o is not None)
+        self.counts = {role: {"failed": sum(1 for o in tasks if o == "failed"),
+                              "succeeded": sum(1 for o in tasks if o == "succeeded")}
+                       for role, tasks in outcomes.items()}
+
+    def complete(self, role: str, index: int, outcome: Outcome, policy: tuple[int, int]) -> Optional[Completion]:
+        """Count task `role`-`index`'s completion and check the policy (minFailed, minSucceeded) of its role."""
+        self.completed += 1
+        self.counts[role][outcome] += 1
+        return self.completion(role, index, outcome, policy)
+
+    def completion(self, role: str, index: int, own: Optional[Outcome], policy: tuple[int, int]) -> \
+            Optional[Completion]:
+        min_failed, min_succeeded = policy
+        failed, succeeded = self.counts[role]["failed"], self.counts[role]["succeeded"]
+        if own == "failed" and min_failed >= 1 and failed >= min_failed:
+            return Completion(outcome="failed", trigger=(role, index),
+                              message=f"FailedTaskCount {failed} has reached MinFailedTaskCount {min_failed} in "
+                                      f"TaskRole {role}")
+        if own == "succeeded" and min_succeeded >= 1 and succeeded >= min_succeeded:
+            return Completion(outcome="succeeded", trigger=(role, index),
+                              message=f"SucceededTaskCount {succeeded} has reached MinSucceededTaskCount "
+                                      f"{min_succeeded} in TaskRole {role}")
+        if self.completed == self.total:
+            return Completion(outcome="succeeded",
+                              message=f"CompletedTaskCount {self.completed} has reached TotalTaskCount {self.total} "
+                                      "and no completion condition was triggered")
+        return None

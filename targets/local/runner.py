@@ -23,7 +23,6 @@ raises store.RunFolderError (one line, exit 3).
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import signal
@@ -34,16 +33,16 @@ from typing import Any, Iterator, Mapping, Optional
 from paictl.compiler.exit_rules import LOG_TAIL, RuleSet, analyse
 
 from paictl.targets.local import watchdog
-from paictl.targets.local.target import NODE
-from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, Outcome, RetryPolicy, \
-    attempt_completion, decide_retry
-from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, task_env
+from paictl.targets.local.policy import ATTEMPT_COMPLETION, PHRASES, STOP_REQUESTED, Completion, CompletionTally, \
+    RetryPolicy, decide_retry
+from paictl.targets.local.runtime import Ports, Spawner, allocate_ports, attempt_env, peer_env, task_argv, \
+    task_own_env
 from paictl.targets.local import procs
 from paictl.targets.local.run_processes import RunProcesses
 from paictl.targets.local.task import TaskInstance
 from paictl.targets.local.store import PORTS, append_note, folder_error, log_tail, owner_record, stop_requested, \
     task_log, write_json, write_state
-from paictl.targets.states import JobState, JobView, TaskView
+from paictl.targets.states import JobState, JobView
 
 POLL_SECONDS = 0.05
 #: The first pause after tasks start: it doubles up to POLL_SECONDS, so a short task's verdict is not held back by a
@@ -68,10 +67,11 @@ class LocalRunner:
         self.attempt = 0
         self.job_accountable = 0
         self.tasks: list[TaskInstance] = []
+        self._tally = CompletionTally({})
         self.last: Optional[JobView] = None
         self._ports: Ports = {}
-        self._peers: dict[str, str] = {}
         self._shared_env: dict[str, str] = {}
+        self._shared_bytes: dict[bytes, bytes] = {}
         self._spawner: Optional[Spawner] = None
         self._owner = owner_record(os.getpid())
         self._lock = lock  # the run's lock (store.lock_run), released by close()
@@ -196,8 +196,13 @@ class LocalRunner:
         peers = peer_env(self.plan, ports)
         self.tasks = [TaskInstance(role=role, index=index) for role in self.plan["spec"]["taskRoles"]
                       for index in range(role["instances"])]
-        self._ports, self._peers = ports, peers
+        self._tally = CompletionTally({role["name"]: [None] * role["instances"]
+                                       for role in self.plan["spec"]["taskRoles"]})
+        self._ports = ports
         self._shared_env = attempt_env(self.plan, peers, inherit=self._docker is None)
+        # Encoded once for the attempt's host tasks: posix_spawn would encode all of it for every task.
+        self._shared_bytes = {os.fsencode(name): os.fsencode(value) for name, value in self._shared_env.items()} \
+            if self._docker is None else {}
         # The tasks' PATH finds their shell; the docker CLI is found on this process's.
         self._spawner = Spawner(self.work_dir, (os.environ if self._docker is not None else self._shared_env)
                                 .get("PATH", os.defpath))
@@ -211,24 +216,28 @@ class LocalRunner:
         return early
 
     def _start_task(self, task: TaskInstance) -> None:
-        env = task_env(self.plan, task.role, task.index, peers=self._peers,
-                       own_ports=self._ports[task.role["name"]][task.index], work_dir=self.work_dir,
-                       job_attempt=self.attempt, task_attempt=task.attempt, run_id=self.run_id,
-                       shared=self._shared_env)
-        env[procs.TASK_MARKER] = task.label
+        own = task_own_env(self.plan, task.role, task.index, own_ports=self._ports[task.role["name"]][task.index],
+                           work_dir=self.work_dir, job_attempt=self.attempt, task_attempt=task.attempt,
+                           run_id=self.run_id)
+        own[procs.TASK_MARKER] = task.label
+        env: Any
         if self._docker is not None:
-            argv, env = self._docker.launch(task.role, task.index, env, attempt=self.attempt,
+            argv, env = self._docker.launch(task.role, task.index, {**self._shared_env, **own}, attempt=self.attempt,
                                             task_attempt=task.attempt)
         else:
             argv, extra = task_argv(task.role, self.secrets)
-            env.update(extra)
+            own.update(extra)
+            env = {**self._shared_bytes, **{os.fsencode(name): os.fsencode(value) for name, value in own.items()}}
         assert task.log is not None
-        with open(task.log, "ab") as log:
-            log.write(f"[paictl] {task.label}: task attempt {task.attempt} of job attempt {self.attempt} "
-                      f"starts\n".encode())
-            log.flush()
-            task.offset = log.tell()
+        # os-level: Python's buffered file asks whether a log is a terminal and where it ends (7 calls more a task)
+        log = os.open(task.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            os.write(log, f"[paictl] {task.label}: task attempt {task.attempt} of job attempt {self.attempt} "
+                          f"starts\n".encode())
+            task.offset = os.lseek(log, 0, os.SEEK_END)
             task.process = self._spawner.spawn(argv, env, log)
+        finally:
+            os.close(log)
         task.group_gone = False
         self._processes.tell_watchdog(str(task.process.pid))
         task.state, task.exit_code, task.diagnosis = "running", None, None
@@ -277,12 +286,8 @@ class LocalRunner:
             return None
         task.outcome = "succeeded" if succeeded else "failed"
         task.state = task.outcome
-        outcomes = {role["name"]: [t.outcome for t in self.tasks if t.role is role]
-                    for role in self.plan["spec"]["taskRoles"]}
-        policies = {role["name"]: (role["completion"]["minFailedTaskCount"],
-                                   role["completion"]["minSucceededTaskCount"])
-                    for role in self.plan["spec"]["taskRoles"]}
-        return attempt_completion(task.role["name"], task.index, outcomes, policies)
+        policy = (task.role["completion"]["minFailedTaskCount"], task.role["completion"]["minSucceededTaskCount"])
+        return self._tally.complete(task.role["name"], task.index, task.outcome, policy)
 
     def _log_text(self, task: TaskInstance) -> str:
         assert task.log is not None

@@ -94,11 +94,19 @@ def task_env(plan: Mapping[str, Any], role: Mapping[str, Any], index: int, *, pe
 
     `shared` is `attempt_env(plan, peers)` when the caller keeps it for the attempt (the runner does).
     """
-    host = plan["spec"]["hostIP"]
-    env = dict(shared) if shared is not None else attempt_env(plan, peers)
     # A task's own variables never share a name with a peer's (those end in _PORT, _HOST_LIST or carry an
     # index), so applying them after the peers gives the same values as before them.
-    env.update(role["tasks"][index]["env"])
+    return {**(shared if shared is not None else attempt_env(plan, peers)),
+            **task_own_env(plan, role, index, own_ports=own_ports, work_dir=work_dir, job_attempt=job_attempt,
+                           task_attempt=task_attempt, run_id=run_id)}
+
+
+def task_own_env(plan: Mapping[str, Any], role: Mapping[str, Any], index: int, *, own_ports: Mapping[str, list[int]],
+                 work_dir: str, job_attempt: int, task_attempt: int, run_id: str) -> dict[str, str]:
+    """What `task_env` sets over the attempt's shared environment: the task's own variables and the contract's.
+    The runner encodes only these per task, the ~1,400 shared ones once per attempt."""
+    host = plan["spec"]["hostIP"]
+    env = dict(role["tasks"][index]["env"])
     first = {label: str(numbers[0]) if numbers else "" for label, numbers in own_ports.items()}
     env.update({
         "PAI_WORK_DIR": work_dir,
@@ -183,7 +191,9 @@ class Spawner:
         self._which = shutil.which
         self._leaked = [fd for fd in _open_descriptors() if fd > 2 and _inheritable(fd)]
 
-    def spawn(self, argv: list[str], env: Mapping[str, str], log: Any) -> Any:
+    def spawn(self, argv: list[str], env: Mapping[str, str] | Mapping[bytes, bytes], log: int) -> Any:
+        """Start `argv` with `log` (a descriptor) as its standard output and error. `env` may be bytes already:
+        os.posix_spawn encodes every str of it at every call (~1,400 variables a task at 200 instances)."""
         import signal
         import subprocess
 
@@ -192,7 +202,7 @@ class Spawner:
             return subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                   (os.POSIX_SPAWN_DUP2, log.fileno(), 1), (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
+                   (os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2),
                    *((os.POSIX_SPAWN_CLOSE, fd) for fd in self._leaked)]
         pid = os.posix_spawn(executable, argv, env, file_actions=actions, setsid=True,
                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))

@@ -131,9 +131,13 @@ def log_tail(path: Path, offset: int, limit: int) -> str:
 def append_note(path: Path, line: str) -> None:
     """Add one of paictl's own lines to a task's log, on a line of its own even if the task's output did not end
     with a newline."""
-    with open(path, "a+b") as log:
-        ends_line = log.seek(0, os.SEEK_END) == 0 or (log.seek(-1, os.SEEK_END) >= 0 and log.read(1) == b"\n")
-        log.write(f"{'' if ends_line else chr(10)}{line}\n".encode())
+    log = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)  # os-level: 5 calls, not 9
+    try:
+        size = os.lseek(log, 0, os.SEEK_END)
+        ends_line = size == 0 or os.pread(log, 1, size - 1) == b"\n"
+        os.write(log, f"{'' if ends_line else chr(10)}{line}\n".encode())
+    finally:
+        os.close(log)
 
 
 def write_json(path: Path, data: Any) -> None:

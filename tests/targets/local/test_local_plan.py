@@ -17,7 +17,7 @@ from paictl.compiler.profiles import load_profile
 from paictl.compiler.render import render_entrypoint
 from paictl.protocol import load_job
 from paictl.targets.local.target import compile_local
-from paictl.targets.local.policy import RetryPolicy, attempt_completion, decide_retry
+from paictl.targets.local.policy import CompletionTally, RetryPolicy, attempt_completion, decide_retry
 from paictl.targets.local.runtime import allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.output_check import check_objects, object_errors
 
@@ -186,3 +186,27 @@ def test_completion_policy():
     assert (done.outcome, done.trigger) == ("failed", ("ps", 0))
     everything = attempt_completion("worker", 0, {"worker": ["failed", "succeeded"]}, {"worker": (-1, -1)})
     assert (everything.outcome, everything.trigger) == ("succeeded", None)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_completion_counted_as_tasks_complete_decides_as_counting_them_all(seed):
+    """The runner counts completions as they come (CompletionTally.complete); at every completion its verdict is
+    the one counted from every task's outcome (attempt_completion), whatever the order and the policies."""
+    import random
+
+    chance = random.Random(seed)
+    roles = {"a": chance.randint(1, 6), "b": chance.randint(1, 6)}
+    policies = {role: (chance.choice([-1, 1, 2, 3]), chance.choice([-1, 1, 2, 3])) for role in roles}
+    outcomes: dict = {role: [None] * count for role, count in roles.items()}
+    tally = CompletionTally(outcomes)
+    order = [(role, index) for role, count in roles.items() for index in range(count)]
+    chance.shuffle(order)
+    for role, index in order:
+        outcome = chance.choice(["failed", "succeeded"])
+        outcomes[role][index] = outcome
+        counted = tally.complete(role, index, outcome, policies[role])
+        assert counted == attempt_completion(role, index, outcomes, policies)
+        if counted is not None:
+            break
+    else:
+        raise AssertionError("every task completed without a verdict")

@@ -19,7 +19,7 @@ def run(tmp_path, work_dir: str):
         spawner = Spawner(work_dir, os.environ.get("PATH", os.defpath))
         log = tmp_path / "task.log"
         with open(log, "ab") as handle:
-            process = spawner.spawn([sys.executable, "-c", PROBE], {**os.environ, "PAI_X": "42"}, handle)
+            process = spawner.spawn([sys.executable, "-c", PROBE], {**os.environ, "PAI_X": "42"}, handle.fileno())
         assert process.wait() == 0 and process.poll() == 0 and process.returncode == 0
         return type(process), log.read_text().splitlines()
     finally:
@@ -50,8 +50,8 @@ def test_exit_status_and_signals_read_as_popen_reads_them(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     spawner = Spawner(str(tmp_path), os.environ.get("PATH", os.defpath))
     with open(tmp_path / "log", "ab") as log:
-        failed = spawner.spawn(["sh", "-c", "exit 3"], dict(os.environ), log)
-        killed = spawner.spawn(["sh", "-c", "kill -9 $$"], dict(os.environ), log)
+        failed = spawner.spawn(["sh", "-c", "exit 3"], dict(os.environ), log.fileno())
+        killed = spawner.spawn(["sh", "-c", "kill -9 $$"], dict(os.environ), log.fileno())
     assert failed.wait() == 3 and killed.wait() == -9
 
 
@@ -60,7 +60,22 @@ def test_sigpipe_is_not_left_ignored(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spawner = Spawner(str(tmp_path), os.environ.get("PATH", os.defpath))
     with open(tmp_path / "log", "ab") as log:
-        process = spawner.spawn(["grep", "SigIgn", "/proc/self/status"], dict(os.environ), log)
+        process = spawner.spawn(["grep", "SigIgn", "/proc/self/status"], dict(os.environ), log.fileno())
     assert isinstance(process, SpawnedTask) and process.wait() == 0
     ignored = int((tmp_path / "log").read_text().split()[1], 16)
     assert not ignored & (1 << (13 - 1))  # SIGPIPE is signal 13
+
+
+def test_an_environment_already_encoded_reaches_the_task_as_it_is(tmp_path, monkeypatch):
+    """The runner encodes the shared environment once and passes bytes; both ways of starting take them."""
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    env = {b"PATH": os.environ.get("PATH", os.defpath).encode(),
+           b"PAI_X": "café \udcff".encode("utf-8", "surrogateescape")}
+    for work_dir in (tmp_path, other):  # posix_spawn here, Popen in another directory
+        spawner = Spawner(str(work_dir), os.environ.get("PATH", os.defpath))
+        with open(tmp_path / "log", "wb") as log:
+            process = spawner.spawn(["sh", "-c", 'printf %s "$PAI_X"'], env, log.fileno())
+        assert process.wait() == 0 and isinstance(process, SpawnedTask) == (work_dir == tmp_path)
+        assert (tmp_path / "log").read_bytes() == env[b"PAI_X"]
