@@ -46,22 +46,6 @@ def test_replace_deletes_waits_and_follows_the_new_run_only(emulator):
         f"framework.frameworkcontroller.microsoft.com/{name} deleted (--replace; it was succeeded)\n")
 
 
-def test_companions_are_owned_by_the_workload_and_go_with_it(emulator):
-    done, name = submit(emulator, CANARY_JOB)
-    assert done.returncode == 0, done.stderr
-    framework = emulator.get_object(FC, "Framework", "default", name)
-    secrets = emulator.list_objects("v1", "Secret", "default")
-    assert len(secrets) == 2
-    for secret in secrets:
-        (reference,) = secret["metadata"]["ownerReferences"]
-        assert reference == {"apiVersion": FC, "kind": "Framework", "name": name,
-                             "uid": framework["metadata"]["uid"], "controller": False, "blockOwnerDeletion": False}
-    again, _ = submit(emulator, CANARY_JOB)  # unchanged: the owner reference is applied the same way again
-    assert again.stdout.endswith("nothing changed, the job is already submitted\n"), again.stdout
-    emulator.delete_object(FC, "Framework", "default", name)
-    wait_for(lambda: emulator.list_objects("v1", "Secret", "default") == [])
-
-
 def test_companions_are_kept_when_the_workload_exists_after_a_failed_apply(emulator):
     """The apply of the workload failed, but a workload of that name is there (stored before the connection
     dropped, or made by someone else): the Secrets it may mount must stay."""
