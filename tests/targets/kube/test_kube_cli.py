@@ -156,36 +156,6 @@ def test_conflict_with_another_field_manager(emulator):
     assert ".spec.retryPolicy.maxRetryCount managed by 'kubectl-edit'" in done.stderr
 
 
-def test_status_by_job_name_and_not_found(emulator, tmp_path):
-    emulator.scenario("Framework", "*", "succeeded")
-    done, name = submit(emulator, HELLO, "--follow")
-    assert done.returncode == 0
-    shown = paictl(emulator, "status", "hello-paictl")  # the job's name, found by the jobName annotation
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[:2] == [f"{name}: Framework default/{name}",
-                                             f"{name}: succeeded (attempt 0), code 0, decided by main-0: Succeeded; "
-                                             "SucceededTaskCount 1 has reached MinSucceededTaskCount 1 in the "
-                                             "TaskRole"]
-    missing = paictl(emulator, "status", "nosuchjob")
-    assert missing.returncode == 3
-    assert missing.stderr == (f"paictl: error: no local run 'nosuchjob' in {tmp_path / 'state/paictl/runs'}; on the cluster: "
-                              "no Framework, MarsJob or JobSet named 'nosuchjob' in namespace default\n")
-    explicit = paictl(emulator, "status", "nosuchjob", "--target", "framework")
-    assert explicit.returncode == 3
-    assert explicit.stderr == "paictl: error: no Framework named 'nosuchjob' in namespace default\n"
-
-
-def test_context_namespace_is_used(emulator, tmp_path):
-    emulator.create_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
-    emulator.write_kubeconfig(emulator.kubeconfig, namespace="team")
-    done, name = submit(emulator, HELLO)
-    assert done.returncode == 0, done.stderr
-    assert emulator.get_object(FC, "Framework", "team", name) is not None
-    other = paictl(emulator, "submit", HELLO, "--target", "framework", "-n", "nowhere")
-    assert other.returncode == 3
-    assert "namespace 'nowhere' does not exist" in other.stderr
-
-
 def test_logs(emulator):
     emulator.scenario("Framework", "*", "running", seconds=100000,
                       logs={"kubetworoles648f6afc-worker-1": "epoch 1\nepoch 2\n"})

@@ -14,18 +14,6 @@ from test_kube_cli import CANARY_JOB, FC, HELLO, ROOT, paictl, submit, wait_for
 pytest.importorskip("kubernetes")
 
 
-def test_resubmitting_a_finished_job_is_refused_with_the_reason(emulator):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=1)
-    done, name = submit(emulator, HELLO, "--follow")
-    assert done.returncode == 0, done.stderr
-    again, _ = submit(emulator, HELLO, "--follow")
-    assert again.returncode == 3 and again.stdout == ""
-    assert again.stderr == (f"paictl: error: framework.frameworkcontroller.microsoft.com/{name} already ran and "
-                            "succeeded (Succeeded; SucceededTaskCount 1 has reached MinSucceededTaskCount 1 in the "
-                            "TaskRole); applying it again would not run it again: `paictl submit --replace` deletes "
-                            "it and runs the job anew\n")
-
-
 def test_replace_deletes_waits_and_follows_the_new_run_only(emulator):
     emulator.scenario("Framework", "*", "failed", exit_code=1)
     first, name = submit(emulator, HELLO, "--follow")

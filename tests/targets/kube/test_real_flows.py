@@ -43,18 +43,41 @@ def _state(cluster, name: str) -> str:
     return json.loads(done.stdout)["state"] if done.returncode == 0 else ""
 
 
-def test_submit_follow_succeeded(real_cluster):
+def test_submit_follow_succeeded(real_cluster, tmp_path):
+    """To success, into the namespace the kubeconfig's context names; then found by the job's own name, and not
+    run again by a re-submit."""
     real_cluster.require("frameworkcontroller")
+    namespace = real_cluster.namespace
     done = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--follow", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     name = _framework_name(done.stdout)
     assert f"framework.frameworkcontroller.microsoft.com/{name} created" in done.stdout
     assert re.search(rf"{name}: succeeded \(attempt 0\), code 0", done.stdout), done.stdout
     assert re.search(r"worker-1  Completed  attempt 0  on kwok-node-\d", done.stdout), done.stdout
-    framework = real_cluster.get_object(FC, "Framework", name)
+    framework = real_cluster.get_object(FC, "Framework", name)  # in the context's namespace
     assert framework["status"]["state"] == "Completed"
     managers = {entry["manager"]: entry["operation"] for entry in framework["metadata"]["managedFields"]}
     assert managers["paictl"] == "Apply" and "frameworkcontroller" in managers
+    trigger = framework["status"]["attemptStatus"]["completionStatus"]["trigger"]  # the task FC says decided it
+    why = f"{trigger['taskRoleName']}-{trigger['taskIndex']}: Succeeded; {trigger['message']}"
+    shown = paictl(real_cluster, "status", "kube-two-roles")  # the job's name, found by the jobName annotation
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == [f"{name}: Framework {namespace}/{name}",
+                                             f"{name}: succeeded (attempt 0), code 0, decided by " + why], shown.stdout
+    again = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--follow")
+    assert again.returncode == 3 and again.stdout == ""
+    assert again.stderr == (f"paictl: error: framework.frameworkcontroller.microsoft.com/{name} already ran and "
+                            f"succeeded ({why.split(': ', 1)[1]}); applying it again would not run it again: "
+                            "`paictl submit --replace` deletes it and runs the job anew\n"), again.stderr
+    missing = paictl(real_cluster, "status", "nosuchjob")
+    assert missing.returncode == 3
+    assert missing.stderr == (f"paictl: error: no local run 'nosuchjob' in {tmp_path / 'state/paictl/runs'}; on the "
+                              f"cluster: no Framework, MarsJob or JobSet named 'nosuchjob' in namespace {namespace}\n")
+    explicit = paictl(real_cluster, "status", "nosuchjob", "--target", "framework")
+    assert explicit.returncode == 3
+    assert explicit.stderr == f"paictl: error: no Framework named 'nosuchjob' in namespace {namespace}\n"
+    nowhere = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "-n", "nowhere")
+    assert nowhere.returncode == 3 and "namespace 'nowhere' does not exist" in nowhere.stderr, nowhere.stderr
 
 
 def test_submit_follow_failed_says_why(real_cluster, tmp_path):
