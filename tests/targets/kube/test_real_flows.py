@@ -349,6 +349,22 @@ def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_p
     assert done.stdout.splitlines() == shown  # exactly what the README shows
     name = next(line.split("/")[1].split()[0] for line in shown if line.startswith("framework."))
     try:
+        framework = real_cluster.get_object(FC, "Framework", name, "default")
+        accounts = {role["task"]["pod"]["spec"].get("serviceAccountName") for role in framework["spec"]["taskRoles"]}
+        assert accounts == {"frameworkbarrier"}  # every pod runs as the account the output created
+        rbac = "rbac.authorization.k8s.io"
+        binding = real_cluster.get_object(f"{rbac}/v1", "RoleBinding", "frameworkbarrier", "default")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "frameworkbarrier", "namespace": "default"}]
+        assert binding["roleRef"] == {"apiGroup": rbac, "kind": "Role", "name": "frameworkbarrier"}
+        # FrameworkController's example ([PREREQUISITE] in example/framework/extension/frameworkbarrier.yaml) grants
+        # `kubectl create clusterrole frameworkbarrier --verb=get,list,watch --resource=frameworks`: kubectl itself
+        # says which rules that is; the Role grants the same, in the job's namespace.
+        upstream = subprocess.run([kubectl, "create", "clusterrole", "frameworkbarrier", "--verb=get,list,watch",
+                                   "--resource=frameworks", "--dry-run=client", "-o", "json"], env=env,
+                                  capture_output=True, text=True, timeout=60)
+        assert upstream.returncode == 0, upstream.stderr
+        role = real_cluster.get_object(f"{rbac}/v1", "Role", "frameworkbarrier", "default")
+        assert role["rules"] == json.loads(upstream.stdout)["rules"]
         followed = paictl(real_cluster, "status", name, "-n", "default", "--follow", timeout=120)
         assert followed.returncode == 0, followed.stdout + followed.stderr
         assert re.search(rf"{name}: succeeded", followed.stdout), followed.stdout
