@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
@@ -192,13 +191,14 @@ def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_pat
     name = jobset["metadata"]["name"]
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     follower = start(real_cluster, "status", name, "--follow")
-    time.sleep(1)  # following (a follower that starts after the deletion finds no job)
+    first = follower.stdout.readline()  # following (a follower that starts after the deletion finds no job)
+    assert first.startswith(f"{name}: "), first + follower.stderr.read()
     stopped = paictl(real_cluster, "stop", "kube-jobset", timeout=120)  # the job's name, by its jobName annotation
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} deleted (foreground)\n"
     out, err = follower.communicate(timeout=120)
     assert follower.returncode == 4, out + err
-    assert [line for line in out.splitlines() if line.startswith(f"{name}: ")][-1] == \
+    assert [line for line in (first + out).splitlines() if line.startswith(f"{name}: ")][-1] == \
         f"{name}: stopped (attempt 0): the JobSet was deleted"
     wait_for(lambda: real_cluster.get_object(JOBSET, "JobSet", name) is None, seconds=60)
     wait_for(lambda: not real_cluster.list_objects("v1", "Pod") and not real_cluster.list_objects("batch/v1", "Job"),
@@ -315,13 +315,16 @@ def test_a_follower_survives_an_apiserver_restart(real_cluster, tmp_path):
     name = _framework_name(done.stdout)
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     follower = start(real_cluster, "status", name, "--follow", "--format", "json")
-    time.sleep(2)
+    # following once it has printed the job (a fixed pause lost the race on a loaded machine: the follower was
+    # still starting, met the stopped server and rightly exited 3)
+    first = follower.stdout.readline()
+    assert json.loads(first)["state"] == "running", first + follower.stderr.read()
     real_cluster.plane.restart_apiserver()
     stopped = paictl(real_cluster, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
     out, err = follower.communicate(timeout=120)
     assert follower.returncode == 4, out + err
-    assert json.loads(out.splitlines()[-1])["state"] == "stopped"
+    assert json.loads((first + out).splitlines()[-1])["state"] == "stopped"
 
 
 def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_path):
