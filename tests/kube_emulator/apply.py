@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable
 
-from .errors import ApiError, bad_request
+from .errors import ApiError, bad_request, invalid_options
 
 Path = tuple[str, ...]
 _MISSING = object()
@@ -211,7 +211,8 @@ def server_side_apply(rt, live: dict | None, applied: dict, manager: str, force:
                       subresource: str = "") -> dict:
     """The object that results from `manager` applying `applied` to `live` (None: the object does not exist yet)."""
     if not manager:
-        raise bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
+        raise invalid_options("PatchOptions", "fieldManager", "FieldValueRequired",
+                              "Required value: is required for apply patch")
     mine_paths = object_paths(applied)
     old_entries = read_entries(live)
     entries = [Entry(e.manager, e.operation, e.api_version, e.time, set(e.paths), e.subresource) for e in old_entries]

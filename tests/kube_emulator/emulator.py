@@ -20,7 +20,7 @@ from .store import Store
 
 
 class Emulator:
-    def __init__(self, speed: float = 1.0, bookmark_interval: float = 1.0,
+    def __init__(self, speed: float = 1.0, bookmark_interval: float = 60.0,
                  tls: tuple[str, str] | None = None) -> None:
         """`tls`: (certificate file, key file) to serve HTTPS with, as every real API server does."""
         self.tls = tls
@@ -174,7 +174,8 @@ class Emulator:
 
     def expire_history(self) -> None:
         """Forget the event history: a watch (or an Exact list, or a continue token) from an older resourceVersion
-        now gets 410 Gone, as after an etcd compaction."""
+        now gets 410 Gone, as after a kube-apiserver restart and an etcd compaction (a compaction alone changes
+        nothing a client sees: the watch cache and a list's snapshot still serve; test_parity.py holds this)."""
         self.store.expire()
 
     # -- objects -------------------------------------------------------------------------------------------------

@@ -10,16 +10,21 @@ from typing import Any
 
 
 class ApiError(Exception):
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
+        self.metadata = metadata or {}
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                               "message": self.message, "reason": self.reason, "code": self.code}
+        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": dict(self.metadata),
+                               "status": "Failure", "message": self.message}
+        if self.reason:  # an error the API server did not classify (e.g. a watch's unparsable resourceVersion)
+            out["reason"] = self.reason
+        out["code"] = self.code
         if self.details is not None:
             out["details"] = self.details
         return out
@@ -65,12 +70,14 @@ def gone(requested: int, oldest: int) -> ApiError:
     return ApiError(410, "Expired", f"too old resource version: {requested} ({oldest})")
 
 
-def expired_continue() -> ApiError:
+def expired_continue(inconsistent_token: str | None = None) -> ApiError:
+    """`inconsistent_token`: the token the Status offers to go on from the current state instead."""
     return ApiError(410, "Expired", "The provided continue parameter is too old to display a consistent list result. "
                     "You can start a new list without the continue parameter, or use the continue token in this "
                     "response to retrieve the remainder of the results. Continuing with the provided token results "
                     "in an inconsistent list - objects that were created, modified, or deleted between the time the "
-                    "first chunk was returned and now may show up in the list.")
+                    "first chunk was returned and now may show up in the list.",
+                    metadata={"continue": inconsistent_token} if inconsistent_token else None)
 
 
 def forbidden(rt, verb: str, namespace: str | None, name: str | None, user: str) -> ApiError:
@@ -91,6 +98,18 @@ def invalid(rt, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     details["kind"] = rt.kind
     details["causes"] = [{"reason": reason, "message": message, "field": field} for field, reason, message in causes]
     return ApiError(422, "Invalid", f'{group_kind} "{name}" is invalid: {text}', details)
+
+
+def invalid_options(kind: str, field: str, reason: str, message: str) -> ApiError:
+    """A request's options (`PatchOptions`, `CreateOptions`...) refused by their validation: 422, as an object."""
+    return ApiError(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {field}: {message}',
+                    {"group": "meta.k8s.io", "kind": kind,
+                     "causes": [{"reason": reason, "message": message, "field": field}]})
+
+
+def too_large(limit: int) -> ApiError:
+    """A request body over the API server's limit (3 MiB), refused before it is decoded."""
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
 def bad_request(message: str) -> ApiError:

@@ -1,6 +1,7 @@
 """The emulator's garbage collector: what Kubernetes' garbagecollector.go does with ownerReferences.
 
-An object whose owners are all gone is deleted (Background); an owner being deleted in the foreground (its
+An object whose owners are all gone is deleted (Background); an owner deleted with the `orphan` finalizer has its
+dependents' references to it removed, then the finalizer; an owner being deleted in the foreground (its
 `foregroundDeletion` finalizer) has every dependent deleted, and is released once no dependent whose reference
 says `blockOwnerDeletion: true` is left. The others may outlive it by `Store.gc_lag_seconds` (the collector's
 work queue and round trip). It runs on its own thread, woken by every write to the store.
@@ -82,6 +83,14 @@ class GarbageCollector:
                     elif meta["uid"] not in self.pending:
                         self.pending.add(meta["uid"])
                         self.store._later(self.store.gc_lag_seconds, self._lagged_delete(rt, key, meta["uid"], "Background"))
+                    continue
+                if meta.get("deletionTimestamp") and "orphan" in (meta.get("finalizers") or []):
+                    # garbagecollector.go orphanDependents: the references to it go, then its `orphan` finalizer
+                    for dependent in self.dependents(meta["uid"]):
+                        self.drop_owner(dependent, meta["uid"])
+                    new = copy.deepcopy(obj)
+                    new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != "orphan"]
+                    self.store.commit(rt, obj, new)
                     continue
                 if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
                     # garbagecollector.go: every dependent is queued for deletion; only those whose reference has

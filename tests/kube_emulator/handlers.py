@@ -37,11 +37,17 @@ def _manager(query: dict[str, str], user_agent: str) -> str:
     return query.get("fieldManager") or user_agent.split("/")[0] or "unknown"
 
 
-def _dry_run(query: dict[str, str], options: dict | None = None) -> bool:
+#: the options object each verb's query parameters decode into (what a refused option is reported against)
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+
+
+def _dry_run(query: dict[str, str], options: dict | None = None, method: str = "POST") -> bool:
     values = [query["dryRun"]] if "dryRun" in query else list((options or {}).get("dryRun") or [])
-    for value in values:
-        if value != "All":
-            raise errors.bad_request(f'Invalid value: "{value}": supported values: "All"')
+    unsupported = [value for value in values if value != "All"]
+    if unsupported:
+        shown = "[" + ",".join(f'"{value}"' for value in unsupported) + "]"
+        raise errors.invalid_options(OPTIONS[method], "dryRun", "FieldValueNotSupported",
+                                     f'Unsupported value: {shown}: supported values: "All"')
     return bool(values)
 
 
@@ -84,10 +90,10 @@ def handle(emu, handler, method: str, rt, route, query: dict[str, str]) -> tuple
             raise errors.method_not_allowed(method)
         body = _json_body(handler)
         _check_type(rt, body)
-        obj = store.create(rt, route.namespace, body, manager, dry_run=_dry_run(query))
+        obj = store.create(rt, route.namespace, body, manager, dry_run=_dry_run(query, method=method))
         return 201, obj
     if method == "PUT":
-        return 200, _update(emu, rt, route, _json_body(handler), manager, _dry_run(query))
+        return 200, _update(emu, rt, route, _json_body(handler), manager, _dry_run(query, method=method))
     if method == "PATCH":
         return _patch(emu, handler, rt, route, query, manager)
     if method == "DELETE":
@@ -95,10 +101,13 @@ def handle(emu, handler, method: str, rt, route, query: dict[str, str]) -> tuple
         if not route.name:
             return _delete_collection(emu, rt, route, query, options)
         propagation = query.get("propagationPolicy") or options.get("propagationPolicy")
+        if propagation is None and (rt.group, rt.kind) == ("batch", "Job"):
+            propagation = "Orphan"  # batch/v1 Job's registry default (DefaultGarbageCollectionPolicy): its pods stay
         grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
         obj, gone = store.delete(rt, route.namespace, route.name, propagation=propagation,
-                                 dry_run=_dry_run(query, options), preconditions=options.get("preconditions"),
-                                 grace_seconds=int(grace) if grace is not None else None)
+                                 dry_run=_dry_run(query, options, method), preconditions=options.get("preconditions"),
+                                 grace_seconds=int(grace) if grace is not None else None,
+                                 orphan_finalizer=propagation == "Orphan")
         if gone and rt.kind not in RETURN_DELETED and not rt.custom:
             details = {"name": route.name, "kind": rt.plural, "uid": obj["metadata"]["uid"]}
             if rt.group:
@@ -131,16 +140,25 @@ def list_objects(emu, rt, namespace: str | None, query: dict[str, str]) -> dict:
             token = json.loads(base64.b64decode(query["continue"]))
         except ValueError:
             raise errors.bad_request("continue key is not valid: illegal base64 data") from None
-        if token["rv"] < emu.store.oldest:
-            raise errors.expired_continue()
+        # the pages after the first are of the first page's snapshot (etcd3 store GetList reads at its revision);
+        # one too old is refused with a token that goes on from the current state (its resourceVersion -1)
+        if token["rv"] != -1:
+            if token["rv"] < emu.store.oldest:
+                inconsistent = {"rv": -1, "after": token["after"]}
+                raise errors.expired_continue(base64.b64encode(json.dumps(inconsistent).encode()).decode())
+            rv = token["rv"]
+            items = emu.store.snapshot(rt, namespace, rv, lambda o: labels(o) and fields(o))
         start = next((i for i, o in enumerate(items) if _sort_key(o) > tuple(token["after"])), len(items))
     items = items[start:]
     metadata: dict = {"resourceVersion": str(rv)}
     limit = int(query.get("limit") or 0)
     if limit and len(items) > limit:
+        rest = len(items) - limit
         items = items[:limit]
         token = {"rv": rv, "after": list(_sort_key(items[-1]))}
         metadata["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
+        if not query.get("labelSelector") and not query.get("fieldSelector"):  # counted only without a selector
+            metadata["remainingItemCount"] = rest
     if not rt.custom:
         items = [{k: v for k, v in item.items() if k not in ("apiVersion", "kind")} for item in items]
     return {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": metadata, "items": items}
@@ -209,7 +227,7 @@ def _keep_managed_fields(live: dict, body: dict, new: dict) -> None:
 def _patch(emu, handler, rt, route, query: dict[str, str], manager: str) -> tuple[int, dict]:
     subresource = _check_subresource(rt, route)
     content_type = (handler.record.content_type or "").split(";")[0].strip()
-    dry_run = _dry_run(query)
+    dry_run = _dry_run(query, method="PATCH")
     accepted = PATCH_TYPES if rt.custom else PATCH_TYPES + ["application/strategic-merge-patch+json"]
     if content_type not in accepted:
         raise errors.unsupported_media(content_type, accepted)
@@ -266,7 +284,7 @@ def _patch(emu, handler, rt, route, query: dict[str, str], manager: str) -> tupl
 
 def _delete_collection(emu, rt, route, query: dict[str, str], options: dict) -> tuple[int, dict]:
     listed = list_objects(emu, rt, route.namespace, {k: v for k, v in query.items() if k != "limit"})
-    dry_run = _dry_run(query, options)
+    dry_run = _dry_run(query, options, "DELETE")
     propagation = query.get("propagationPolicy") or options.get("propagationPolicy")
     deleted = []
     for item in listed["items"]:

@@ -174,9 +174,17 @@ _CHECKS = {"Framework": _framework, "MarsJob": _marsjob, "JobSet": _jobset, "Sec
            "PriorityClass": _priority_class, "ConfigMap": _config_map}
 
 
+#: apimachinery ValidateAnnotationsSize: keys and values of `metadata.annotations` together
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+
+
 def validate(rt, obj: dict) -> None:
     name = obj["metadata"]["name"]
     causes = _name_causes(rt, name)
+    annotations = obj["metadata"].get("annotations") or {}
+    if sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items()) > ANNOTATIONS_MAX_BYTES:
+        causes.append(("metadata.annotations", "FieldValueTooLong",
+                       f"Too long: may not be more than {ANNOTATIONS_MAX_BYTES} bytes"))
     check = _CHECKS.get(rt.kind)
     if check:
         causes += check(obj)

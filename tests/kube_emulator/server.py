@@ -20,6 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 from . import errors, handlers, openapi, streams
 from .resources import SERVER_VERSION
 
+#: the API server's limit on a request body (apiserver's MaxRequestBodyBytes, 3 MiB)
+REQUEST_MAX_BYTES = 3 * 1024 * 1024
+
 
 @dataclass
 class RequestRecord:
@@ -114,6 +117,19 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         parts = [p for p in url.path.split("/") if p]
         length = int(self.headers.get("Content-Length") or 0)
+        if length > REQUEST_MAX_BYTES:  # refused before it is decoded; what was sent is read and dropped
+            while length > 0:
+                chunk = self.rfile.read(min(length, 1 << 20))
+                if not chunk:
+                    break
+                length -= len(chunk)
+            self.record = RequestRecord(method, url.path, {}, False, self.headers.get("User-Agent", ""),
+                                        self.headers.get("Content-Type", ""))
+            emu._record_request(self.record)
+            self.lose_response = False
+            self.send_json(413, errors.too_large(REQUEST_MAX_BYTES).status())
+            self.close_connection = True
+            return
         self.body = self.rfile.read(length) if length else b""
         watch = query.get("watch") in ("true", "1") or parts[3:4] == ["watch"] or parts[2:3] == ["watch"]
         self.record = RequestRecord(method, url.path, query, watch, self.headers.get("User-Agent", ""),
@@ -164,6 +180,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.write(data)
+
+    def send_empty(self, code: int = 204) -> None:
+        self.record.status = code
+        self.send_response(code)
+        self.end_headers()
 
     def send_text(self, code: int, text: str, content_type: str = "text/plain; charset=utf-8",
                   headers: dict[str, str] | None = None) -> None:

@@ -116,6 +116,25 @@ class Store:
                      and predicate(obj)]
             return items, self.rv
 
+    def snapshot(self, rt: ResourceType, namespace: str | None, rv: int, predicate=lambda o: True) -> list[dict]:
+        """The objects as they were at resourceVersion `rv` (what a continue token pages through): the current
+        ones with every later event of their type undone; 410 Gone when the history no longer reaches back."""
+        with self.lock:
+            if rv < self.oldest:
+                raise errors.gone(rv, self.oldest)
+            state = {key: obj for key, obj in self.objects.items() if key[:2] == (rt.group, rt.plural)}
+            for event in reversed(self.events_after(rv)):
+                if (event.group, event.plural) != (rt.group, rt.plural):
+                    continue
+                key = (rt.group, rt.plural, event.namespace, event.obj["metadata"]["name"])
+                before = event.previous if event.type != "DELETED" else (event.previous or event.obj)
+                if event.type == "ADDED" or before is None:
+                    state.pop(key, None)
+                else:
+                    state[key] = before
+            return [copy.deepcopy(obj) for key, obj in sorted(state.items())
+                    if (not namespace or key[2] == namespace) and predicate(obj)]
+
     def events_after(self, rv: int) -> list[Event]:
         with self.lock:
             if rv < self.oldest:
@@ -124,9 +143,13 @@ class Store:
             return self.history[start:]
 
     def expire(self) -> None:
+        """Forget every event so far, as a kube-apiserver restart (its watch cache starts empty) with an etcd
+        compaction does: the restarted server has moved the revision on, so even the newest resourceVersion a
+        client holds is too old."""
         with self.lock:
             self.history.clear()
             self._history_rvs.clear()
+            self.rv += 1
             self.oldest = self.rv
 
     # -- writing -------------------------------------------------------------------------------------------------
@@ -222,6 +245,12 @@ class Store:
                     meta.pop(server_owned, None)
             if "deletionTimestamp" in old_meta:
                 meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
+                added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
+                if added:  # apimachinery ValidateObjectMetaUpdate
+                    shown = ", ".join(f'"{f}"' for f in added)
+                    raise errors.invalid(rt, old_meta["name"], [(
+                        "metadata.finalizers", "FieldValueForbidden", "Forbidden: no new finalizers can be added if "
+                        f"the object is being deleted, found new finalizers []string{{{shown}}}")])
             new["apiVersion"], new["kind"] = rt.api_version, rt.kind
             if rt.kind == "Service" and old.get("spec", {}).get("clusterIP"):  # immutable once allocated
                 new.setdefault("spec", {}).setdefault("clusterIP", old["spec"]["clusterIP"])
@@ -263,8 +292,10 @@ class Store:
 
     def delete(self, rt: ResourceType, namespace: str | None, name: str, *, propagation: str | None = None,
                dry_run: bool = False, preconditions: dict | None = None,
-               grace_seconds: int | None = None) -> tuple[dict, bool]:
-        """Returns (object, gone now?). A running pod is deleted gracefully (see `_pod_grace`)."""
+               grace_seconds: int | None = None, orphan_finalizer: bool = False) -> tuple[dict, bool]:
+        """Returns (object, gone now?). A running pod is deleted gracefully (see `_pod_grace`). `orphan_finalizer`:
+        an Orphan deletion as the API server makes it (the object stays, with the `orphan` finalizer, until the
+        garbage collector has released its dependents); without it the references are dropped at once."""
         with self.lock:
             key = self.key(rt, namespace, name)
             live = self.objects.get(key)
@@ -295,12 +326,14 @@ class Store:
                 exits_after = min(grace, self.termination_seconds if self.termination_seconds is not None else grace)
                 self._later(exits_after, lambda: self._reap(rt, key, meta["uid"]))
                 return copy.deepcopy(new), False
-            if propagation == "Orphan":
+            if propagation == "Orphan" and not orphan_finalizer:
                 for dependent_key in self.collector.dependents(meta["uid"]):
                     self.collector.drop_owner(dependent_key, meta["uid"])
             finalizers = list(meta.get("finalizers") or [])
             if propagation == "Foreground" and "foregroundDeletion" not in finalizers:
                 finalizers.append("foregroundDeletion")
+            if propagation == "Orphan" and orphan_finalizer and "orphan" not in finalizers:
+                finalizers.append("orphan")
             if finalizers:
                 meta["finalizers"] = finalizers
                 meta["deletionTimestamp"] = self.clock.stamp()

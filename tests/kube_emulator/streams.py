@@ -2,9 +2,11 @@
 
 A watch answers 200 and then one JSON object per line: `{"type": ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, "object":
 ...}`. Without a resourceVersion (or with "0") it starts with a synthetic ADDED per existing object, as the
-watch cache does; from an expired resourceVersion it sends a single ERROR event carrying a 410 `Expired` Status and
-ends. A MODIFIED event that moves an object out of (into) the selector is sent as DELETED (ADDED). Bookmarks carry
-only the kind and a resourceVersion and come every `bookmark_interval` real seconds when asked for.
+watch cache does (followed, when bookmarks are asked for, by a BOOKMARK annotated `k8s.io/initial-events-end`);
+from an expired resourceVersion it sends a single ERROR event carrying a 410 `Expired` Status and ends; an
+unparsable resourceVersion is a 500 Status before any stream. A MODIFIED event that moves an object out of (into)
+the selector is sent as DELETED (ADDED). Bookmarks carry only the kind and a resourceVersion and come every
+`bookmark_interval` real seconds when asked for (a real API server: about once a minute).
 `timeoutSeconds` (real seconds) ends the stream cleanly; `drop_watches()` ends it abruptly (no final chunk).
 """
 
@@ -21,6 +23,14 @@ WAKE_INTERVAL = 0.2  # real seconds between checks for shutdown, drops and bookm
 
 def _line(kind: str, obj: dict) -> bytes:
     return json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+
+
+def _bookmark(rt, resource_version: int, annotations: dict[str, str] | None = None) -> dict:
+    """A BOOKMARK event's object: the kind and a resourceVersion, nothing else of an object."""
+    metadata: dict = {"resourceVersion": str(resource_version)}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": metadata}
 
 
 def serve_watch(handler, emu, rt, route, query: dict[str, str]) -> None:
@@ -43,12 +53,17 @@ def serve_watch(handler, emu, rt, route, query: dict[str, str]) -> None:
     deadline = time.monotonic() + timeout if timeout else None
     bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
     requested = query.get("resourceVersion", "")
+    if requested and not requested.isdigit():  # refused before the stream starts, a Status without a reason
+        raise errors.ApiError(500, "", f'resourceVersion: Invalid value: "{requested}": strconv.ParseUint: '
+                              f'parsing "{requested}": invalid syntax')
     handler.start_chunked("application/json")
     pending: list[bytes] = []
     with store.lock:
         if requested in ("", "0"):
             items, cursor = store.list(rt, route.namespace, matches)
             pending = [_line("ADDED", item) for item in items]
+            if bookmarks:  # the end of the initial events, marked as the watch cache marks it
+                pending.append(_line("BOOKMARK", _bookmark(rt, cursor, {"k8s.io/initial-events-end": "true"})))
         else:
             cursor = int(requested)
             if cursor < store.oldest:
@@ -93,8 +108,7 @@ def serve_watch(handler, emu, rt, route, query: dict[str, str]) -> None:
                     handler.write_chunk(_line(kind, event.obj))
             cursor = head
             if bookmarks and time.monotonic() - last_bookmark >= emu.bookmark_interval:
-                handler.write_chunk(_line("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                                                       "metadata": {"resourceVersion": str(cursor)}}))
+                handler.write_chunk(_line("BOOKMARK", _bookmark(rt, cursor)))
                 last_bookmark = time.monotonic()
             if deadline is not None and time.monotonic() >= deadline:
                 handler.end_chunked(cleanly=True)
@@ -153,6 +167,9 @@ def serve_log(handler, emu, route, query: dict[str, str]) -> None:
     pods = emu.registry.by_kind("v1", "Pod")
     pod = emu.store.get(pods, route.namespace, route.name)
     container = _container(pod, query.get("container"))
+    if not (pod.get("spec") or {}).get("nodeName"):  # registry/core/pod/rest/log.go: no node, nothing to stream
+        handler.send_empty(204)
+        return
     state, reason = _state(pod, container)
     if state == "waiting":
         raise errors.bad_request(f'container "{container}" in pod "{route.name}" is waiting to start: '

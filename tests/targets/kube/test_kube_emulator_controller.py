@@ -239,7 +239,8 @@ def test_pod_log_reads_and_follows_until_the_container_ends(emulator, custom, co
 
 def test_seeded_pod_logs(emulator, core):
     emulator.create_object({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
-                            "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]},
+                            "spec": {"nodeName": "node-0",  # a pod that ran was on a node (else its log is 204)
+                                     "containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]},
                             })
     emulator.store.mutate(emulator.registry.by_kind("v1", "Pod"), "default", "p", lambda pod: pod["status"].update(
         phase="Succeeded", containerStatuses=[{"name": n, "state": {"terminated": {"exitCode": 0}}}

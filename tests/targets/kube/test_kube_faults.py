@@ -14,18 +14,6 @@ from test_kube_cli import CANARY_JOB, FC, HELLO, ROOT, paictl, submit, wait_for
 pytest.importorskip("kubernetes")
 
 
-def test_resubmitting_a_finished_job_is_refused_with_the_reason(emulator):
-    emulator.scenario("Framework", "*", "succeeded", run_seconds=1)
-    done, name = submit(emulator, HELLO, "--follow")
-    assert done.returncode == 0, done.stderr
-    again, _ = submit(emulator, HELLO, "--follow")
-    assert again.returncode == 3 and again.stdout == ""
-    assert again.stderr == (f"paictl: error: framework.frameworkcontroller.microsoft.com/{name} already ran and "
-                            "succeeded (Succeeded; SucceededTaskCount 1 has reached MinSucceededTaskCount 1 in the "
-                            "TaskRole); applying it again would not run it again: `paictl submit --replace` deletes "
-                            "it and runs the job anew\n")
-
-
 def test_replace_deletes_waits_and_follows_the_new_run_only(emulator):
     emulator.scenario("Framework", "*", "failed", exit_code=1)
     first, name = submit(emulator, HELLO, "--follow")
@@ -44,22 +32,6 @@ def test_replace_deletes_waits_and_follows_the_new_run_only(emulator):
     text = paictl(emulator, "submit", HELLO, "--target", "framework", "--replace")
     assert text.returncode == 0 and text.stdout.startswith(
         f"framework.frameworkcontroller.microsoft.com/{name} deleted (--replace; it was succeeded)\n")
-
-
-def test_companions_are_owned_by_the_workload_and_go_with_it(emulator):
-    done, name = submit(emulator, CANARY_JOB)
-    assert done.returncode == 0, done.stderr
-    framework = emulator.get_object(FC, "Framework", "default", name)
-    secrets = emulator.list_objects("v1", "Secret", "default")
-    assert len(secrets) == 2
-    for secret in secrets:
-        (reference,) = secret["metadata"]["ownerReferences"]
-        assert reference == {"apiVersion": FC, "kind": "Framework", "name": name,
-                             "uid": framework["metadata"]["uid"], "controller": False, "blockOwnerDeletion": False}
-    again, _ = submit(emulator, CANARY_JOB)  # unchanged: the owner reference is applied the same way again
-    assert again.stdout.endswith("nothing changed, the job is already submitted\n"), again.stdout
-    emulator.delete_object(FC, "Framework", "default", name)
-    wait_for(lambda: emulator.list_objects("v1", "Secret", "default") == [])
 
 
 def test_companions_are_kept_when_the_workload_exists_after_a_failed_apply(emulator):

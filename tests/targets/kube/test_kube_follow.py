@@ -102,16 +102,6 @@ def test_server_errors_are_retried_with_backoff_and_410_lists_again(emulator, hi
     assert framework_watches() == expected
 
 
-def test_forbidden_watch_is_one_line_exit_3(emulator):
-    emulator.scenario("Framework", "*", "running", seconds=100000)
-    done, name = submit(emulator, HELLO)
-    emulator.forbid("watch", "pods")
-    followed = paictl(emulator, "status", name, "--follow")
-    assert followed.returncode == 3
-    assert followed.stderr.startswith("paictl: error: forbidden: you may not watch pods in namespace default (RBAC)")
-    assert followed.stderr.count("\n") == 1
-
-
 def test_mars_job_follow_stop_and_logs(emulator):
     emulator.scenario("MarsJob", "*", "running", seconds=100000, logs={"kube-mars-51819241-worker-1": "ready\n"})
     done = paictl(emulator, "submit", MARS_JOB, "--target", "mars")

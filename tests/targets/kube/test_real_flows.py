@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
@@ -43,18 +42,41 @@ def _state(cluster, name: str) -> str:
     return json.loads(done.stdout)["state"] if done.returncode == 0 else ""
 
 
-def test_submit_follow_succeeded(real_cluster):
+def test_submit_follow_succeeded(real_cluster, tmp_path):
+    """To success, into the namespace the kubeconfig's context names; then found by the job's own name, and not
+    run again by a re-submit."""
     real_cluster.require("frameworkcontroller")
+    namespace = real_cluster.namespace
     done = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--follow", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     name = _framework_name(done.stdout)
     assert f"framework.frameworkcontroller.microsoft.com/{name} created" in done.stdout
     assert re.search(rf"{name}: succeeded \(attempt 0\), code 0", done.stdout), done.stdout
     assert re.search(r"worker-1  Completed  attempt 0  on kwok-node-\d", done.stdout), done.stdout
-    framework = real_cluster.get_object(FC, "Framework", name)
+    framework = real_cluster.get_object(FC, "Framework", name)  # in the context's namespace
     assert framework["status"]["state"] == "Completed"
-    managers = {entry["manager"] for entry in framework["metadata"]["managedFields"]}
-    assert {"paictl", "frameworkcontroller"} <= managers
+    managers = {entry["manager"]: entry["operation"] for entry in framework["metadata"]["managedFields"]}
+    assert managers["paictl"] == "Apply" and "frameworkcontroller" in managers
+    trigger = framework["status"]["attemptStatus"]["completionStatus"]["trigger"]  # the task FC says decided it
+    why = f"{trigger['taskRoleName']}-{trigger['taskIndex']}: Succeeded; {trigger['message']}"
+    shown = paictl(real_cluster, "status", "kube-two-roles")  # the job's name, found by the jobName annotation
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == [f"{name}: Framework {namespace}/{name}",
+                                             f"{name}: succeeded (attempt 0), code 0, decided by " + why], shown.stdout
+    again = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--follow")
+    assert again.returncode == 3 and again.stdout == ""
+    assert again.stderr == (f"paictl: error: framework.frameworkcontroller.microsoft.com/{name} already ran and "
+                            f"succeeded ({why.split(': ', 1)[1]}); applying it again would not run it again: "
+                            "`paictl submit --replace` deletes it and runs the job anew\n"), again.stderr
+    missing = paictl(real_cluster, "status", "nosuchjob")
+    assert missing.returncode == 3
+    assert missing.stderr == (f"paictl: error: no local run 'nosuchjob' in {tmp_path / 'state/paictl/runs'}; on the "
+                              f"cluster: no Framework, MarsJob or JobSet named 'nosuchjob' in namespace {namespace}\n")
+    explicit = paictl(real_cluster, "status", "nosuchjob", "--target", "framework")
+    assert explicit.returncode == 3
+    assert explicit.stderr == f"paictl: error: no Framework named 'nosuchjob' in namespace {namespace}\n"
+    nowhere = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "-n", "nowhere")
+    assert nowhere.returncode == 3 and "namespace 'nowhere' does not exist" in nowhere.stderr, nowhere.stderr
 
 
 def test_submit_follow_failed_says_why(real_cluster, tmp_path):
@@ -75,13 +97,19 @@ def test_stop_then_follow_reports_stopped_and_a_resubmit_is_refused(real_cluster
     done = paictl(real_cluster, "submit", str(job), "--target", "framework")
     assert done.returncode == 0, done.stderr
     name = _framework_name(done.stdout)
+    assert f"paictl status {name} -n {real_cluster.namespace} --follow" in done.stderr, done.stderr
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     stopped = paictl(real_cluster, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout == f"framework.frameworkcontroller.microsoft.com/{name} stop requested\n"
+    framework = real_cluster.get_object(FC, "Framework", name)
+    assert framework["spec"]["executionType"] == "Stop"
+    owners = {entry["manager"]: entry for entry in framework["metadata"]["managedFields"]}
+    assert "f:executionType" in json.dumps(owners["paictl-stop"]["fieldsV1"])
     followed = paictl(real_cluster, "status", name, "--follow", timeout=120)
     assert followed.returncode == 4, followed.stdout + followed.stderr
     assert re.search(rf"{name}: stopped \(attempt 0\), code -210", followed.stdout), followed.stdout
+    assert "-220 FrameworkAttemptCompletion" in followed.stdout, followed.stdout
     again = paictl(real_cluster, "stop", name, "--format", "json")
     assert again.returncode == 0 and json.loads(again.stdout)["result"] == "already finished"
     resubmitted = paictl(real_cluster, "submit", str(job), "--target", "framework")
@@ -98,24 +126,34 @@ def test_stop_then_follow_reports_stopped_and_a_resubmit_is_refused(real_cluster
 
 def test_dry_run_creates_nothing(real_cluster):
     real_cluster.require("frameworkcontroller")
-    done = paictl(real_cluster, "submit", str(SECRET_JOB), "--target", "framework", "--dry-run")
+    done = paictl(real_cluster, "submit", str(SECRET_JOB), "--target", "framework", "--dry-run", "--follow")
     assert done.returncode == 0, done.stderr
     name = _framework_name(done.stdout)
-    assert f"framework.frameworkcontroller.microsoft.com/{name} created (server dry run)" in done.stdout
+    assert done.stdout.splitlines() == [f"secret/{name}-configcred created (server dry run)",
+                                        f"secret/{name}-regcred created (server dry run)",
+                                        f"framework.frameworkcontroller.microsoft.com/{name} created (server dry run)"]
+    assert "--follow ignored" in done.stderr
     assert real_cluster.list_objects(FC, "Framework") == []
     assert [s for s in real_cluster.list_objects("v1", "Secret") if s["metadata"]["name"].startswith(name)] == []
 
 
-def test_companions_are_owned_by_the_workload_and_the_garbage_collector_takes_them(real_cluster):
+def test_companions_are_owned_by_the_workload_and_the_garbage_collector_takes_them(real_cluster, tmp_path):
     """The real garbage collector (kube-controller-manager) deletes the Secrets with their Framework."""
     real_cluster.require("frameworkcontroller")
-    done = paictl(real_cluster, "submit", str(SECRET_JOB), "--target", "framework")
+    job = _job(tmp_path, SECRET_JOB, "sleep infinity")  # still running when it is submitted again
+    done = paictl(real_cluster, "submit", str(job), "--target", "framework")
     assert done.returncode == 0, done.stderr
     name = _framework_name(done.stdout)
     uid = real_cluster.get_object(FC, "Framework", name)["metadata"]["uid"]
     secrets = [s for s in real_cluster.list_objects("v1", "Secret") if s["metadata"]["name"].startswith(name)]
     assert len(secrets) == 2
-    assert all([ref["uid"] for ref in s["metadata"]["ownerReferences"]] == [uid] for s in secrets)
+    for secret in secrets:
+        (reference,) = secret["metadata"]["ownerReferences"]
+        assert reference == {"apiVersion": FC, "kind": "Framework", "name": name, "uid": uid, "controller": False,
+                             "blockOwnerDeletion": False}
+    again = paictl(real_cluster, "submit", str(job), "--target", "framework")  # the same references again
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.endswith("nothing changed, the job is already submitted\n"), again.stdout
     real_cluster.plane.request("DELETE", f"/apis/{FC}/namespaces/{real_cluster.namespace}/frameworks/{name}")
     wait_for(lambda: not [s for s in real_cluster.list_objects("v1", "Secret")
                           if s["metadata"]["name"].startswith(name)], seconds=60)
@@ -127,8 +165,21 @@ def test_a_jobset_runs_to_success_through_its_jobs_and_pods(real_cluster):
                   timeout=150)
     assert done.returncode == 0, done.stdout + done.stderr
     (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
+    name = jobset["metadata"]["name"]
+    assert f"jobset.jobset.x-k8s.io/{name} created" in done.stdout
     assert jobset["status"].get("terminalState") == "Completed"
-    assert re.search(r": succeeded", done.stdout), done.stdout
+    job_lines = [line for line in done.stdout.splitlines() if line.startswith(f"{name}: ")]
+    assert job_lines[-1] == f"{name}: succeeded (attempt 0), code 0: AllJobsCompleted: jobset completed successfully"
+    # each task under its role's own name (param_server, which a Kubernetes name cannot hold), on a kwok node
+    assert re.search(r"\n  param_server-0  Completed  attempt 0  on kwok-node-\d  exit 0", done.stdout), done.stdout
+    assert re.search(r"\n  worker-1  Completed  attempt 0  on kwok-node-\d  exit 0", done.stdout), done.stdout
+    assert {e["manager"]: e["operation"] for e in jobset["metadata"]["managedFields"]}["paictl"] == "Apply"
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 1, "restartStrategy": "BlockingRecreate"}
+    # the JobSet controller's headless Service and child Jobs, owned by the JobSet
+    assert real_cluster.get_object("v1", "Service", name)["spec"]["clusterIP"] == "None"
+    jobs = real_cluster.list_objects("batch/v1", "Job")
+    assert sorted(j["metadata"]["name"] for j in jobs) == [f"{name}-param-server-0", f"{name}-worker-0"]
+    assert all(j["metadata"]["ownerReferences"][0]["uid"] == jobset["metadata"]["uid"] for j in jobs)
 
 
 def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_path):
@@ -139,10 +190,19 @@ def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_pat
     (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
     name = jobset["metadata"]["name"]
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
-    stopped = paictl(real_cluster, "stop", name, timeout=120)
+    follower = start(real_cluster, "status", name, "--follow")
+    first = follower.stdout.readline()  # following (a follower that starts after the deletion finds no job)
+    assert first.startswith(f"{name}: "), first + follower.stderr.read()
+    stopped = paictl(real_cluster, "stop", "kube-jobset", timeout=120)  # the job's name, by its jobName annotation
     assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} deleted (foreground)\n"
+    out, err = follower.communicate(timeout=120)
+    assert follower.returncode == 4, out + err
+    assert [line for line in (first + out).splitlines() if line.startswith(f"{name}: ")][-1] == \
+        f"{name}: stopped (attempt 0): the JobSet was deleted"
     wait_for(lambda: real_cluster.get_object(JOBSET, "JobSet", name) is None, seconds=60)
-    wait_for(lambda: not real_cluster.list_objects("v1", "Pod"), seconds=60)
+    wait_for(lambda: not real_cluster.list_objects("v1", "Pod") and not real_cluster.list_objects("batch/v1", "Job"),
+             seconds=60)
 
 
 def test_logs_without_a_kubelet_are_one_line(real_cluster, tmp_path):
@@ -190,6 +250,39 @@ def test_forbidden_is_one_line_naming_the_verb(real_cluster, tmp_path):
     assert status.returncode == 3 and "forbidden: you may not get" in status.stderr, status.stderr
 
 
+def test_what_rbac_refuses_midway_is_one_line_and_a_refused_apply_leaves_nothing(real_cluster, tmp_path):
+    """A user whose Role lets them manage Secrets and read Frameworks and pods, but neither apply a Framework nor
+    watch pods: their submit removes the Secrets it had created and says so in one line; their follow of a job
+    someone else submitted is refused its watch of the pods, in one line (exit 3 both)."""
+    real_cluster.require("frameworkcontroller")
+    namespace = real_cluster.namespace
+    rbac = "rbac.authorization.k8s.io"
+    real_cluster.plane.apply({"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {
+        "name": "partial", "namespace": namespace}, "rules": [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["pods", "pods/log", "events"], "verbs": ["get", "list"]},
+            {"apiGroups": ["frameworkcontroller.microsoft.com"], "resources": ["frameworks"],
+             "verbs": ["get", "list", "watch"]}]})
+    real_cluster.plane.apply({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {
+        "name": "partial", "namespace": namespace}, "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "partial"},
+        "subjects": [{"apiGroup": rbac, "kind": "User", "name": "bob"}]})
+    kubeconfig = real_cluster.user_kubeconfig(tmp_path / "bob.kubeconfig", "bob")
+    refused = subprocess_paictl(kubeconfig, "submit", str(SECRET_JOB), "--target", "framework")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert ("forbidden: you may not patch (server-side apply) frameworks.frameworkcontroller.microsoft.com in "
+            f"namespace {namespace} (RBAC): ") in refused.stderr, refused.stderr
+    assert "removed what this submit had created: secret/" in refused.stderr
+    assert real_cluster.list_objects("v1", "Secret") == []
+    done = paictl(real_cluster, "submit", str(_job(tmp_path, HELLO, "sleep infinity")), "--target", "framework")
+    assert done.returncode == 0, done.stderr
+    followed = subprocess_paictl(kubeconfig, "status", _framework_name(done.stdout), "--follow")
+    assert followed.returncode == 3, followed.stdout + followed.stderr
+    assert followed.stderr.startswith(f"paictl: error: forbidden: you may not watch pods in namespace {namespace} "
+                                      "(RBAC)"), followed.stderr
+    assert followed.stderr.count("\n") == 1
+
+
 def subprocess_paictl(kubeconfig, *args: str):
     import subprocess
     import sys
@@ -222,13 +315,16 @@ def test_a_follower_survives_an_apiserver_restart(real_cluster, tmp_path):
     name = _framework_name(done.stdout)
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     follower = start(real_cluster, "status", name, "--follow", "--format", "json")
-    time.sleep(2)
+    # following once it has printed the job (a fixed pause lost the race on a loaded machine: the follower was
+    # still starting, met the stopped server and rightly exited 3)
+    first = follower.stdout.readline()
+    assert json.loads(first)["state"] == "running", first + follower.stderr.read()
     real_cluster.plane.restart_apiserver()
     stopped = paictl(real_cluster, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
     out, err = follower.communicate(timeout=120)
     assert follower.returncode == 4, out + err
-    assert json.loads(out.splitlines()[-1])["state"] == "stopped"
+    assert json.loads((first + out).splitlines()[-1])["state"] == "stopped"
 
 
 def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_path):
@@ -256,6 +352,22 @@ def test_the_readme_quick_start_runs_to_success_with_kubectl(real_cluster, tmp_p
     assert done.stdout.splitlines() == shown  # exactly what the README shows
     name = next(line.split("/")[1].split()[0] for line in shown if line.startswith("framework."))
     try:
+        framework = real_cluster.get_object(FC, "Framework", name, "default")
+        accounts = {role["task"]["pod"]["spec"].get("serviceAccountName") for role in framework["spec"]["taskRoles"]}
+        assert accounts == {"frameworkbarrier"}  # every pod runs as the account the output created
+        rbac = "rbac.authorization.k8s.io"
+        binding = real_cluster.get_object(f"{rbac}/v1", "RoleBinding", "frameworkbarrier", "default")
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "frameworkbarrier", "namespace": "default"}]
+        assert binding["roleRef"] == {"apiGroup": rbac, "kind": "Role", "name": "frameworkbarrier"}
+        # FrameworkController's example ([PREREQUISITE] in example/framework/extension/frameworkbarrier.yaml) grants
+        # `kubectl create clusterrole frameworkbarrier --verb=get,list,watch --resource=frameworks`: kubectl itself
+        # says which rules that is; the Role grants the same, in the job's namespace.
+        upstream = subprocess.run([kubectl, "create", "clusterrole", "frameworkbarrier", "--verb=get,list,watch",
+                                   "--resource=frameworks", "--dry-run=client", "-o", "json"], env=env,
+                                  capture_output=True, text=True, timeout=60)
+        assert upstream.returncode == 0, upstream.stderr
+        role = real_cluster.get_object(f"{rbac}/v1", "Role", "frameworkbarrier", "default")
+        assert role["rules"] == json.loads(upstream.stdout)["rules"]
         followed = paictl(real_cluster, "status", name, "-n", "default", "--follow", timeout=120)
         assert followed.returncode == 0, followed.stdout + followed.stderr
         assert re.search(rf"{name}: succeeded", followed.stdout), followed.stdout
