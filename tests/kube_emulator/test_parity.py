@@ -235,10 +235,10 @@ def case_watch_bookmarks(client: Client) -> tuple:
     """Without a resourceVersion the current objects come first, then a BOOKMARK marking their end; from a
     resourceVersion, no bookmark in a short watch (the real server sends one about once a minute)."""
     client("POST", CM, _configmap("marked", metadata={"labels": {"parity": "yes"}}))
-    initial = client.watch(CM + f"?watch=1&{SELECTED}&allowWatchBookmarks=true&timeoutSeconds=2")
+    initial = client.watch(CM + f"?watch=1&{SELECTED}&allowWatchBookmarks=true&timeoutSeconds=1")
     listed = client("GET", CM + "?" + SELECTED)[1]["metadata"]["resourceVersion"]
     later = client.watch(CM + f"?watch=1&{SELECTED}&allowWatchBookmarks=true&resourceVersion={listed}"
-                              "&timeoutSeconds=2")
+                              "&timeoutSeconds=1")
     return (initial[0], [_event(e) for e in initial[1]]), (later[0], [_event(e) for e in later[1]])
 
 

@@ -177,8 +177,10 @@ def test_a_jobset_runs_to_success_through_its_jobs_and_pods(real_cluster):
     assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 1, "restartStrategy": "BlockingRecreate"}
     # the JobSet controller's headless Service and child Jobs, owned by the JobSet
     assert real_cluster.get_object("v1", "Service", name)["spec"]["clusterIP"] == "None"
+    # (which of them are left once the JobSet has completed is its controller's business: under successPolicy Any
+    # one run found the worker Job already gone; the emulator's scripted controller always kept both)
     jobs = real_cluster.list_objects("batch/v1", "Job")
-    assert sorted(j["metadata"]["name"] for j in jobs) == [f"{name}-param-server-0", f"{name}-worker-0"]
+    assert jobs and {j["metadata"]["name"] for j in jobs} <= {f"{name}-param-server-0", f"{name}-worker-0"}
     assert all(j["metadata"]["ownerReferences"][0]["uid"] == jobset["metadata"]["uid"] for j in jobs)
 
 
