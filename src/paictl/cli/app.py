@@ -1,7 +1,8 @@
 """The `paictl` command line. The only place that prints or exits.
 
 Every command imports its machinery lazily: `paictl --help` and `paictl validate` must not pay for ruamel.yaml,
-kubernetes or the Python jsonschema package unless they are used.
+kubernetes or the Python jsonschema package unless they are used. The commands themselves are imported and built
+when they are used, too (`COMMANDS`, lazy_group.py): `paictl --help` lists them from their short help alone.
 """
 
 import enum
@@ -14,17 +15,28 @@ from paictl import __version__
 from paictl.errors import PaictlError, UsageError
 
 from .errors import fail
+from .lazy_group import LazyGroup
 
-app = typer.Typer(
-    name="paictl",
-    help="Validate, compile and submit OpenPAI job protocol v2 jobs.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    # typer's rich help imports rich, markdown-it and pygments (~100 ms); it is worth that on a terminal only.
-    rich_markup_mode="rich" if sys.stdout.isatty() else None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+
+def new_app(*, rich_markup_mode: Optional[str], cls: Optional[type] = None) -> typer.Typer:
+    """paictl's typer app with its own options and help, before any command is declared on it."""
+    root = typer.Typer(
+        name="paictl",
+        help="Validate, compile and submit OpenPAI job protocol v2 jobs.",
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=rich_markup_mode,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        cls=cls,
+    )
+    root.callback()(_root)
+    return root
+
+
+def help_markup() -> Optional[str]:
+    """typer's rich help imports rich, markdown-it and pygments (~100 ms): it is worth that on a terminal only."""
+    return "rich" if sys.stdout.isatty() else None
 
 
 class OutputFormat(str, enum.Enum):
@@ -38,7 +50,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
@@ -49,7 +60,6 @@ def _root(
     """
 
 
-@app.command(short_help="Check job and marketplace item files, every problem at once.")
 def validate(
     paths: List[str] = typer.Argument(..., metavar="PATH...",
                                       help="Job files, directories (searched for *.yaml/*.yml: the jobs and "
@@ -100,7 +110,6 @@ def _schema_names(incomplete: str) -> list[str]:
     return [name for name in schema_names() if name.startswith(incomplete)]
 
 
-@app.command(short_help="Print a JSON Schema paictl validates with.")
 def schema(
     name: str = typer.Argument("job", help=f"Which schema: {SCHEMA_HELP}.", autocompletion=_schema_names),
     output_format: str = typer.Option("json", "--output", "-o", "--format", metavar="FORMAT",
@@ -125,7 +134,6 @@ def schema(
         typer.echo(json.dumps(load_schema(name), indent=2, ensure_ascii=False))
 
 
-@app.command(short_help="Explain a diagnostic code, or list them all.")
 def explain(
     code: Optional[str] = typer.Argument(None, help="A diagnostic code such as E202; omit to list them all."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o", "--format", help="text or json."),
@@ -153,27 +161,79 @@ def explain(
                    + "".join(f"    {line}\n" for line in example.splitlines()) + f"\nfix: {fix}")
 
 
-from .compile_cmd import compile_command  # noqa: E402 - commands are defined in their own modules
-from .diagnose_cmd import diagnose_command  # noqa: E402
-from .grass_cmd import grass_app  # noqa: E402
-from .lsp_cmd import fix_command, lsp_command  # noqa: E402
-from .marketplace_cmd import marketplace_app  # noqa: E402
-from .openpai_cmd import openpai_app  # noqa: E402
-from .run_cmds import logs_command, status_command, stop_command, submit_command  # noqa: E402
-from .sweep_cmd import sweep_command  # noqa: E402
+#: Every command of `paictl`, in the order its help lists them: where its typer declaration is (a function, or the
+#: typer app of a group of commands) and its line in that list. A command's module is imported when it is used.
+COMMANDS = {
+    "validate": ("paictl.cli.app", "validate", "Check job and marketplace item files, every problem at once."),
+    "schema": ("paictl.cli.app", "schema", "Print a JSON Schema paictl validates with."),
+    "explain": ("paictl.cli.app", "explain", "Explain a diagnostic code, or list them all."),
+    "compile": ("paictl.cli.compile_cmd", "compile_command", "Compile a job into the objects a target runs."),
+    "submit": ("paictl.cli.run_cmds", "submit_command", "Compile a job and run it; --follow to its verdict."),
+    "status": ("paictl.cli.run_cmds", "status_command", "Show a job's state and tasks, or list the jobs."),
+    "stop": ("paictl.cli.run_cmds", "stop_command", "Stop a job."),
+    "logs": ("paictl.cli.run_cmds", "logs_command", "Print task logs."),
+    "sweep": ("paictl.cli.sweep_cmd", "sweep_command", "Run a job once per parameter set of a search space."),
+    "diagnose": ("paictl.cli.diagnose_cmd", "diagnose_command", "Say which failure rule an exit code and log match."),
+    "fix": ("paictl.cli.lsp_cmd", "fix_command", "Apply the fixes the diagnostics' hints state."),
+    "lsp": ("paictl.cli.lsp_cmd", "lsp_command", "Run the language server for editors."),
+    "marketplace": ("paictl.cli.marketplace_cmd", "marketplace_app",
+                    "Check, pack, publish and find marketplace items."),
+    "grass": ("paictl.cli.grass_cmd", "grass_app", "Run a Grass cluster's master or node; plan a job."),
+    "openpai": ("paictl.cli.openpai_cmd", "openpai_app", "Name OpenPAI clusters by alias and log in to them."),
+}
 
-app.command("compile", short_help="Compile a job into the objects a target runs.")(compile_command)
-app.command("submit", short_help="Compile a job and run it; --follow to its verdict.")(submit_command)
-app.command("status", short_help="Show a job's state and tasks, or list the jobs.")(status_command)
-app.command("stop", short_help="Stop a job.")(stop_command)
-app.command("logs", short_help="Print task logs.")(logs_command)
-app.command("sweep", short_help="Run a job once per parameter set of a search space.")(sweep_command)
-app.command("diagnose", short_help="Say which failure rule an exit code and log match.")(diagnose_command)
-app.command("fix", short_help="Apply the fixes the diagnostics' hints state.")(fix_command)
-app.command("lsp", short_help="Run the language server for editors.")(lsp_command)
-app.add_typer(marketplace_app)
-app.add_typer(grass_app)
-app.add_typer(openpai_app)
+
+def declare(root: typer.Typer, name: str) -> bool:
+    """Declare the command `name` on `root` as typer would have it (`root.command` or `root.add_typer`); True for a
+    group of commands."""
+    import importlib
+
+    module, attribute, short_help = COMMANDS[name]
+    declared = getattr(importlib.import_module(module), attribute)
+    if isinstance(declared, typer.Typer):
+        root.add_typer(declared, name=name, short_help=short_help)
+        return True
+    root.command(name, short_help=short_help)(declared)
+    return False
+
+
+def full_app(rich_markup_mode: Optional[str]) -> typer.Typer:
+    """The typer app with every command declared, for what takes a typer app: `typer.main.get_command` (built whole),
+    typer's CliRunner in the tests and the generated command reference."""
+    root = new_app(rich_markup_mode=rich_markup_mode)
+    for name in COMMANDS:
+        declare(root, name)
+    return root
+
+
+def lazy_command(rich_markup_mode: Optional[str]) -> LazyGroup:
+    """The click command `paictl` runs: typer's own build of the app, whose commands are each declared and built
+    by typer when they are looked up (a test holds every help, usage error and completion to `full_app`'s)."""
+    root = new_app(rich_markup_mode=rich_markup_mode, cls=LazyGroup)
+    group = typer.main.get_command(root)
+    for name, (_, _, short_help) in COMMANDS.items():
+        group.add_lazily(name, short_help, lambda name=name: _built(root, name))
+    return group
+
+
+def _built(root: typer.Typer, name: str):
+    if declare(root, name):
+        return typer.main.get_group_from_info(root.registered_groups[-1],
+                                              pretty_exceptions_short=root.pretty_exceptions_short,
+                                              suggest_commands=root.suggest_commands,
+                                              rich_markup_mode=root.rich_markup_mode)
+    return typer.main.get_command_from_info(root.registered_commands[-1],
+                                            pretty_exceptions_short=root.pretty_exceptions_short,
+                                            rich_markup_mode=root.rich_markup_mode)
+
+
+def __getattr__(name: str):
+    """`app`: the whole typer app (`full_app`), made when first asked for; `paictl` itself runs `lazy_command`."""
+    if name == "app":
+        global app
+        app = full_app(help_markup())
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -196,8 +256,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
     try:
-        try:
-            app()
+        try:  # as typer's `app()` runs it, less its exception hook: with pretty exceptions off it is Python's own
+            lazy_command(help_markup())()
         except SystemExit as done:
             if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's sign that it met EPIPE on stdout
                 raise BrokenPipeError from None

@@ -9,7 +9,6 @@ import typer
 from paictl.errors import InvalidJobError, PaictlError
 
 grass_app = typer.Typer(name="grass", no_args_is_help=True,
-                        short_help="Run a Grass cluster's master or node; plan a job.",
                         help="MARO Grass clusters: run the master or a node agent; show where a job would land.")
 
 CLUSTER_OPTION = typer.Option(..., "--cluster", metavar="FILE",

@@ -18,7 +18,6 @@ from .errors import error_line, fail, report_invalid
 
 marketplace_app = typer.Typer(
     name="marketplace",
-    short_help="Check, pack, publish and find marketplace items.",
     help="Share job templates and data sets: validate, pack, publish, list, search and pull marketplace items.",
     no_args_is_help=True,
 )

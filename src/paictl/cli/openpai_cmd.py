@@ -14,7 +14,6 @@ from paictl.errors import PaictlError, UsageError
 from .errors import fail as _fail
 
 openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
-                          short_help="Name OpenPAI clusters by alias and log in to them.",
                           help="OpenPAI clusters: aliases, REST server URLs, users and where their tokens are.")
 
 _FORMAT = typer.Option("text", "--output", "-o", "--format", metavar="FORMAT", help="text or json.")

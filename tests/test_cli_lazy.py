@@ -1,0 +1,157 @@
+"""`paictl` builds a command only when it is used (cli/lazy_group.py), yet prints what typer's build of the whole
+app prints: every help (on a pipe, and rich's on a terminal), every usage error, `--version` and shell completion,
+for every command path. The lazy command (`app.lazy_command`, what the console script runs) is compared byte for byte
+with `typer.main.get_command(app.full_app(...))`, typer building every command up front as it did before.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+import typer.main
+
+from conftest import ROOT
+
+from paictl.cli.app import COMMANDS, full_app, lazy_command
+
+MODES = {"pipe": None, "terminal": "rich"}
+
+
+@pytest.fixture(params=sorted(MODES))
+def markup(request, monkeypatch):
+    """typer's markup mode of the help (plain on a pipe, rich on a terminal); rich draws in colour, 100 wide."""
+    if MODES[request.param] == "rich":
+        import typer.rich_utils
+
+        monkeypatch.setattr(typer.rich_utils, "FORCE_TERMINAL", True)
+        monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", 100)
+    monkeypatch.setenv("COLUMNS", "100")
+    return MODES[request.param]
+
+
+def run(command, args: list[str]) -> tuple[object, str, str]:
+    """(exit status, stdout, stderr) of `paictl ARGS` run by this click command as the console script runs it."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            command.main(args, prog_name="paictl")
+            status = 0
+        except SystemExit as done:
+            status = done.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def command_paths(group, prefix=()):
+    """Every command path of the whole app with its click command: the root, the groups, the commands."""
+    yield prefix, group
+    for name, command in getattr(group, "commands", {}).items():
+        yield from command_paths(command, (*prefix, name))
+
+
+def bad_values(command) -> list[list[str]]:
+    """Option values typer refuses for this command (a choice or a number that is not one)."""
+    refused = []
+    for param in command.params:
+        if param.param_type_name == "option" and param.type.name in ("choice", "integer", "float"):
+            refused.append([param.opts[0], "bogus"])
+    return refused
+
+
+def command_lines(eager) -> list[list[str]]:
+    """The command lines compared: help and usage errors of every path; for a group also no command, an unknown
+    one and a misspelt one (typer suggests the right one); for a command with a required argument or option, a
+    command line without it."""
+    lines = [["--version"], ["--help", "--bogus"]]
+    for path, command in command_paths(eager):
+        lines += [[*path, "--help"], [*path, "-h"], [*path, "--no-such-option"]]
+        lines += [[*path, *values] for values in bad_values(command)]
+        if hasattr(command, "commands"):
+            first = next(iter(command.commands))
+            lines += [list(path), [*path, "nosuch"], [*path, first[:-1] + "x"]]
+        elif any(param.required for param in command.params):
+            lines.append(list(path))
+    return lines
+
+
+def test_every_help_and_usage_error_is_typers(markup):
+    eager = typer.main.get_command(full_app(markup))
+    lines = command_lines(eager)
+    assert len(lines) > 100
+    for args in lines:
+        lazy = run(lazy_command(markup), args)  # a fresh one each time: the first lookup is the one that builds
+        assert lazy == run(eager, args), args
+        assert lazy[0] in (0, 2), args
+
+
+def test_the_help_is_rich_on_a_terminal_and_plain_on_a_pipe(markup):
+    status, out, _ = run(lazy_command(markup), ["--help"])
+    assert status == 0 and ("\x1b[" in out) == (markup == "rich") and ("─" in out) == (markup == "rich")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    for name, (_, _, short_help) in COMMANDS.items():
+        assert re.search(rf"^[ │]*{name} +{re.escape(short_help)}", text, re.MULTILINE), name
+
+
+COMPLETIONS = ["paictl ", "paictl v", "paictl marketplace ", "paictl marketplace p", "paictl validate --",
+               "paictl schema ", "paictl schema m", "paictl compile --target ", "paictl grass plan --",
+               "paictl openpai ", "paictl status -", "paictl --", "paictl lsp --t"]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_is_typers(shell, monkeypatch):
+    eager = typer.main.get_command(full_app(None))
+    for words in COMPLETIONS:
+        if shell == "bash":
+            monkeypatch.setenv("COMP_WORDS", words)
+            monkeypatch.setenv("COMP_CWORD", str(len(words.split()) - (0 if words.endswith(" ") else 1)))
+        else:
+            monkeypatch.setenv("_TYPER_COMPLETE_ARGS", words)
+            monkeypatch.setenv("_TYPER_COMPLETE_FISH_ACTION", "get-args")
+        monkeypatch.setenv("_PAICTL_COMPLETE", f"complete_{shell}")
+        lazy = run(lazy_command(None), [])
+        assert lazy == run(eager, []), words
+        assert lazy[0] == 0 and lazy[1], words
+
+
+def test_a_stand_in_that_differs_from_its_command_is_seen():
+    """The comparisons above can fail: a listed short help that is not the command's own shows."""
+    eager = typer.main.get_command(full_app(None))
+    lazy = lazy_command(None)
+    lazy.commands["stop"].short_help = "Stop a job now."
+    assert run(lazy, ["--help"]) != run(eager, ["--help"])
+
+
+def test_a_command_is_built_by_typer_when_it_is_looked_up():
+    lazy = lazy_command(None)
+    listed = lazy.commands["compile"]
+    assert listed.params == []  # a stand-in: its name and short help only
+    built = lazy.get_command(None, "compile")
+    assert built is lazy.commands["compile"] and built is not listed
+    eager = typer.main.get_command(full_app(None)).commands["compile"]
+    assert [p.opts for p in built.params] == [p.opts for p in eager.params] and built.help == eager.help
+
+
+#: The console script's `main`, then the paictl modules it imported, written to the file named by argv[1].
+SCRIPT_THEN_MODULES = ("import sys\nfrom paictl.cli.entry import main\nrecord = sys.argv.pop(1)\n"
+                       "sys.argv[0] = 'paictl'\ntry:\n    main()\nfinally:\n"
+                       "    open(record, 'w').write(' '.join(m for m in sys.modules if m.startswith('paictl.')))\n")
+EAGER = "import sys, typer.main\nfrom paictl.cli.app import app\nsys.argv[0] = 'paictl'\ntyper.main.get_command(app)()\n"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], [], ["marketplace", "--help"], ["stop", "-h"]])
+def test_the_console_script_imports_no_command_it_does_not_run(args, tmp_path):
+    """`paictl --help` (standard output a pipe) prints typer's bytes and imports no other command's module."""
+    record = tmp_path / "modules"
+    done = subprocess.run([sys.executable, "-c", SCRIPT_THEN_MODULES, str(record), *args], capture_output=True,
+                          cwd=ROOT, timeout=60)
+    eager = subprocess.run([sys.executable, "-c", EAGER, *args], capture_output=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (eager.returncode, eager.stdout, eager.stderr)
+    assert (done.stdout or done.stderr).startswith((b"Usage: paictl", b"paictl "))
+    modules = set(record.read_text().split())
+    used = {COMMANDS[args[0]][0]} if args and args[0] in COMMANDS else set()
+    unused = {module for module, _, _ in COMMANDS.values()} - {"paictl.cli.app"} - used
+    assert "paictl.cli.app" in modules and used <= modules and not modules & unused, sorted(modules & unused)
