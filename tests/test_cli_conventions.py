@@ -116,6 +116,38 @@ def test_age_is_kubectl_s(seconds, shown):
     assert age(None, now) == age("yesterday", now) == "<unknown>"
 
 
+def test_age_reads_a_time_as_strptime_reads_rfc3339_and_nothing_else():
+    """formats.age parses the stamp by hand (no _strptime import): the same instant as strptime for every
+    well-formed stamp, "<unknown>" for the ill-formed (unicode digits, a space for T, a field out of range)."""
+    import calendar
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from paictl.cli.formats import age
+
+    def reference(stamp: str, now: float) -> str:
+        try:
+            made = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+        except ValueError:
+            return "<unknown>"
+        return age(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(made)), now)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.datetimes(min_value=__import__("datetime").datetime(1971, 1, 1)), st.integers(-10, 10 ** 9),
+           st.sampled_from(["Z", "", ".123456Z", "+00:00"]))
+    def same_instant(when, seconds, suffix):
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%S") + suffix
+        now = calendar.timegm(when.timetuple()) + seconds
+        assert age(stamp, now) == reference(stamp, now)
+
+    same_instant()
+    for stamp in ["2026-01-01T00:00:0\u0661Z", "2026-01-01 00:00:00Z", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
+                  "2026-01-01T24:00:00Z", "2026/01/01T00:00:00Z", "2026-01-01T00:00", "+026-01-01T00:00:00Z", ""]:
+        assert age(stamp, 2e9) == "<unknown>", stamp
+
+
 def test_schema_names_agree_between_the_command_its_help_and_the_files():
     from paictl.cli.app import SCHEMA_HELP
     from paictl.schemas import load_schema, schema_names

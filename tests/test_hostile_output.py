@@ -132,3 +132,15 @@ def test_a_full_disk_on_stdout_exits_74_with_one_line():
         done = _paictl(["compile", str(JOB)], full)
     assert done.returncode == 74
     assert done.stderr.decode().count("\n") == 1 and b"No space left on device" in done.stderr
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet=st.one_of(st.characters(max_codepoint=0x7F), st.characters(), st.sampled_from(
+    ["\x1b", "\x7f", "\x9b", "\u2028", "\u202e", "\u200b", "\ufeff", "\t", "\n", "\r"]))))
+def test_status_text_is_escaped_as_one_line_escapes_it(text):
+    """`status` tables skip the escaping of plain ASCII (cli/live.py `shown`), which must not let through anything
+    `one_line` escapes."""
+    from paictl.cli.live import shown
+    from paictl.protocol.diagnostics import one_line
+
+    assert shown(text) == one_line(text)

@@ -20,12 +20,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from paictl.errors import InternalError, NotFoundError, UsageError
 from paictl.targets.backend import (Attached, BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission)
-from paictl.targets.compiled import CompiledJob
 from paictl.targets.states import JobState, JobView, view_to_data
+
+if TYPE_CHECKING:  # status and stop of a local run compile nothing
+    from paictl.targets.compiled import CompiledJob
 
 TAIL_LINES = 10
 #: How long `submit` waits for the detached supervisor's first state, and `stop` beyond the grace period.

@@ -35,7 +35,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -142,6 +141,8 @@ def append_note(path: Path, line: str) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     """Write through a temporary file and rename it over `path`: a reader sees the old or the new file, never half."""
+    import tempfile  # here: `status` only reads runs (tempfile's import with random's is 2% of its run)
+
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -268,6 +269,8 @@ def prepare_run(run_dir: Path, name: str, plan: dict[str, Any], *,
                 owner: Optional[dict[str, Any]] = None) -> tuple[Path, int]:
     """A fresh run folder holding `plan` and a first state owned by `owner`, and the descriptor that holds the run's
     lock (the caller keeps it open for the run's life). ClusterError if a run of that name is still active."""
+    import tempfile
+
     lock = lock_run(run_dir, name)
     try:
         folder = run_dir / name

@@ -18,6 +18,8 @@ def shown(text: str) -> str:
     """Job-supplied text (names, messages, diagnoses, node names) as it may reach a terminal: control characters
     escaped, so a job cannot write the clipboard (OSC 52), the title (OSC 0), reset the screen (ESC c) or ring the
     bell through `paictl status`. JSON and YAML records keep the text as it is."""
+    if text.isascii() and text.isprintable():  # nothing to escape (and a listing need not import protocol/)
+        return text
     from paictl.protocol.diagnostics import one_line
 
     return one_line(text)
