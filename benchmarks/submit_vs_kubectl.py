@@ -89,8 +89,9 @@ def main() -> None:
                                  "--kubeconfig", config], check=True, capture_output=True)
         before = len(emu.requests)
         started = time.perf_counter()
-        subprocess.run(paictl + ["status", "hello-paictl", "--follow", "--kubeconfig", config], check=True,
-                       capture_output=True)
+        # --target: a local run of the same name would otherwise be the one shown (status looks there first)
+        subprocess.run(paictl + ["status", "hello-paictl", "--target", "framework", "--follow", "--kubeconfig", config],
+                       check=True, capture_output=True)
         real = time.perf_counter() - started
         made = emu.requests[before:]
         watches = sum(1 for r in made if r.watch)
