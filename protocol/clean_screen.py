@@ -3,20 +3,22 @@
 Why: most jobs are clean, and proving it with the checks themselves (protocol/semantics.py, compile_checks.py and
 the modules they call) walked each job some fifteen times, a pass per check, building pointers and views as it
 went: two thirds of a clean file's time in process. `surely_clean` walks the job once and answers True only where
-it can vouch that every one of those checks comes back empty; anything it does not know (deployments, a placeholder
-other than a plain `<% $root.name %>`, a value at or past a bound) is False, and the checks then run as before and
+it can vouch that every one of those checks comes back empty; anything it does not know (a placeholder other than a
+plain `<% $root.name %>` in commands, a value at or past a bound, an odd shape) is False, and the checks then run as before and
 say what, if anything, is wrong. So the checks stay the only source of diagnostics; this walk only decides whether
 they need to run. tests/test_clean_screen.py holds it to them over the corpus and generated jobs: wherever it says
 True, the checks find nothing.
 
-This module imports only what the walk itself needs: a clean job's validate loads none of the checks' modules.
+This module imports only what the walk itself needs: a clean job's validate loads none of the checks' modules (HiveD's,
+the storages' and the plugins' checks are asked directly, when a job has those settings).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 from .names import convert_name
 from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
@@ -31,43 +33,48 @@ _ROOT_FIELDS = {"$parameters": None, "$script": "script", "$output": "output", "
 _PREREQUISITE_FIELDS = (("script", "script"), ("output", "output"), ("data", "data"), ("dockerImage", "dockerimage"))
 _ROLE_OWN_KEYS = frozenset({"shmMB", "infiniband"})
 _COMPLETION_KEYS = ("minFailedInstances", "minSucceededInstances")
-_EXTRAS_ONLY_READ = frozenset({"gangAllocation"})
 _PLAIN_VALUES = (str, int, bool)
+_DEFAULTS_KEYS = frozenset({"virtualCluster", "deployment"})
+_DEPLOYMENT_KEYS = frozenset({"protocolVersion", "name", "version", "contributor", "description", "taskRoles"})
+_DEPLOYMENT_COMMANDS = ("preCommands", "postCommands")
+#: Extras keys the walk reads itself; HiveD's are checked by their own checks, and any other key (the runtime
+#: plugins, storages, free-form settings) by the plugin and storage checks.
+_EXTRAS_READ = frozenset({"gangAllocation"})
+_EXTRAS_READ_WITH_HIVED = frozenset({"gangAllocation", "hivedScheduler"})
+#: W209's digit runs are longer than this; a text with fewer digits and underscores in all has none.
+_LONG_DIGITS = 4300
+_NOT_DIGITS = bytes(byte for byte in range(256) if byte not in b"0123456789_")
+#: What `_tags_render` answers for commands holding a placeholder it cannot follow: no sum of counts gets back to 0.
+_NOT_PLAIN = -(2 ** 62)
 
 
 def surely_clean(data: dict[str, Any], text: str) -> bool:
     """True only when check_semantics and compile_findings both find nothing in this job (the fast path's plain
     data of `text`); False when that is not certain."""
-    if len(text) > 4300:
-        from .js_value_checks import LONG_DIGITS  # W209 looks at texts this long only
+    if len(text) > _LONG_DIGITS and _digits_in(text) > _LONG_DIGITS:
+        from .js_value_checks import LONG_DIGITS  # W209: a run of more digits than that (searched slowly)
 
         if LONG_DIGITS.search(text):
             return False
-    if "deployments" in data:
-        return False
     if "\\" in text and _ESCAPED_TAG.search(text):
         return False
-    tags = text.count("<%")
     retries = data.get("jobRetryCount")
     if retries is not None and not (type(retries) is int and 0 <= retries <= MAX_INT32):
         return False
-    defaults = data.get("defaults")
-    if defaults is not None and not _defaults_clean(defaults):
-        return False
     extras = data.get("extras")
-    if extras is not None:
-        if type(extras) is not dict:
-            return False
-        if extras.keys() - _EXTRAS_ONLY_READ and not _extras_clean(data):
-            return False
+    if extras is not None and (type(extras) is not dict or not _extras_clean(data, extras)):
+        return False
     groups = _prerequisite_groups(data.get("prerequisites"))
-    if groups is None:
-        return False
     roles = data.get("taskRoles")
-    if type(roles) is not dict:
+    if groups is None or type(roles) is not dict:
         return False
+    deployments = _deployment_commands(data, roles)
+    if deployments is None:
+        return False
+    every, chosen = deployments
     gang = extras is None or extras.get("gangAllocation") is not False
     names = {name for group in groups.values() for name in group}
+    tags = text.count("<%")
     converted: set[str] = set()
     rendered = 0
     for name, role in roles.items():
@@ -77,33 +84,88 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
         if key in converted:
             return False
         converted.add(key)
-        if not _role_clean(role, gang, groups, names):
+        if not _role_clean(role, gang, groups, names, chosen.get(name, ())):
             return False
         if tags:
-            found = _commands_clean(role, data, groups)
-            if found is None:
-                return False
-            rendered += found
+            rendered += _tags_render(role.get("commands") or (), role, data, groups)
+            rendered += _tags_render(every[name], role, data, groups) if name in every else 0
     # every `<%` of the text is in a command, where each was followed: no other value can hold a placeholder
     return rendered == tags
 
 
-def _defaults_clean(defaults: Any) -> bool:
-    if type(defaults) is not dict or defaults.keys() - {"virtualCluster"}:
-        return False  # not a mapping, an unknown key (W204), or a deployment to name (E305: there are none)
-    cluster = defaults.get("virtualCluster")
-    return cluster is None or (type(cluster) is str and 0 < len(cluster) <= 63
-                               and LABEL_VALUE.fullmatch(cluster) is not None)
+def _digits_in(text: str) -> int:
+    """How many digits and underscores the text holds (a byte translation: C speed)."""
+    return len(text.encode("utf-8", "surrogatepass").translate(None, _NOT_DIGITS))
 
 
-def _extras_clean(data: dict[str, Any]) -> bool:
-    """HiveD's settings, storages and runtime plugins: few jobs have them, and their checks are asked directly."""
+def _deployment_commands(data: dict[str, Any], roles: dict[str, Any]
+                         ) -> tuple[dict[str, list[str]], dict[str, list[str]]] | None:
+    """(task role -> the pre and post commands of every deployment, whose placeholders are checked; task role ->
+    those of the default deployment, which upstream renders), or None when some deployment, or the defaults, are
+    not plainly clean (E302, E305, E801, E806, W204-W206, W406)."""
+    defaults = data.get("defaults")
+    chosen = None
+    if defaults is not None:
+        if type(defaults) is not dict or defaults.keys() - _DEFAULTS_KEYS:
+            return None
+        cluster = defaults.get("virtualCluster")
+        if cluster is not None and not (type(cluster) is str and 0 < len(cluster) <= 63
+                                        and LABEL_VALUE.fullmatch(cluster) is not None):
+            return None
+        chosen = defaults.get("deployment")
+    listed = data.get("deployments")
+    if listed is None:
+        return ({}, {}) if chosen is None else None
+    if type(listed) is not list:
+        return None
+    every: dict[str, list[str]] = {}
+    default: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for deployment in listed:
+        if type(deployment) is not dict or deployment.keys() - _DEPLOYMENT_KEYS:
+            return None
+        name, entries = deployment.get("name"), deployment.get("taskRoles")
+        if type(name) is not str or name in seen or type(entries) is not dict:
+            return None
+        seen.add(name)
+        for role, entry in entries.items():
+            if role not in roles or type(entry) is not dict:
+                return None
+            for key in _DEPLOYMENT_COMMANDS:
+                commands = entry.get(key)
+                if commands is None:
+                    continue
+                if type(commands) is not list or any(type(c) is not str for c in commands):
+                    return None
+                every.setdefault(role, []).extend(commands)
+                if name == chosen:
+                    default.setdefault(role, []).extend(commands)
+    if chosen is not None and chosen not in seen:
+        return None
+    return every, default
+
+
+def _extras_clean(data: dict[str, Any], extras: dict[str, Any]) -> bool:
+    """HiveD's settings, storages and runtime plugins: their own checks are asked, each only when a key it reads
+    may be there (imported on first use: a job without them never loads those modules)."""
+    if not extras.keys() - _EXTRAS_READ:
+        return True
+    hived_findings, hived_shape_findings, plugin_findings, storage_problems, storage_warnings = _extras_checks()
+    if "hivedScheduler" in extras and (hived_findings(data) or any(hived_shape_findings(data))):
+        return False
+    if extras.keys() - _EXTRAS_READ_WITH_HIVED and (any(plugin_findings(data)) or any(storage_problems(data))
+                                                      or any(storage_warnings(data))):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _extras_checks() -> tuple[Callable[[dict[str, Any]], Any], ...]:
     from .compile_checks import hived_shape_findings, plugin_findings
     from .hived_checks import hived_findings
     from .storage_checks import storage_problems, storage_warnings
 
-    return not (hived_findings(data) or any(plugin_findings(data)) or any(hived_shape_findings(data))
-                or any(storage_problems(data)) or any(storage_warnings(data)))
+    return hived_findings, hived_shape_findings, plugin_findings, storage_problems, storage_warnings
 
 
 def _prerequisite_groups(listed: Any) -> dict[str, dict[str, dict[str, Any]]] | None:
@@ -135,12 +197,15 @@ def _prerequisite_groups(listed: Any) -> dict[str, dict[str, dict[str, Any]]] | 
     return groups
 
 
-def _role_clean(role: dict[str, Any], gang: bool, groups: dict[str, dict[str, Any]], names: set[str]) -> bool:
-    """True when no check finds anything in this task role's own values."""
+def _role_clean(role: dict[str, Any], gang: bool, groups: dict[str, dict[str, Any]], names: set[str],
+                added: Any) -> bool:
+    """True when no check finds anything in this task role's own values; `added` are the pre and post commands the
+    default deployment renders with its commands."""
     commands = role.get("commands")
     if commands is not None and (type(commands) is not list or any(type(c) is not str for c in commands)):
         return False
-    if commands and len(commands) == 1 and commands[0].strip(JS_WHITESPACE) in OBJECT_PROTOTYPE_NAMES:
+    pieces = [*(commands or ()), *added]
+    if len(pieces) == 1 and pieces[0].strip(JS_WHITESPACE) in OBJECT_PROTOTYPE_NAMES:
         return False  # E803: mustache.js's template cache answers such a template with a built-in
     for field, kind in _PREREQUISITE_FIELDS:
         if field in role:
@@ -190,20 +255,18 @@ def _role_clean(role: dict[str, Any], gang: bool, groups: dict[str, dict[str, An
     return True
 
 
-def _commands_clean(role: dict[str, Any], data: dict[str, Any], groups: dict[str, dict[str, Any]]) -> int | None:
-    """How many `<%` the task role's commands hold, when each is a plain placeholder that renders a value (no
-    W401/W403/W409, E803 or E810); None otherwise."""
+def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], groups: dict[str, dict[str, Any]]
+                 ) -> int:
+    """How many `<%` the commands of a task role hold, when each is a plain placeholder that renders a value with
+    the task role's view (no W401/W403/W409, E803 or E810); _NOT_PLAIN otherwise."""
     found = 0
-    for command in role.get("commands") or ():
+    for command in commands:
         count = command.count("<%")
         if not count:
             continue
         tags = _PLAIN_TAG.findall(command)
-        if len(tags) != count:
-            return None
-        for name in tags:
-            if not _renders(name_path(name), role, data, groups):
-                return None
+        if len(tags) != count or not all(_renders(name_path(name), role, data, groups) for name in tags):
+            return _NOT_PLAIN
         found += count
     return found
 

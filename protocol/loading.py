@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
+from .jsstring import js_numeric
 from .document import LINE_BREAK, Document, DocumentError, Position, source_lines  # noqa: F401 - the loaders' API
 from .source import MAX_DEPTH, MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
@@ -66,26 +67,32 @@ def decode_source(raw: bytes, path: str) -> str:
 # made the guards four times faster (tests/test_loading_guards.py holds each to the plain form it replaces).
 _NEEDS_LOCATED_LOADER = (
     re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"),  # controls, breaks
-    # tags, anchors, aliases after a space, bracket or comma (not `!=`, `&&`, `* `)
-    re.compile(r"[!&*](?<=[\s\[{,].)(?:(?<=!)[^\s=]|(?<=[&*])(?![\s&*>|=]))"),
-    # leading zeros, 0o, 0b, signed hex, hex with underscores, at the start of a word
-    re.compile(r"[-+0](?<![\w.-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
+    # tags, anchors, aliases where a node can start (not `!=`, `&&`, `* `): after a bracket, a comma or a line
+    # break, or after blanks that follow an indicator, a bracket, a comma or another blank (indentation). After a
+    # word and a blank (`python x.py &` in a description) the character is inside a plain or block scalar, which
+    # yaml-rs and js-yaml read alike (tests/test_loading_parity.py)
+    re.compile(r"[!&*](?<=[\s\[{,].)(?<![^\s\[{,:?-][^\S\r\n].)(?:(?<=!)[^\s=]|(?<=[&*])(?![\s&*>|=]))"),
+    # leading zeros, 0o, 0b, signed hex, hex with underscores, at the start of a word (no plain scalar starts
+    # after a `/`: `/0bf02015a` in a URL is inside one, as are the words after `/` in the guards below)
+    re.compile(r"[-+0](?<![\w./-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
     re.compile(r"[0-9](?<=[0-9]{16})"),  # integers beyond int64 (yaml-rs and js-yaml disagree on their precision)
     # a plain scalar that is a number with underscores (`1_000`) or sexagesimal (`1:30`), not `cifar10_vgg16`,
     # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`; also as a key (`1:30: v`, `1_0: v`)
-    re.compile(r"[-+0-9](?<![\w.:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
+    re.compile(r"[-+0-9](?<![\w./:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
                r"(?![\w./-]|:\S)"),
     re.compile(r"\.(?<=[-+]\.)[0-9]"),  # +.5
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
-    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
+    re.compile(r"[-+0-9.eE:_](?<![\w./:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
     # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
     # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
-    # an escaped line break in a double-quoted scalar: js-yaml skips the empty lines after it, YAML 1.2 keeps them
-    re.compile(r"\\(?=[\r\n])"),
+    # an escaped line break in a double-quoted scalar followed by an empty line: js-yaml skips the empty lines after
+    # it, YAML 1.2 keeps them (without one, both join the lines alike; a `\` ending a line of a block or plain
+    # scalar, a shell's line continuation, is no escape at all)
+    re.compile(r"\\(?=(?:\r\n?|\n)[ \t]*[\r\n])"),
     # upper-case radix prefixes (`0X1f`, `0O17`, `0B11`: strings to js-yaml 3 and YAML 1.2, numbers to yaml-rs) and
     # `.inf`/`.nan` in any case (js-yaml takes three spellings of each)
-    re.compile(r"0(?<![\w.].)[XOB]"),
-    re.compile(r"\.(?<![\w.]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
+    re.compile(r"0(?<![\w./].)[XOB]"),
+    re.compile(r"\.(?<![\w./]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
     # a `:` opening a plain scalar or an empty key in a flow collection (`[:x]`, `{:: v}`): libyaml refuses it,
     # yaml-rs and js-yaml read it, each its own way
     re.compile(r":(?:(?<=[\[{,]:)|(?<=[\[{,] :))"),
@@ -93,15 +100,55 @@ _NEEDS_LOCATED_LOADER = (
 )
 
 
+_CONTROLS, _TAGS_ANCHORS, _WORD_NUMBERS, _LONG_DIGITS, _WORD_NUMBERS_2, _SIGNED_FRACTION, _WORD_UNDERSCORES, \
+    _ESCAPED_BREAK, _UPPER_RADIX, _INF_NAN, _FLOW_COLON, _ = _NEEDS_LOCATED_LOADER
+
+#: The guards that look at a number-like word (leading zeros and radix prefixes, underscores and sexagesimal
+#: numbers, any number-like word with an underscore, upper-case radix prefixes, `.inf`/`.nan`), as ONE search of an
+#: ASCII text: anchored on the character before the word (the text is searched with a line break put before it, so
+#: a word at its start has one; `[^0-9A-Za-z_./]` is `[^\w./]` in ASCII, tested against a bitmap, twice as fast),
+#: then each guard's own condition on that character and its pattern. Each was a search of its own, re-reading the
+#: whole text: five of the twelve (tests/test_loading_guards.py holds this to them).
+_NUMBER_WORDS = re.compile(
+    r"[^0-9A-Za-z_./](?=[-+0-9._eE:])(?:"
+    r"(?<!-)(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"
+    r"|(?<![:-])(?:[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?|[-+0-9.eE:]*_[-+0-9._eE:]*)"
+    r"(?![\w./-]|:\S)"
+    r"|0[XOB]|\.(?:[iI][nN][fF]|[nN][aA][nN]))")
+
+#: For an ASCII text, one translation of its bytes finds what two of the guards look for with plain substring
+#: searches (C's memchr speed, where `re` tests every character against a class): a control character or tab ("C"),
+#: a run of 16 digits ("9" * 16).
+_ASCII_CLASSES = bytes(ord("C") if byte < 32 and byte not in (10, 13) or byte == 127 else
+                       ord("9") if 48 <= byte <= 57 else ord(" ") for byte in range(256))
+_SIXTEEN_DIGITS = b"9" * 16
+
+
 def _needs_located_loader(text: str) -> bool:
-    return ("<<" in text or text[:1] in ("!", "&", "*", "%") or "\n%" in text or "\r%" in text  # directives
-            or any(guard.search(text) for guard in _NEEDS_LOCATED_LOADER))
+    """Does any guard match? Every guard reads the whole text, so they share the reading: one translation of the
+    bytes, substring searches for the rare characters some guards start with (a guard runs only where its character
+    is), and one search for the five number-like-word guards. A non-ASCII text (rare) is searched guard by guard."""
+    if "<<" in text or text[:1] in ("!", "&", "*", "%") or "\n%" in text or "\r%" in text:  # directives
+        return True
+    if not text.isascii():
+        return any(guard.search(text) for guard in _NEEDS_LOCATED_LOADER)
+    classes = text.encode("ascii").translate(_ASCII_CLASSES)
+    return (b"C" in classes or _SIXTEEN_DIGITS in classes
+            or (("!" in text or "&" in text or "*" in text) and _TAGS_ANCHORS.search(text) is not None)
+            or (("-." in text or "+." in text) and _SIGNED_FRACTION.search(text) is not None)
+            or ("\\" in text and _ESCAPED_BREAK.search(text) is not None)
+            or _FLOW_COLON.search(text) is not None or DATE_LIKE.search(text) is not None
+            or _NUMBER_WORDS.search("\n" + text) is not None)
 
 
 #: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
 _DEEP_INDENT = " " * 30
 #: 16 indicators in a row (`- - - ...`, `? : - ...`), found from the blank after the first one.
 _STACKED_INDICATORS = re.compile(r"[ \t](?<=[-?:][ \t])(?:[ \t]*[-?:][ \t]+){15}")
+#: Its necessary condition, found at memchr speed: with the blanks taken out and every indicator made "-", 16
+#: indicators in a row are 16 "-" in a row (a line of dashes too, which the search above then rules out).
+_INDICATORS_AS_DASHES = bytes(ord("-") if byte in b"-?:" else ord("x") for byte in range(256))
+_SIXTEEN_INDICATORS = b"-" * 16
 
 
 def _small_enough(text: str) -> bool:
@@ -119,6 +166,8 @@ def _shallow_enough(text: str) -> bool:
         return False
     if text.startswith(_DEEP_INDENT) or "\n" + _DEEP_INDENT in text or "\r" + _DEEP_INDENT in text:
         return False
+    if _SIXTEEN_INDICATORS not in text.encode("utf-8", "surrogatepass").translate(_INDICATORS_AS_DASHES, b" \t"):
+        return True
     return _STACKED_INDICATORS.search(text) is None
 
 
@@ -148,6 +197,7 @@ def _fast_alias_limits():
 
 
 _PLAIN_TYPES = frozenset({str, int, bool, type(None)})
+_TEXT_ONLY = frozenset({str})
 
 
 def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -155,31 +205,35 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
 
     yaml-rs's objects are ours: floats are replaced in place, in one loop without recursion, checking types
     exactly (yaml-rs returns no subclasses). Nodes are counted as the located loader counts them (every
-    collection, key and scalar): a document over MAX_EXPANDED_NODES is left to it, which refuses it (E106)."""
-    from .jsstring import js_numeric
-
+    collection, key and scalar: the root, and each mapping's keys and values and each list's items): a document
+    over MAX_EXPANDED_NODES is left to it, which refuses it (E106). The types of a collection's keys and values
+    are checked in C (`issuperset` over `map(type, ...)`); only a collection holding collections or floats is
+    walked entry by entry in Python."""
     pending: list[Any] = [data]
-    nodes = 0
+    nodes = 1
     while pending:
         node = pending.pop()
-        nodes += 1 + (len(node) if type(node) is dict else 0)  # the collection, and a mapping's keys
+        if type(node) is dict:
+            nodes += 2 * len(node)
+            if not _TEXT_ONLY.issuperset(map(type, node)):
+                return None
+            values = node.values()
+        else:
+            nodes += len(node)
+            values = node
         if nodes > MAX_EXPANDED_NODES:
             return None
-        entries = node.items() if type(node) is dict else enumerate(node)
-        for key, value in entries:
+        if _PLAIN_TYPES.issuperset(map(type, values)):
+            continue
+        for key, value in node.items() if type(node) is dict else enumerate(node):
             kind = type(value)
             if kind is dict or kind is list:
                 pending.append(value)
             elif kind is float:
                 node[key] = js_numeric(value)
-                nodes += 1
-            elif kind in _PLAIN_TYPES:
-                nodes += 1
-            else:
+            elif kind not in _PLAIN_TYPES:
                 return None
-            if type(key) is not str and type(node) is dict:
-                return None
-    return data if nodes <= MAX_EXPANDED_NODES else None
+    return data
 
 
 def load_data(text: str, path: str) -> dict[str, Any]:
