@@ -22,12 +22,10 @@ from typing import Any, Callable
 
 from .names import convert_name
 from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
-from .templates import JS_WHITESPACE, OBJECT_PROTOTYPE_NAMES, name_path
+from .templates import JS_WHITESPACE, OBJECT_PROTOTYPE_NAMES, PLUGIN_KEY, name_path
 
 #: A placeholder the walk can follow: one of OpenPAI's roots and plain key or index segments, single spaces inside.
 _PLAIN_TAG = re.compile(r"<% *(\$[a-z]+(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*) *%>")
-#: Escapes of a double-quoted scalar that can make a `<%` the text does not show (`\x3c%`, `<\` + line break + `%`).
-_ESCAPED_TAG = re.compile(r"\\[xuU]|<\\[\r\n]")
 #: The roots a plain placeholder in commands may name, with the task role field that selects the prerequisite.
 _ROOT_FIELDS = {"$parameters": None, "$script": "script", "$output": "output", "$data": "data"}
 _PREREQUISITE_FIELDS = (("script", "script"), ("output", "output"), ("data", "data"), ("dockerImage", "dockerimage"))
@@ -56,8 +54,6 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
 
         if LONG_DIGITS.search(text):
             return False
-    if "\\" in text and _ESCAPED_TAG.search(text):
-        return False
     retries = data.get("jobRetryCount")
     if retries is not None and not (type(retries) is int and 0 <= retries <= MAX_INT32):
         return False
@@ -74,7 +70,7 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
     every, chosen = deployments
     gang = extras is None or extras.get("gangAllocation") is not False
     names = {name for group in groups.values() for name in group}
-    tags = text.count("<%")
+    tags = _tags_in(data, text)
     converted: set[str] = set()
     rendered = 0
     for name, role in roles.items():
@@ -89,8 +85,23 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
         if tags:
             rendered += _tags_render(role.get("commands") or (), role, data, groups)
             rendered += _tags_render(every[name], role, data, groups) if name in every else 0
-    # every `<%` of the text is in a command, where each was followed: no other value can hold a placeholder
-    return rendered == tags
+    if tags and rendered < tags:
+        rendered += _plugin_tags_render(extras, roles, data, groups)
+    # every `<%` of the job is in a command or a runtime plugin's parameters, where each was followed, or in its
+    # description (free text, not checked)
+    description = data.get("description")
+    return rendered + (description.count("<%") if type(description) is str else 0) == tags
+
+
+def _tags_in(data: dict[str, Any], text: str) -> int:
+    """How many `<%` the job's keys and values hold. None where the text shows none and has no backslash (only a
+    double-quoted escape, `\\x3c%` or `<\\` and a line break, makes one the text does not show); else counted in
+    the job's JSON (C speed; no `<%` spans two strings there, and comments are left out)."""
+    if "<%" not in text and "\\" not in text:
+        return 0
+    import json
+
+    return json.dumps(data, ensure_ascii=False, check_circular=False).count("<%")
 
 
 def _digits_in(text: str) -> int:
@@ -271,14 +282,50 @@ def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], grou
     return found
 
 
+def _plugin_tags_render(extras: Any, roles: dict[str, Any], data: dict[str, Any],
+                        groups: dict[str, dict[str, Any]]) -> int:
+    """How many `<%` the runtime plugins' parameters hold, when each is a plain placeholder that the runtime finds a
+    value for with the view of every task role running the plugin (no W401-W403, W409); _NOT_PLAIN otherwise."""
+    plugins = extras.get(PLUGIN_KEY) if type(extras) is dict else None
+    found = 0
+    for plugin in plugins if type(plugins) is list else ():
+        if type(plugin) is not dict or "parameters" not in plugin:
+            continue
+        wanted = plugin.get("taskroles")
+        users = [role for name, role in roles.items() if type(wanted) is not list or name in wanted]
+        for text in _texts_under(plugin["parameters"]):
+            count = text.count("<%")
+            tags = _PLAIN_TAG.findall(text) if count else ()
+            if len(tags) != count or (count and not users) or not all(
+                    _renders(name_path(name), role, data, groups, secrets=True) for name in tags for role in users):
+                return _NOT_PLAIN
+            found += count
+    return found
+
+
+def _texts_under(value: Any) -> list[str]:
+    if type(value) is str:
+        return [value]
+    if type(value) is dict:
+        value = list(value.values())
+    return [text for item in value for text in _texts_under(item)] if type(value) is list else []
+
+
 def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
-             groups: dict[str, dict[str, Any]]) -> bool:
-    """The placeholder's own keys and indexes lead to a plain value (text, a number, a boolean)."""
+             groups: dict[str, dict[str, Any]], *, secrets: bool = False) -> bool:
+    """The placeholder's own keys and indexes lead to a plain value (text, a number, a boolean). `$secrets` only
+    where `secrets` says so: the runtime's plugins look it up as the others; in commands, the rest-server renders
+    without it (E810 is then JavaScript's to decide)."""
     root = path[0]
-    if root not in _ROOT_FIELDS or "__proto__" in path:
+    if root == "$secrets" and secrets:
+        field, value = None, data.get("secrets")
+    elif root not in _ROOT_FIELDS or "__proto__" in path:
         return False
-    field = _ROOT_FIELDS[root]
-    value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+    else:
+        field = _ROOT_FIELDS[root]
+        value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+    if "__proto__" in path:
+        return False
     for segment in path[1:]:
         if type(value) is dict:
             value = value.get(segment)

@@ -100,21 +100,34 @@ _NEEDS_LOCATED_LOADER = (
 )
 
 
-_CONTROLS, _TAGS_ANCHORS, _WORD_NUMBERS, _LONG_DIGITS, _WORD_NUMBERS_2, _SIGNED_FRACTION, _WORD_UNDERSCORES, \
-    _ESCAPED_BREAK, _UPPER_RADIX, _INF_NAN, _FLOW_COLON, _ = _NEEDS_LOCATED_LOADER
+#: The guards `_needs_located_loader` runs as they are, each only where its first character is.
+_TAGS_ANCHORS, _SIGNED_FRACTION, _ESCAPED_BREAK, _INF_NAN, _FLOW_COLON = (
+    _NEEDS_LOCATED_LOADER[i] for i in (1, 5, 7, 9, 10))
 
-#: The guards that look at a number-like word (leading zeros and radix prefixes, underscores and sexagesimal
-#: numbers, any number-like word with an underscore, upper-case radix prefixes, `.inf`/`.nan`), as ONE search of an
-#: ASCII text: anchored on the character before the word (the text is searched with a line break put before it, so
-#: a word at its start has one; `[^0-9A-Za-z_./]` is `[^\w./]` in ASCII, tested against a bitmap, twice as fast),
-#: then each guard's own condition on that character and its pattern. Each was a search of its own, re-reading the
-#: whole text: five of the twelve (tests/test_loading_guards.py holds this to them).
-_NUMBER_WORDS = re.compile(
-    r"[^0-9A-Za-z_./](?=[-+0-9._eE:])(?:"
-    r"(?<!-)(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"
-    r"|(?<![:-])(?:[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?|[-+0-9.eE:]*_[-+0-9._eE:]*)"
-    r"(?![\w./-]|:\S)"
-    r"|0[XOB]|\.(?:[iI][nN][fF]|[nN][aA][nN]))")
+#: The guards that look at a number-like word, for an ASCII text, each found from a character that is rare in jobs
+#: (`re` then skips ahead to it, where a search anchored on "the character before a word" stopped at every blank):
+#: leading zeros, radix prefixes and upper-case radix prefixes from their `0` (with the guards' own conditions on
+#: what precedes it), and the words with an underscore or a sexagesimal `:` from that character: its word's start,
+#: back to the character before the word, is searched for in the reversed text (only number characters between),
+#: and its end forward, as the guards end it. tests/test_loading_guards.py holds these to the plain forms.
+_ZERO_WORDS = re.compile(r"0(?:(?<![\w./-]0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<![\w./]0)[XOB]"
+                         r"|(?<=[-+]0)(?<![\w./-].0)[0-9obx_])")
+_UNDERSCORE_START = re.compile(r"_[-+0-9.eE:]*?(?:[^\w./:-]|\Z)")  # in the reversed text
+_UNDERSCORE_END = re.compile(r"_[-+0-9._eE:]*(?![\w./-]|:\S)")
+_SEXAGESIMAL_START = re.compile(r":[0-9]+[-+]?(?:[^\w./:-]|\Z)")  # in the reversed text
+_SEXAGESIMAL_END = re.compile(r":[0-5]?[0-9][0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)")
+
+
+def _number_word_with_separator(text: str) -> bool:
+    """A number-like word with an underscore (`1_000`, `_1`, `5.9_`) or a sexagesimal one (`1:30`)."""
+    reversed_text = text[::-1]
+    last = len(text) - 1
+    for start, end in ((_UNDERSCORE_START, _UNDERSCORE_END), (_SEXAGESIMAL_START, _SEXAGESIMAL_END)):
+        for found in start.finditer(reversed_text):
+            if end.match(text, last - found.start()):
+                return True
+    return False
+
 
 #: For an ASCII text, one translation of its bytes finds what two of the guards look for with plain substring
 #: searches (C's memchr speed, where `re` tests every character against a class): a control character or tab ("C"),
@@ -125,9 +138,10 @@ _SIXTEEN_DIGITS = b"9" * 16
 
 
 def _needs_located_loader(text: str) -> bool:
-    """Does any guard match? Every guard reads the whole text, so they share the reading: one translation of the
-    bytes, substring searches for the rare characters some guards start with (a guard runs only where its character
-    is), and one search for the five number-like-word guards. A non-ASCII text (rare) is searched guard by guard."""
+    """Does any guard match? Every guard read the whole text, testing each character against a class: now one
+    translation of the bytes and substring searches find the rare characters some guards start with (a guard runs
+    only where its character is), and the number-like-word guards start from rare characters. A non-ASCII text
+    (rare) is searched guard by guard."""
     if "<<" in text or text[:1] in ("!", "&", "*", "%") or "\n%" in text or "\r%" in text:  # directives
         return True
     if not text.isascii():
@@ -138,7 +152,8 @@ def _needs_located_loader(text: str) -> bool:
             or (("-." in text or "+." in text) and _SIGNED_FRACTION.search(text) is not None)
             or ("\\" in text and _ESCAPED_BREAK.search(text) is not None)
             or _FLOW_COLON.search(text) is not None or DATE_LIKE.search(text) is not None
-            or _NUMBER_WORDS.search("\n" + text) is not None)
+            or _ZERO_WORDS.search(text) is not None or _INF_NAN.search(text) is not None
+            or _number_word_with_separator(text))
 
 
 #: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
@@ -155,6 +170,8 @@ def _small_enough(text: str) -> bool:
     """True when the node count is within a few times the limit, so yaml-rs's work is bounded: every node but the
     first needs a line break, a comma or an indicator before it, or is the value of such a key. The exact count is
     taken on yaml-rs's data (`_as_js`); a file over the limit goes to the located loader, which stops at it."""
+    if len(text) < MAX_EXPANDED_NODES * 2:
+        return True  # each counted occurrence starts at its own character: the bound is at most len(text) + 1
     bound = text.count("\n") + text.count(",") + text.count("- ") + text.count(": ") + 1
     return bound <= MAX_EXPANDED_NODES * 2
 

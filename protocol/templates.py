@@ -36,6 +36,9 @@ OBJECT_PROTOTYPE_NAMES = frozenset({
     "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
     "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
 
+#: The extras key of the runtime plugins, whose parameters the runtime renders (protocol/placeholders.py).
+PLUGIN_KEY = "com.microsoft.pai.runtimeplugin"
+
 #: `$data.uri[0]` is looked up as `$data.uri.0` (rest-server and runtime both rewrite it).
 _INDEX_RE = re.compile(r"\[([0-9]+)\]")  # JavaScript's `\d` is ASCII only; Python's also matches e.g. `١`
 

@@ -73,7 +73,11 @@ VALUE_POOL = [-3, -2, -1, 0, 1, 2, 3, 10_000, 10_001, 2 ** 31 - 1, 2 ** 31, 2 **
               [{"plugin": "ssh", "parameters": "jobssh"}], [{"plugin": "ssh", "parameters": 1}], [{"plugin": 1}],
               [{"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["a"]}}],
               [{"plugin": "teamwise_storage", "parameters": None}], [1], "ssh",
-              [{"name": "d", "taskRoles": {"worker": {"preCommands": ["x"]}}}]]
+              [{"name": "d", "taskRoles": {"worker": {"preCommands": ["x"]}}}],
+              *([{"plugin": "cmd", "taskroles": users, "parameters": {"preCommands": [f"echo {tag}"], "x": {"y": tag}}}]
+                for tag in ("<% $parameters.epochs %>", "<% $parameters.nope %>", "<% $secrets.key %>",
+                            "<% $script.uri %>", "<% $output.uri %>", "<% $data.uri[0] %>", "<%# x %><%/ x %>")
+                for users in (None, ["worker"], ["nope"], []))]
 VALUES = st.sampled_from(VALUE_POOL)
 NAMES = st.sampled_from(["img", "code", "set", "nope", "toString", "constructor", "", "Img"])
 TAGS = st.sampled_from([
