@@ -42,6 +42,8 @@ _EXTRAS_READ_WITH_HIVED = frozenset({"gangAllocation", "hivedScheduler"})
 #: W209's digit runs are longer than this; a text with fewer digits and underscores in all has none.
 _LONG_DIGITS = 4300
 _NOT_DIGITS = bytes(byte for byte in range(256) if byte not in b"0123456789_")
+#: Escapes of a double-quoted scalar that can make a `<%` the text does not show (`\\x3c%`, `<\\` + line break + `%`).
+_ESCAPED_TAG = re.compile(r"\\[xuU]|<\\[\r\n]")
 #: What `_tags_render` answers for commands holding a placeholder it cannot follow: no sum of counts gets back to 0.
 _NOT_PLAIN = -(2 ** 62)
 
@@ -70,7 +72,9 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
     every, chosen = deployments
     gang = extras is None or extras.get("gangAllocation") is not False
     names = {name for group in groups.values() for name in group}
-    tags = _tags_in(data, text)
+    shown = text.count("<%")  # the job's own count, but for comments, and escapes in double quotes
+    escaped = "\\" in text and _ESCAPED_TAG.search(text) is not None
+    tags = shown or escaped
     converted: set[str] = set()
     rendered = 0
     for name, role in roles.items():
@@ -85,23 +89,20 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
         if tags:
             rendered += _tags_render(role.get("commands") or (), role, data, groups)
             rendered += _tags_render(every[name], role, data, groups) if name in every else 0
-    if tags and rendered < tags:
+    if not tags:
+        return True
+    if rendered < shown:
         rendered += _plugin_tags_render(extras, roles, data, groups)
-    # every `<%` of the job is in a command or a runtime plugin's parameters, where each was followed, or in its
-    # description (free text, not checked)
-    description = data.get("description")
-    return rendered + (description.count("<%") if type(description) is str else 0) == tags
-
-
-def _tags_in(data: dict[str, Any], text: str) -> int:
-    """How many `<%` the job's keys and values hold. None where the text shows none and has no backslash (only a
-    double-quoted escape, `\\x3c%` or `<\\` and a line break, makes one the text does not show); else counted in
-    the job's JSON (C speed; no `<%` spans two strings there, and comments are left out)."""
-    if "<%" not in text and "\\" not in text:
-        return 0
+    if rendered == shown and not escaped:
+        return True  # the job holds at most the text's count: every `<%` is one that was followed
+    # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed, or
+    # in its description (free text, not checked): the job's own count, from its JSON (C speed; no `<%` spans two
+    # strings there, comments are left out, escapes are read)
     import json
 
-    return json.dumps(data, ensure_ascii=False, check_circular=False).count("<%")
+    description = data.get("description")
+    return rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
+        data, ensure_ascii=False, check_circular=False).count("<%")
 
 
 def _digits_in(text: str) -> int:

@@ -101,8 +101,7 @@ _NEEDS_LOCATED_LOADER = (
 
 
 #: The guards `_needs_located_loader` runs as they are, each only where its first character is.
-_TAGS_ANCHORS, _SIGNED_FRACTION, _ESCAPED_BREAK, _INF_NAN, _FLOW_COLON = (
-    _NEEDS_LOCATED_LOADER[i] for i in (1, 5, 7, 9, 10))
+_TAGS_ANCHORS, _SIGNED_FRACTION, _ESCAPED_BREAK, _INF_NAN = (_NEEDS_LOCATED_LOADER[i] for i in (1, 5, 7, 9))
 
 #: The guards that look at a number-like word, for an ASCII text, each found from a character that is rare in jobs
 #: (`re` then skips ahead to it, where a search anchored on "the character before a word" stopped at every blank):
@@ -118,22 +117,27 @@ _SEXAGESIMAL_START = re.compile(r":[0-9]+[-+]?(?:[^\w./:-]|\Z)")  # in the rever
 _SEXAGESIMAL_END = re.compile(r":[0-5]?[0-9][0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)")
 
 
-def _number_word_with_separator(text: str) -> bool:
-    """A number-like word with an underscore (`1_000`, `_1`, `5.9_`) or a sexagesimal one (`1:30`)."""
+def _number_word_with_separator(text: str, *, sexagesimal: bool) -> bool:
+    """A number-like word with an underscore (`1_000`, `_1`, `5.9_`) or, where `sexagesimal` says a digit precedes
+    some `:`, a sexagesimal one (`1:30`)."""
     reversed_text = text[::-1]
     last = len(text) - 1
-    for start, end in ((_UNDERSCORE_START, _UNDERSCORE_END), (_SEXAGESIMAL_START, _SEXAGESIMAL_END)):
+    searches = ((_UNDERSCORE_START, _UNDERSCORE_END), (_SEXAGESIMAL_START, _SEXAGESIMAL_END))
+    for start, end in searches if sexagesimal else searches[:1]:
         for found in start.finditer(reversed_text):
             if end.match(text, last - found.start()):
                 return True
     return False
 
 
-#: For an ASCII text, one translation of its bytes finds what two of the guards look for with plain substring
+#: For an ASCII text, one translation of its bytes finds what four of the guards look for, exactly, with substring
 #: searches (C's memchr speed, where `re` tests every character against a class): a control character or tab ("C"),
-#: a run of 16 digits ("9" * 16).
+#: a run of 16 digits ("9" * 16), a flow collection's `:` ("F:", "F :"), a date's `-M-D` ("-9-9", "-99-9"); and
+#: whether a sexagesimal number can be there at all (a digit before a `:`).
 _ASCII_CLASSES = bytes(ord("C") if byte < 32 and byte not in (10, 13) or byte == 127 else
-                       ord("9") if 48 <= byte <= 57 else ord(" ") for byte in range(256))
+                       ord("9") if 48 <= byte <= 57 else
+                       byte if byte in b" :-" else
+                       ord("F") if byte in b"[{," else ord("x") for byte in range(256))
 _SIXTEEN_DIGITS = b"9" * 16
 
 
@@ -147,13 +151,13 @@ def _needs_located_loader(text: str) -> bool:
     if not text.isascii():
         return any(guard.search(text) for guard in _NEEDS_LOCATED_LOADER)
     classes = text.encode("ascii").translate(_ASCII_CLASSES)
-    return (b"C" in classes or _SIXTEEN_DIGITS in classes
+    return (b"C" in classes or _SIXTEEN_DIGITS in classes or b"F:" in classes or b"F :" in classes
+            or b"-9-9" in classes or b"-99-9" in classes
             or (("!" in text or "&" in text or "*" in text) and _TAGS_ANCHORS.search(text) is not None)
             or (("-." in text or "+." in text) and _SIGNED_FRACTION.search(text) is not None)
             or ("\\" in text and _ESCAPED_BREAK.search(text) is not None)
-            or _FLOW_COLON.search(text) is not None or DATE_LIKE.search(text) is not None
             or _ZERO_WORDS.search(text) is not None or _INF_NAN.search(text) is not None
-            or _number_word_with_separator(text))
+            or _number_word_with_separator(text, sexagesimal=b"9:" in classes))
 
 
 #: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
