@@ -80,7 +80,7 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
     for name, role in roles.items():
         if type(role) is not dict:
             return False
-        key = convert_name(name)
+        key = name.lower() if name.isascii() and name.isalnum() else convert_name(name)  # the same, sooner
         if key in converted:
             return False
         converted.add(key)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
 from .jsstring import js_numeric
@@ -38,13 +38,18 @@ def _error(path: str, code: str, message: str, line: int | None, column: int | N
                                      column=column, pointer="", hint=hint, source_line=source_line)])
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_source(raw: bytes, path: str) -> str:
     """Bytes to text: UTF-8 only (a BOM is tolerated), within the size limit."""
     if len(raw) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None,
                      hint="OpenPAI job files are small; is this the right file?")
     try:
-        return raw.decode("utf-8-sig")
+        # "utf-8-sig" itself, minus its Python-level codec function: the BOM is dropped, the rest decoded in C (an
+        # error's offset is then into the rest, as utf-8-sig's is)
+        return (raw[3:] if raw.startswith(_BOM) else raw).decode("utf-8")
     except UnicodeDecodeError as exc:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
@@ -162,6 +167,7 @@ def _needs_located_loader(text: str) -> bool:
 
 #: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
 _DEEP_INDENT = " " * 30
+_DEEP_LINE, _DEEP_LINE_CR = "\n" + _DEEP_INDENT, "\r" + _DEEP_INDENT
 #: 16 indicators in a row (`- - - ...`, `? : - ...`), found from the blank after the first one.
 _STACKED_INDICATORS = re.compile(r"[ \t](?<=[-?:][ \t])(?:[ \t]*[-?:][ \t]+){15}")
 #: Its necessary condition, found at memchr speed: with the blanks taken out and every indicator made "-", 16
@@ -185,7 +191,7 @@ def _shallow_enough(text: str) -> bool:
     mapping may share it), a line can open a few levels with `- - -`, and flow levels need a bracket each."""
     if text.count("[") + text.count("{") > 20:
         return False
-    if text.startswith(_DEEP_INDENT) or "\n" + _DEEP_INDENT in text or "\r" + _DEEP_INDENT in text:
+    if text.startswith(_DEEP_INDENT) or _DEEP_LINE in text or _DEEP_LINE_CR in text:
         return False
     if _SIXTEEN_INDICATORS not in text.encode("utf-8", "surrogatepass").translate(_INDICATORS_AS_DASHES, b" \t"):
         return True
@@ -198,11 +204,8 @@ def load_fast(text: str) -> dict[str, Any] | None:
     if (len(text) > MAX_FILE_BYTES or not _small_enough(text) or not _shallow_enough(text)
             or _needs_located_loader(text)):
         return None
-    import yaml_rs
-
     try:
-        data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_fast_alias_limits(),
-                             duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
+        data = _fast_loads()(text)
     except Exception:  # noqa: BLE001 - any failure of the fast path defers to the authoritative loader
         return None
     if not isinstance(data, dict):
@@ -211,10 +214,12 @@ def load_fast(text: str) -> dict[str, Any] | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _fast_alias_limits():
+def _fast_loads() -> Callable[[str], Any]:
+    """yaml-rs's `loads` with the fast path's settings, built once (imported on first use)."""
     import yaml_rs
 
-    return yaml_rs.AliasLimits(max_total_replayed_events=1000)
+    return functools.partial(yaml_rs.loads, parse_datetime=False, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error,
+                             alias_limits=yaml_rs.AliasLimits(max_total_replayed_events=1000))
 
 
 _PLAIN_TYPES = frozenset({str, int, bool, type(None)})
