@@ -39,6 +39,10 @@ _DEPLOYMENT_COMMANDS = ("preCommands", "postCommands")
 #: plugins, storages, free-form settings) by the plugin and storage checks.
 _EXTRAS_READ = frozenset({"gangAllocation"})
 _EXTRAS_READ_WITH_HIVED = frozenset({"gangAllocation", "hivedScheduler"})
+_EXTRAS_SEEN = frozenset({"gangAllocation", "hivedScheduler", PLUGIN_KEY})
+#: HiveD's priority classes and task role names (protocol/hived_checks.py); JavaScript's `$` is the very end.
+_PRIORITY_CLASSES = ("prod", "test", "oppo")
+_HIVED_ROLE_NAME = re.compile(r"[A-Za-z0-9._~]+")
 #: W209's digit runs are longer than this; a text with fewer digits and underscores in all has none.
 _LONG_DIGITS = 4300
 _NOT_DIGITS = bytes(byte for byte in range(256) if byte not in b"0123456789_")
@@ -158,9 +162,15 @@ def _deployment_commands(data: dict[str, Any], roles: dict[str, Any]
 
 
 def _extras_clean(data: dict[str, Any], extras: dict[str, Any]) -> bool:
-    """HiveD's settings, storages and runtime plugins: their own checks are asked, each only when a key it reads
-    may be there (imported on first use: a job without them never loads those modules)."""
-    if not extras.keys() - _EXTRAS_READ:
+    """HiveD's settings, storages and runtime plugins. The usual shapes are vouched for here (HiveD task roles of the
+    job with a string or null skuType or pinnedCellId, not both, one placement per affinity group; plugins with a
+    name and a mapping of parameters, no storages); anything else is asked of their own checks (imported on first
+    use: a job without such settings never loads those modules)."""
+    keys = extras.keys()
+    if not keys - _EXTRAS_READ:
+        return True
+    if not keys - _EXTRAS_SEEN and ("hivedScheduler" not in extras or _hived_plainly_clean(
+            extras["hivedScheduler"], data.get("taskRoles"))) and _plugins_plainly_clean(extras.get(PLUGIN_KEY, [])):
         return True
     hived_findings, hived_shape_findings, plugin_findings, storage_problems, storage_warnings = _extras_checks()
     if "hivedScheduler" in extras and (hived_findings(data) or any(hived_shape_findings(data))):
@@ -169,6 +179,36 @@ def _extras_clean(data: dict[str, Any], extras: dict[str, Any]) -> bool:
                                                       or any(storage_warnings(data))):
         return False
     return True
+
+
+def _hived_plainly_clean(hived: Any, roles: Any) -> bool:
+    """No W306/W307/W805 (hived_checks.py, compile_checks.py) for the usual HiveD settings."""
+    if type(hived) is not dict or hived.get("jobPriorityClass", "prod") not in _PRIORITY_CLASSES:
+        return False
+    settings_of = hived.get("taskRoles")
+    if settings_of is None:
+        return True
+    if type(settings_of) is not dict or not settings_of or type(roles) is not dict:
+        return False
+    placements: dict[str, tuple[Any, Any]] = {}
+    for name, settings in settings_of.items():
+        if name not in roles or type(settings) is not dict or not _HIVED_ROLE_NAME.fullmatch(name):
+            return False
+        sku, cell, group = settings.get("skuType"), settings.get("pinnedCellId"), settings.get("affinityGroupName")
+        if any(value is not None and type(value) is not str for value in (sku, cell, group)) \
+                or (sku is not None and cell is not None):
+            return False
+        if group is not None and placements.setdefault(group, (sku, cell)) != (sku, cell):
+            return False
+    return True
+
+
+def _plugins_plainly_clean(plugins: Any) -> bool:
+    """No E804/W804 and no storages (E808, W208) for the usual runtime plugins: a name, and a mapping of
+    parameters or none; a teamwise_storage plugin's storages are for its own checks."""
+    return type(plugins) is list and all(
+        type(plugin) is dict and type(plugin.get("plugin")) is str and plugin["plugin"] != "teamwise_storage"
+        and type(plugin.get("parameters", {})) in (dict, type(None)) for plugin in plugins)
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,6 +9,8 @@ that uses it must give every corpus file exactly the diagnostics of the located 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -109,6 +111,7 @@ PLACES = st.sampled_from([
     ("taskRoles", "worker", "description"), ("taskRoles", "Worker!"), ("taskRoles", "other"),
     ("defaults",), ("defaults", "virtualCluster"), ("defaults", "deployment"), ("defaults", "other"),
     ("extras", "gangAllocation"), ("extras", "hivedScheduler"), ("extras", "hivedScheduler", "jobPriorityClass"),
+    ("extras", "hivedScheduler", "taskRoles"),
     ("extras", "hivedScheduler", "taskRoles", "worker", "skuType"),
     ("extras", "hivedScheduler", "taskRoles", "nope", "skuType"), ("extras", "storages"),
     ("extras", "com.microsoft.pai.runtimeplugin"), ("extras", "other"), ("secrets",), ("secrets", "key"),
@@ -161,6 +164,28 @@ def test_every_single_change_screened_clean_has_no_finding():
                     data["secrets"] = secrets
                 clean += assert_screen_holds(yaml.safe_dump(data, sort_keys=False))
     assert clean >= 300  # not vacuous: many of these changes leave the job clean, and are vouched for
+
+
+HIVED_PLACEMENTS = [None, {"skuType": "K80"}, {"skuType": "V100"}, {"pinnedCellId": "c"}, {"skuType": "K80",
+                    "pinnedCellId": "c"}, {"skuType": ""}, {"skuType": 1}, {"affinityGroupName": 1}, 1, {}]
+
+
+def test_hived_settings_of_two_task_roles_screened_clean_have_no_finding():
+    """Affinity groups and placements need two task roles: each pair of settings, in one group or not."""
+    clean = 0
+    for first in HIVED_PLACEMENTS:
+        for second in HIVED_PLACEMENTS:
+            for group in (None, "g"):
+                data = base_job()
+                data["taskRoles"]["ps"] = copy.deepcopy(data["taskRoles"]["worker"])
+                settings = {}
+                for name, placement in (("worker", first), ("ps", second)):
+                    if placement is not None:
+                        settings[name] = dict(placement, affinityGroupName=group) if isinstance(placement, dict) \
+                            and group else placement
+                data["extras"] = {"hivedScheduler": {"jobPriorityClass": "prod", "taskRoles": settings}}
+                clean += assert_screen_holds(yaml.safe_dump(data, sort_keys=False))
+    assert clean >= 20
 
 
 @settings(max_examples=600, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
