@@ -12,19 +12,14 @@ allocating two billion tasks. Refusing is right here: upstream has no working be
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
+from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
 from .template_checks import (default_deployment, render_failures, rendered_views, task_roles,
                               template_findings)
-
-#: FrameworkController's limit on a task role's task number (and so a sane bound for `--target local`).
-MAX_INSTANCES = 10_000
-#: FrameworkController's counts are int32.
-MAX_INT32 = 2 ** 31 - 1
 
 
 def compile_findings(data: dict[str, Any]) -> list[Finding]:
@@ -32,8 +27,8 @@ def compile_findings(data: dict[str, Any]) -> list[Finding]:
     from .storage_checks import storage_problems
 
     views = list(rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
-    return [*_task_role_shapes(data), *_counts(data), *template_findings(data, views), *_plugins(data), *_hived(data),
-            *_labels(data), *storage_problems(data), *_dates(data), *render_failures(views), *_images(data)]
+    return [*_task_role_shapes(data), *_counts(data), *template_findings(data, views), *plugin_findings(data),
+            *hived_shape_findings(data), *_labels(data), *storage_problems(data), *_dates(data), *render_failures(views), *_images(data)]
 
 
 def _images(data: dict[str, Any]) -> Iterator[Finding]:
@@ -95,10 +90,6 @@ def _dates(data: dict[str, Any]) -> Iterator[Finding]:
                           "then ignores it", "write the mapping this key takes, or remove the key")
 
 
-#: A Kubernetes label value (the virtual cluster becomes the `virtualCluster` label of the Framework and its pods).
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-
-
 def _labels(data: dict[str, Any]) -> Iterator[Finding]:
     defaults = data.get("defaults")
     cluster = defaults.get("virtualCluster") if isinstance(defaults, dict) else None
@@ -123,7 +114,7 @@ def _labels(data: dict[str, Any]) -> Iterator[Finding]:
                       "keeps it (only null means `default`), and no virtual cluster has an empty name",
                       "remove the key to use the default virtual cluster, or name one")
         return
-    if not isinstance(cluster, str) or len(cluster) > 63 or not _LABEL_VALUE.fullmatch(cluster):
+    if not isinstance(cluster, str) or len(cluster) > 63 or not LABEL_VALUE.fullmatch(cluster):
         yield finding("E806", pointer_of("defaults", "virtualCluster"), f"defaults.virtualCluster ({kind_of(cluster)}) "
                       "is not a valid Kubernetes label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with "
                       "a letter or digit); it labels the Framework and its pods",
@@ -182,7 +173,7 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
             yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
                           f"{MAX_INT32}, FrameworkController's largest retry count")
         resources = role.get("resourcePerInstance")
-        for key, bound, unit in _RESOURCE_BOUNDS:
+        for key, bound, unit in RESOURCE_BOUNDS:
             value = resources.get(key) if isinstance(resources, dict) else None
             if _is_infinite(value):
                 yield _infinite(pointer_of("taskRoles", name, "resourcePerInstance", key), f"{key} of task role "
@@ -220,13 +211,6 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
                                   "the Framework", "use -1 (never), or a count up to the task role's instances")
 
 
-#: The largest cpu, gpu and memoryMB whose Kubernetes quantity fits its int64 unit (milli-units for cpu and
-#: extended resources such as GPUs, bytes for memory); JavaScript also prints memoryMB from 1e21 on as "1e+21Mi",
-#: which is no quantity at all.
-_RESOURCE_BOUNDS = (("cpu", (2 ** 63 - 1) // 1000, "milli-cores"), ("gpu", (2 ** 63 - 1) // 1000, "milli-units"),
-                    ("memoryMB", (2 ** 63 - 1) // 2 ** 20, "bytes"))
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -244,7 +228,7 @@ def _infinite(pointer: str, what: str, why: str) -> Finding:
     return finding("E802", pointer, f"{what}; {why}", "write a finite count")
 
 
-def _plugins(data: dict[str, Any]) -> Iterator[Finding]:
+def plugin_findings(data: dict[str, Any]) -> Iterator[Finding]:
     """The runtime reads extras[com.microsoft.pai.runtimeplugin] as a list of {plugin, parameters} mappings."""
     extras = data.get("extras")
     if not isinstance(extras, dict) or PLUGIN_KEY not in extras:
@@ -284,7 +268,7 @@ def _py_truthy(value: Any) -> bool:
         not getattr(value, "moment", None) else True
 
 
-def _hived(data: dict[str, Any]) -> Iterator[Finding]:
+def hived_shape_findings(data: dict[str, Any]) -> Iterator[Finding]:
     """A hivedScheduler.taskRoles that is a number or a boolean: OpenPAI's HiveD schema skips it and its code finds
     no task role in it, so the settings are silently lost (validate's E306/E307 cover every other shape)."""
     extras = data.get("extras")

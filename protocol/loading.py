@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
 from .diagnostics import Diagnostic, Severity, escape_pointer_token, kind_of
+from .jsstring import js_numeric
 from .document import LINE_BREAK, Document, DocumentError, Position, source_lines  # noqa: F401 - the loaders' API
 from .source import MAX_DEPTH, MAX_EXPANDED_NODES, MAX_FILE_BYTES
 
@@ -37,13 +38,18 @@ def _error(path: str, code: str, message: str, line: int | None, column: int | N
                                      column=column, pointer="", hint=hint, source_line=source_line)])
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode_source(raw: bytes, path: str) -> str:
     """Bytes to text: UTF-8 only (a BOM is tolerated), within the size limit."""
     if len(raw) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None,
                      hint="OpenPAI job files are small; is this the right file?")
     try:
-        return raw.decode("utf-8-sig")
+        # "utf-8-sig" itself, minus its Python-level codec function: the BOM is dropped, the rest decoded in C (an
+        # error's offset is then into the rest, as utf-8-sig's is)
+        return (raw[3:] if raw.startswith(_BOM) else raw).decode("utf-8")
     except UnicodeDecodeError as exc:
         before = raw[: exc.start]
         line = before.count(b"\n") + 1
@@ -66,26 +72,32 @@ def decode_source(raw: bytes, path: str) -> str:
 # made the guards four times faster (tests/test_loading_guards.py holds each to the plain form it replaces).
 _NEEDS_LOCATED_LOADER = (
     re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"),  # controls, breaks
-    # tags, anchors, aliases after a space, bracket or comma (not `!=`, `&&`, `* `)
-    re.compile(r"[!&*](?<=[\s\[{,].)(?:(?<=!)[^\s=]|(?<=[&*])(?![\s&*>|=]))"),
-    # leading zeros, 0o, 0b, signed hex, hex with underscores, at the start of a word
-    re.compile(r"[-+0](?<![\w.-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
+    # tags, anchors, aliases where a node can start (not `!=`, `&&`, `* `): after a bracket, a comma or a line
+    # break, or after blanks that follow an indicator, a bracket, a comma or another blank (indentation). After a
+    # word and a blank (`python x.py &` in a description) the character is inside a plain or block scalar, which
+    # yaml-rs and js-yaml read alike (tests/test_loading_parity.py)
+    re.compile(r"[!&*](?<=[\s\[{,].)(?<![^\s\[{,:?-][^\S\r\n].)(?:(?<=!)[^\s=]|(?<=[&*])(?![\s&*>|=]))"),
+    # leading zeros, 0o, 0b, signed hex, hex with underscores, at the start of a word (no plain scalar starts
+    # after a `/`: `/0bf02015a` in a URL is inside one, as are the words after `/` in the guards below)
+    re.compile(r"[-+0](?<![\w./-].)(?:(?<=0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<=[-+])0[0-9obx_])"),
     re.compile(r"[0-9](?<=[0-9]{16})"),  # integers beyond int64 (yaml-rs and js-yaml disagree on their precision)
     # a plain scalar that is a number with underscores (`1_000`) or sexagesimal (`1:30`), not `cifar10_vgg16`,
     # `python_3.6`, `master-0:2` or an address `10.0.0.1:9000`; also as a key (`1:30: v`, `1_0: v`)
-    re.compile(r"[-+0-9](?<![\w.:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
+    re.compile(r"[-+0-9](?<![\w./:-].)(?:(?<=[-+])[0-9]|(?<=[0-9]))[0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?"
                r"(?![\w./-]|:\S)"),
     re.compile(r"\.(?<=[-+]\.)[0-9]"),  # +.5
     # any number-like word with an underscore (`_1`, `2._`, `5.9_`): js-yaml and yaml-rs each have their own rules
-    re.compile(r"[-+0-9.eE:_](?<![\w.:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
+    re.compile(r"[-+0-9.eE:_](?<![\w./:-].)(?:(?<=_)|[-+0-9.eE:]*_)[-+0-9._eE:]*(?![\w./-]|:\S)"),
     # dates, which js-yaml reads as timestamps: every one has `-M-D` or `-MM-DD`; matching on the `-` is 40 times
     # faster than on the year (1 ms on 2 MiB), and over-matching (`v-1-2`) only costs speed
-    # an escaped line break in a double-quoted scalar: js-yaml skips the empty lines after it, YAML 1.2 keeps them
-    re.compile(r"\\(?=[\r\n])"),
+    # an escaped line break in a double-quoted scalar followed by an empty line: js-yaml skips the empty lines after
+    # it, YAML 1.2 keeps them (without one, both join the lines alike; a `\` ending a line of a block or plain
+    # scalar, a shell's line continuation, is no escape at all)
+    re.compile(r"\\(?=(?:\r\n?|\n)[ \t]*[\r\n])"),
     # upper-case radix prefixes (`0X1f`, `0O17`, `0B11`: strings to js-yaml 3 and YAML 1.2, numbers to yaml-rs) and
     # `.inf`/`.nan` in any case (js-yaml takes three spellings of each)
-    re.compile(r"0(?<![\w.].)[XOB]"),
-    re.compile(r"\.(?<![\w.]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
+    re.compile(r"0(?<![\w./].)[XOB]"),
+    re.compile(r"\.(?<![\w./]\.)(?:[iI][nN][fF]|[nN][aA][nN])"),
     # a `:` opening a plain scalar or an empty key in a flow collection (`[:x]`, `{:: v}`): libyaml refuses it,
     # yaml-rs and js-yaml read it, each its own way
     re.compile(r":(?:(?<=[\[{,]:)|(?<=[\[{,] :))"),
@@ -93,21 +105,83 @@ _NEEDS_LOCATED_LOADER = (
 )
 
 
+#: The guards `_needs_located_loader` runs as they are, each only where its first character is.
+_TAGS_ANCHORS, _SIGNED_FRACTION, _ESCAPED_BREAK, _INF_NAN = (_NEEDS_LOCATED_LOADER[i] for i in (1, 5, 7, 9))
+
+#: The guards that look at a number-like word, for an ASCII text, each found from a character that is rare in jobs
+#: (`re` then skips ahead to it, where a search anchored on "the character before a word" stopped at every blank):
+#: leading zeros, radix prefixes and upper-case radix prefixes from their `0` (with the guards' own conditions on
+#: what precedes it), and the words with an underscore or a sexagesimal `:` from that character: its word's start,
+#: back to the character before the word, is searched for in the reversed text (only number characters between),
+#: and its end forward, as the guards end it. tests/test_loading_guards.py holds these to the plain forms.
+_ZERO_WORDS = re.compile(r"0(?:(?<![\w./-]0)(?:[0-9ob_]|x[0-9a-fA-F]*_)|(?<![\w./]0)[XOB]"
+                         r"|(?<=[-+]0)(?<![\w./-].0)[0-9obx_])")
+_UNDERSCORE_START = re.compile(r"_[-+0-9.eE:]*?(?:[^\w./:-]|\Z)")  # in the reversed text
+_UNDERSCORE_END = re.compile(r"_[-+0-9._eE:]*(?![\w./-]|:\S)")
+_SEXAGESIMAL_START = re.compile(r":[0-9]+[-+]?(?:[^\w./:-]|\Z)")  # in the reversed text
+_SEXAGESIMAL_END = re.compile(r":[0-5]?[0-9][0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)")
+
+
+def _number_word_with_separator(text: str, *, sexagesimal: bool) -> bool:
+    """A number-like word with an underscore (`1_000`, `_1`, `5.9_`) or, where `sexagesimal` says a digit precedes
+    some `:`, a sexagesimal one (`1:30`)."""
+    reversed_text = text[::-1]
+    last = len(text) - 1
+    searches = ((_UNDERSCORE_START, _UNDERSCORE_END), (_SEXAGESIMAL_START, _SEXAGESIMAL_END))
+    for start, end in searches if sexagesimal else searches[:1]:
+        for found in start.finditer(reversed_text):
+            if end.match(text, last - found.start()):
+                return True
+    return False
+
+
+#: For an ASCII text, one translation of its bytes finds what four of the guards look for, exactly, with substring
+#: searches (C's memchr speed, where `re` tests every character against a class): a control character or tab ("C"),
+#: a run of 16 digits ("9" * 16), a flow collection's `:` ("F:", "F :"), a date's `-M-D` ("-9-9", "-99-9"); and
+#: whether a sexagesimal number can be there at all (a digit before a `:`).
+_ASCII_CLASSES = bytes(ord("C") if byte < 32 and byte not in (10, 13) or byte == 127 else
+                       ord("9") if 48 <= byte <= 57 else
+                       byte if byte in b" :-" else
+                       ord("F") if byte in b"[{," else ord("x") for byte in range(256))
+_SIXTEEN_DIGITS = b"9" * 16
+
+
 def _needs_located_loader(text: str) -> bool:
-    return ("<<" in text or text[:1] in ("!", "&", "*", "%") or "\n%" in text or "\r%" in text  # directives
-            or any(guard.search(text) for guard in _NEEDS_LOCATED_LOADER))
+    """Does any guard match? Every guard read the whole text, testing each character against a class: now one
+    translation of the bytes and substring searches find the rare characters some guards start with (a guard runs
+    only where its character is), and the number-like-word guards start from rare characters. A non-ASCII text
+    (rare) is searched guard by guard."""
+    if "<<" in text or text[:1] in ("!", "&", "*", "%") or "\n%" in text or "\r%" in text:  # directives
+        return True
+    if not text.isascii():
+        return any(guard.search(text) for guard in _NEEDS_LOCATED_LOADER)
+    classes = text.encode("ascii").translate(_ASCII_CLASSES)
+    return (b"C" in classes or _SIXTEEN_DIGITS in classes or b"F:" in classes or b"F :" in classes
+            or b"-9-9" in classes or b"-99-9" in classes
+            or (("!" in text or "&" in text or "*" in text) and _TAGS_ANCHORS.search(text) is not None)
+            or (("-." in text or "+." in text) and _SIGNED_FRACTION.search(text) is not None)
+            or ("\\" in text and _ESCAPED_BREAK.search(text) is not None)
+            or _ZERO_WORDS.search(text) is not None or _INF_NAN.search(text) is not None
+            or _number_word_with_separator(text, sexagesimal=b"9:" in classes))
 
 
 #: Nesting deeper than a conservative bound from these cheap counts is measured exactly by the located loader first.
 _DEEP_INDENT = " " * 30
+_DEEP_LINE, _DEEP_LINE_CR = "\n" + _DEEP_INDENT, "\r" + _DEEP_INDENT
 #: 16 indicators in a row (`- - - ...`, `? : - ...`), found from the blank after the first one.
 _STACKED_INDICATORS = re.compile(r"[ \t](?<=[-?:][ \t])(?:[ \t]*[-?:][ \t]+){15}")
+#: Its necessary condition, found at memchr speed: with the blanks taken out and every indicator made "-", 16
+#: indicators in a row are 16 "-" in a row (a line of dashes too, which the search above then rules out).
+_INDICATORS_AS_DASHES = bytes(ord("-") if byte in b"-?:" else ord("x") for byte in range(256))
+_SIXTEEN_INDICATORS = b"-" * 16
 
 
 def _small_enough(text: str) -> bool:
     """True when the node count is within a few times the limit, so yaml-rs's work is bounded: every node but the
     first needs a line break, a comma or an indicator before it, or is the value of such a key. The exact count is
     taken on yaml-rs's data (`_as_js`); a file over the limit goes to the located loader, which stops at it."""
+    if len(text) < MAX_EXPANDED_NODES * 2:
+        return True  # each counted occurrence starts at its own character: the bound is at most len(text) + 1
     bound = text.count("\n") + text.count(",") + text.count("- ") + text.count(": ") + 1
     return bound <= MAX_EXPANDED_NODES * 2
 
@@ -117,8 +191,10 @@ def _shallow_enough(text: str) -> bool:
     mapping may share it), a line can open a few levels with `- - -`, and flow levels need a bracket each."""
     if text.count("[") + text.count("{") > 20:
         return False
-    if text.startswith(_DEEP_INDENT) or "\n" + _DEEP_INDENT in text or "\r" + _DEEP_INDENT in text:
+    if text.startswith(_DEEP_INDENT) or _DEEP_LINE in text or _DEEP_LINE_CR in text:
         return False
+    if _SIXTEEN_INDICATORS not in text.encode("utf-8", "surrogatepass").translate(_INDICATORS_AS_DASHES, b" \t"):
+        return True
     return _STACKED_INDICATORS.search(text) is None
 
 
@@ -128,11 +204,8 @@ def load_fast(text: str) -> dict[str, Any] | None:
     if (len(text) > MAX_FILE_BYTES or not _small_enough(text) or not _shallow_enough(text)
             or _needs_located_loader(text)):
         return None
-    import yaml_rs
-
     try:
-        data = yaml_rs.loads(text, parse_datetime=False, alias_limits=_fast_alias_limits(),
-                             duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error)
+        data = _fast_loads()(text)
     except Exception:  # noqa: BLE001 - any failure of the fast path defers to the authoritative loader
         return None
     if not isinstance(data, dict):
@@ -141,13 +214,16 @@ def load_fast(text: str) -> dict[str, Any] | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _fast_alias_limits():
+def _fast_loads() -> Callable[[str], Any]:
+    """yaml-rs's `loads` with the fast path's settings, built once (imported on first use)."""
     import yaml_rs
 
-    return yaml_rs.AliasLimits(max_total_replayed_events=1000)
+    return functools.partial(yaml_rs.loads, parse_datetime=False, duplicate_key_policy=yaml_rs.DuplicateKeyPolicy.Error,
+                             alias_limits=yaml_rs.AliasLimits(max_total_replayed_events=1000))
 
 
 _PLAIN_TYPES = frozenset({str, int, bool, type(None)})
+_TEXT_ONLY = frozenset({str})
 
 
 def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -155,31 +231,35 @@ def _as_js(data: dict[str, Any]) -> dict[str, Any] | None:
 
     yaml-rs's objects are ours: floats are replaced in place, in one loop without recursion, checking types
     exactly (yaml-rs returns no subclasses). Nodes are counted as the located loader counts them (every
-    collection, key and scalar): a document over MAX_EXPANDED_NODES is left to it, which refuses it (E106)."""
-    from .jsstring import js_numeric
-
+    collection, key and scalar: the root, and each mapping's keys and values and each list's items): a document
+    over MAX_EXPANDED_NODES is left to it, which refuses it (E106). The types of a collection's keys and values
+    are checked in C (`issuperset` over `map(type, ...)`); only a collection holding collections or floats is
+    walked entry by entry in Python."""
     pending: list[Any] = [data]
-    nodes = 0
+    nodes = 1
     while pending:
         node = pending.pop()
-        nodes += 1 + (len(node) if type(node) is dict else 0)  # the collection, and a mapping's keys
+        if type(node) is dict:
+            nodes += 2 * len(node)
+            if not _TEXT_ONLY.issuperset(map(type, node)):
+                return None
+            values = node.values()
+        else:
+            nodes += len(node)
+            values = node
         if nodes > MAX_EXPANDED_NODES:
             return None
-        entries = node.items() if type(node) is dict else enumerate(node)
-        for key, value in entries:
+        if _PLAIN_TYPES.issuperset(map(type, values)):
+            continue
+        for key, value in node.items() if type(node) is dict else enumerate(node):
             kind = type(value)
             if kind is dict or kind is list:
                 pending.append(value)
             elif kind is float:
                 node[key] = js_numeric(value)
-                nodes += 1
-            elif kind in _PLAIN_TYPES:
-                nodes += 1
-            else:
+            elif kind not in _PLAIN_TYPES:
                 return None
-            if type(key) is not str and type(node) is dict:
-                return None
-    return data if nodes <= MAX_EXPANDED_NODES else None
+    return data
 
 
 def load_data(text: str, path: str) -> dict[str, Any]:

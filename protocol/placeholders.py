@@ -33,9 +33,9 @@ from .codes import finding
 from .diagnostics import Finding, pointer_of
 from .shapes import as_mapping, as_list, mappings_in, strings_in
 from .suggest import did_you_mean
-from .templates import Tag, TagKind, TemplateError, has_tags, js_trim, lookup, resolve, scan_tags
+from .templates import (PLUGIN_KEY, Tag, TagKind, TemplateError, has_tags, js_trim, lookup,  # noqa: F401 - PLUGIN_KEY
+                        resolve, scan_tags)
 
-PLUGIN_KEY = "com.microsoft.pai.runtimeplugin"
 ROOT_CODES = {"$parameters": "W401", "$secrets": "W402", "$script": "W403", "$output": "W403", "$data": "W403"}
 ROLE_ROOTS = {"$script": "script", "$output": "output", "$data": "data"}
 #: Keys of a plugin prerequisite the runtime does not pass on as parameters.

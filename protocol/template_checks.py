@@ -14,11 +14,8 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
+from .templates import OBJECT_PROTOTYPE_NAMES
 
-#: Object.prototype's members in Node (and `__proto__`): what a plain JavaScript object answers for any of these keys.
-OBJECT_PROTOTYPE_NAMES = frozenset({
-    "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
-    "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
 
 
 def render_failures(views: list[Any]) -> Iterator[Finding]:

@@ -31,6 +31,14 @@ _EQUALS_RE = re.compile(_WS + "=")
 _CURLY_RE = re.compile(_WS + r"\}")
 _TYPE_CHARS = "#^/>{&=!"
 
+#: Object.prototype's members in Node (and `__proto__`): what a plain JavaScript object answers for any of these keys.
+OBJECT_PROTOTYPE_NAMES = frozenset({
+    "__proto__", "constructor", "__defineGetter__", "__defineSetter__", "hasOwnProperty", "__lookupGetter__",
+    "__lookupSetter__", "isPrototypeOf", "propertyIsEnumerable", "toString", "valueOf", "toLocaleString"})
+
+#: The extras key of the runtime plugins, whose parameters the runtime renders (protocol/placeholders.py).
+PLUGIN_KEY = "com.microsoft.pai.runtimeplugin"
+
 #: `$data.uri[0]` is looked up as `$data.uri.0` (rest-server and runtime both rewrite it).
 _INDEX_RE = re.compile(r"\[([0-9]+)\]")  # JavaScript's `\d` is ASCII only; Python's also matches e.g. `١`
 

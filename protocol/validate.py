@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from paictl.schemas import fast_validator
 
+from .clean_screen import surely_clean
 from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
@@ -85,6 +86,8 @@ def validate_bytes(raw: bytes, path: str, *, other_kinds: OtherKinds | None = No
 def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None) -> ValidationResult:
     data = load_fast(text)
     schema_valid = data is not None and fast_validator("job").is_valid(data)
+    if schema_valid and surely_clean(data, text):  # one walk instead of every check: most jobs are clean
+        return ValidationResult(path=path, diagnostics=(), data=data)
     semantic = _semantic_findings(data, text) if data is not None else None
     if schema_valid:
         semantic = _with_compile_findings(semantic, data)  # type: ignore[arg-type]

@@ -42,6 +42,14 @@ def corpus_files(folder: str) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.suffix in (".yaml", ".yml"))
 
 
+def every_corpus_job() -> list[Path]:
+    """The corpus's valid, nonconforming and invalid jobs; skips the calling test when the corpus is absent."""
+    files = corpus_files("valid") + corpus_files("nonconforming") + corpus_files("invalid")
+    if not files:
+        pytest.skip("../shared/corpus is not beside this checkout")
+    return files
+
+
 @pytest.fixture(autouse=True)
 def state_home(tmp_path, monkeypatch):
     """Local runs go to $XDG_STATE_HOME/paictl/runs: every test gets its own, never the user's."""

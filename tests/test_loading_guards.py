@@ -19,15 +19,15 @@ from paictl.protocol import loading
 #: The plain forms, in the order of loading._NEEDS_LOCATED_LOADER (written to be read, not to be fast).
 PLAIN_GUARDS = (
     re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]"),
-    re.compile(r"[\s\[{,](?:![^\s=]|[&*](?![\s&*>|=]))"),
-    re.compile(r"(?<![\w.-])(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"),
+    re.compile(r"(?:[\[{,\r\n]|(?:^|[\s\[{,:?-])[^\S\r\n])(?:![^\s=]|[&*](?![\s&*>|=]))"),
+    re.compile(r"(?<![\w./-])(?:[-+]?0[0-9ob_]|[-+]0x|0x[0-9a-fA-F]*_)"),
     re.compile(r"[0-9]{16}"),
-    re.compile(r"(?<![\w.:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)"),
+    re.compile(r"(?<![\w./:-])[-+]?[0-9][0-9_]*(?:_|:[0-5]?[0-9])[0-9_:]*(?:\.[0-9_]*)?(?![\w./-]|:\S)"),
     re.compile(r"[-+]\.[0-9]"),
-    re.compile(r"(?<![\w.:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w./-]|:\S)"),
-    re.compile(r"\\[\r\n]"),
-    re.compile(r"(?<![\w.])0[XOB]"),
-    re.compile(r"(?<![\w.])\.(?:[iI][nN][fF]|[nN][aA][nN])"),
+    re.compile(r"(?<![\w./:-])[-+0-9.eE:]*_[-+0-9._eE:]*(?![\w./-]|:\S)"),
+    re.compile(r"\\(?:\r\n?|\n)[ \t]*[\r\n]"),
+    re.compile(r"(?<![\w./])0[XOB]"),
+    re.compile(r"(?<![\w./])\.(?:[iI][nN][fF]|[nN][aA][nN])"),
     re.compile(r"[\[{,]:|[\[{,] :"),
     re.compile(r"-[0-9]{1,2}-[0-9]"),  # dates: already in the fast form
 )
@@ -36,7 +36,8 @@ PLAIN_DEEP_INDENT = re.compile(r"^ {30}", re.MULTILINE)
 PLAIN_STACKED = re.compile(r"(?:[-?:][ \t]+){16}")
 
 #: Every character some guard looks at, plus ordinary ones.
-ALPHABET = " \n\r\t-+0123456789._eExXobOBiInNfFaA:!&*[]{},=>|/aZ_%?#'\"\x85\u2028"
+ALPHABET = " \n\r\t-+0123456789._eExXobOBiInNfFaA:!&*[]{},=>|/aZ_%?#'\"\\\x85\u2028"
+ASCII_ALPHABET = ALPHABET.replace("\x85", "\x1f").replace("\u2028", "<")
 texts = st.text(alphabet=ALPHABET, max_size=40)
 
 
@@ -50,6 +51,16 @@ def test_the_guards_are_the_plain_ones_in_number() -> None:
 def test_each_guard_matches_where_its_plain_form_does(index: int, text: str) -> None:
     fast, plain = loading._NEEDS_LOCATED_LOADER[index], PLAIN_GUARDS[index]
     assert bool(fast.search(text)) == bool(plain.search(text))
+
+
+@settings(max_examples=6000, deadline=None, derandomize=True)
+@given(text=st.one_of(texts, st.text(alphabet=ASCII_ALPHABET, max_size=40)))
+def test_the_combined_guard_matches_where_any_plain_form_does(text: str) -> None:
+    """_needs_located_loader reads the text once (a byte translation, substring searches, one search for the
+    number-like words) instead of a search per guard: it must answer as the plain forms together do."""
+    directive = text[:1] == "%" or "\n%" in text or "\r%" in text
+    plain = text[:1] in ("!", "&", "*") or "<<" in text or any(guard.search(text) for guard in PLAIN_GUARDS)
+    assert loading._needs_located_loader(text) == (directive or plain)
 
 
 @settings(max_examples=3000, deadline=None, derandomize=True)

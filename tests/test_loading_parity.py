@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_files
+from conftest import every_corpus_job
 from openpai_oracle.npm_peers import IN_CI, JsYaml, installed, plain_of, unavailable
 from paictl.protocol.loading import DocumentError, load_fast, load_located
 
@@ -141,9 +141,7 @@ def test_complex_and_non_string_keys_are_stringified_as_js_yaml_does(text, data)
 
 
 def test_the_corpus_reads_alike_on_both_paths():
-    files = corpus_files("valid") + corpus_files("nonconforming") + corpus_files("invalid")
-    if not files:
-        pytest.skip("../shared/corpus is not beside this checkout")
+    files = every_corpus_job()
     read_fast = 0
     for path in files:
         text = path.read_text(encoding="utf-8")
