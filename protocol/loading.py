@@ -46,15 +46,16 @@ def decode_source(raw: bytes, path: str) -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise _error(path, "E107", f"file is larger than the limit of {MAX_FILE_BYTES} bytes", None, None,
                      hint="OpenPAI job files are small; is this the right file?")
+    # "utf-8-sig" itself, minus its Python-level codec function: the BOM is dropped, the rest decoded in C (an
+    # error's offset is into the rest, whose first character is the file's column 1)
+    body = raw[3:] if raw.startswith(_BOM) else raw
     try:
-        # "utf-8-sig" itself, minus its Python-level codec function: the BOM is dropped, the rest decoded in C (an
-        # error's offset is then into the rest, as utf-8-sig's is)
-        return (raw[3:] if raw.startswith(_BOM) else raw).decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        before = raw[: exc.start]
+        before = body[: exc.start]
         line = before.count(b"\n") + 1
         column = exc.start - (before.rfind(b"\n") + 1) + 1
-        raise _error(path, "E100", f"not valid UTF-8: byte 0x{raw[exc.start]:02x} cannot start a character",
+        raise _error(path, "E100", f"not valid UTF-8: byte 0x{body[exc.start]:02x} cannot start a character",
                      line, column, hint="save the file as UTF-8") from None
 
 

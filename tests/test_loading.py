@@ -120,6 +120,18 @@ def test_bom_is_tolerated():
     assert decode_source(b"\xef\xbb\xbfname: x\n", "j") == "name: x\n"
 
 
+@pytest.mark.parametrize("body, line, column, byte", [
+    (b"a: \xff\n", 1, 4, "0xff"), (b"a: 1\nb: x\xfe\n", 2, 5, "0xfe"), (b"\x80", 1, 1, "0x80")])
+def test_a_bad_byte_after_a_bom_is_named_and_located_in_the_text_after_it(body, line, column, byte):
+    """The BOM is no character of the text: the byte and its place are the same with and without it (the BOM's
+    three bytes once shifted both: `a: \xff` read "byte 0x61")."""
+    for raw in (body, b"\xef\xbb\xbf" + body):
+        with pytest.raises(DocumentError) as caught:
+            decode_source(raw, "j")
+        (d,) = caught.value.diagnostics
+        assert (d.code, d.line, d.column) == ("E100", line, column) and f"byte {byte} " in d.message, raw
+
+
 def test_size_limit():
     with pytest.raises(DocumentError) as caught:
         decode_source(b"#" * (MAX_FILE_BYTES + 1), "big.yaml")
