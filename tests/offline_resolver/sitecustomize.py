@@ -1,6 +1,6 @@
 """Loaded at start-up by every Python process the test suite starts (conftest.py puts this folder first on
-PYTHONPATH): names under the domains reserved for tests are answered in the process, never by the machine's
-resolver, so an "unknown host" test sends no DNS query off the machine (issue 38).
+PYTHONPATH): names under the domains reserved for tests are answered in the process (by `socket`'s resolver
+functions and `_socket`'s under them), never by the machine's resolver, so an "unknown host" test sends no DNS query off the machine (issue 38).
 
 `.invalid`, `.test` and `.example` (RFC 2606, RFC 6761) never exist: the answer is the one a resolver gives for a
 name that does not exist (EAI_NONAME, "Name or service not known"), at once. Every other name goes to the real
@@ -27,29 +27,21 @@ def install() -> None:
     """Answer reserved names in this process (idempotent)."""
     if getattr(socket.getaddrinfo, "answers_reserved_names", False):
         return
-    real_getaddrinfo, real_gethostbyname, real_gethostbyname_ex = (socket.getaddrinfo, socket.gethostbyname,
-                                                                   socket.gethostbyname_ex)
+    import _socket
 
-    def no_such_name() -> socket.gaierror:
-        return socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    def answering_reserved_names(real):
+        def resolve(host, *args, **kwargs):
+            if is_reserved(host):
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return real(host, *args, **kwargs)
+        resolve.answers_reserved_names = True  # type: ignore[attr-defined]
+        return resolve
 
-    def getaddrinfo(host, *args, **kwargs):
-        if is_reserved(host):
-            raise no_such_name()
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def gethostbyname(host):
-        if is_reserved(host):
-            raise no_such_name()
-        return real_gethostbyname(host)
-
-    def gethostbyname_ex(host):
-        if is_reserved(host):
-            raise no_such_name()
-        return real_gethostbyname_ex(host)
-
-    getaddrinfo.answers_reserved_names = True  # type: ignore[attr-defined]
-    socket.getaddrinfo, socket.gethostbyname, socket.gethostbyname_ex = getaddrinfo, gethostbyname, gethostbyname_ex
+    # socket's resolver functions, and _socket's under them: paictl's early answer for an unreachable OpenPAI
+    # cluster (targets/openpai/reach.py) resolves through the C module itself, `socket` being too slow to import
+    for module in (socket, _socket):
+        for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+            setattr(module, name, answering_reserved_names(getattr(module, name)))
 
 
 def _run_the_next_sitecustomize() -> None:
