@@ -29,6 +29,9 @@ For context (no goal), the 200 instances are also compared with
 - 200 subshells of one bash that already holds that environment, each setting its own task's variables and log
   (a "zygote"): what running tasks that way would cost. paictl does not (docs/explanation/performance.md, "Where
   the time goes": a subshell's `$$` is the zygote's, so `kill $$` or `/tmp/x.$$` in one task reaches the others).
+Both context rows start their process in a session of its own, as paictl's runner works (cli/own_session.py), so
+that they compare like with like under the autogroup scheduler; the bare commands of the goals run as a user types
+them, in the benchmark's session, beside the busy processes of `--load`.
 
     V/bin/python benchmarks/local_run.py [--rounds 7] [--load 4] [--syscalls]
 
@@ -185,15 +188,16 @@ class BusyLoad:
 
 # -- measuring ------------------------------------------------------------------------------------------------------
 
-def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the process and every descendant it waited for) of one successful run."""
+def timed(argv: list[str], env: dict[str, str] | None = None, own_session: bool = False) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and every descendant it waited for) of one successful run.
+    `own_session`: started in a session of its own, as paictl's runner works (cli/own_session.py)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if env is None:
+    if env is None and not own_session:
         wall, _, code = run_once(argv)
     else:
         started = time.perf_counter()
         code = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode
+                              stderr=subprocess.DEVNULL, start_new_session=own_session).returncode
         wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert code == 0, f"{argv[:3]}: exit {code}"
@@ -277,12 +281,12 @@ def main() -> int:
                     busy.adjust()
                 for name, (argv, env) in bare.items():
                     mine = timed(submit("many" if name == "shells" else name, f"{name}-{round_}"))
-                    theirs = timed(argv, env)
+                    theirs = timed(argv, env, own_session=name == "shells")
                     if round_:
                         samples[name].append((*mine, *theirs))
                 logs = folder / f"zygote-{round_}"
                 logs.mkdir()
-                zygote = timed(["bash", "-c", ZYGOTE, "zygote", str(logs), str(MANY)], environment)
+                zygote = timed(["bash", "-c", ZYGOTE, "zygote", str(logs), str(MANY)], environment, own_session=True)
                 theirs = timed(bare["many"][0])
                 if round_:
                     samples["zygote"].append((*zygote, *theirs))

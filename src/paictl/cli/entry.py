@@ -316,6 +316,8 @@ def _early_answer(backend: str, flags: dict) -> str | None:
 
 
 def main() -> None:
+    from .process_exit import exit_now
+
     args = sys.argv[1:]
     completing = "_PAICTL_COMPLETE" in os.environ
     if args and (args[0] in _ON_A_JOB or args[0] == "submit") and not completing:
@@ -324,34 +326,14 @@ def main() -> None:
             from .errors import error_line
 
             sys.stderr.write(error_line(error) + "\n")
-            _exit_now(3)
+            exit_now(3)
     if args and args[0] in _PARSERS and not completing:
         options = _PARSERS[args[0]](args[1:])
         if options is not None:
-            _exit_now(_run(args[0], options))
+            exit_now(_run(args[0], options))
     from .app import main as typer_main
 
     typer_main()
-
-
-def _exit_now(status: int) -> None:
-    """Exit once the command is done, without the interpreter's teardown of every module and object (15 ms of
-    each run, a tenth of a local run of one task; nothing of paictl's needs it). What an exit must still do is
-    done: the `atexit` handlers run (the kubernetes client deletes its temporary certificate files there) and the
-    standard streams are flushed (a failure to write standard output was already reported by `_run`)."""
-    import atexit
-
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is None:  # not CPython: the ordinary exit
-        sys.exit(status)
-    run_exit_handlers()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(status)
 
 
 def _run(command: str, options: dict) -> int:

@@ -226,11 +226,13 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
                pending_timeout: Optional[float], exit_spec: Optional[Path], run_dir: Optional[Path],
                stdin_name: str, strict: bool, echo: "Echo", runtime: Optional[str] = None,
                pull: Optional[str] = None) -> int:
-    """Compile the job, submit it, and (with `follow`) draw it to its verdict; return the exit status."""
-    from .compile_run import compile_for_command
+    """Compile the job, submit it, and (with `follow`) draw it to its verdict; return the exit status.
+
+    A followed local run is this command's work in a session of its own (own_session.py): it runs its tasks, and
+    the terminal's session may be busy with other work."""
+    options = dict(locals())  # the parameters as given, for _submit
     from .errors import print_error
 
-    backend = None
     try:
         check_format(output_format)
         if target is None:
@@ -240,6 +242,27 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
         if target != "local" and (runtime is not None or pull is not None):
             raise UsageError(f"--runtime and --pull choose how a local run runs its tasks; --target {target} runs "
                              "them elsewhere")
+    except PaictlError as error:
+        return print_error(error, echo)
+    options["target"] = target
+    if target == "local" and follow and not dry_run:
+        from .own_session import run_in_own_session
+
+        return run_in_own_session(lambda: _submit(**options), say=lambda line: echo(line, err=True))
+    return _submit(**options)
+
+
+def _submit(*, job_path: str, target: str, profile: str, user: Optional[str], parameter: List[str],
+            parameter_files: List[Path], secrets_from: Optional[str], context: Optional[str],
+            namespace: Optional[str], kubeconfig: Optional[str], cluster: Optional[List[str]],
+            virtual_cluster: Optional[str], dry_run: bool, replace: bool, follow: bool, output_format: str,
+            pending_timeout: Optional[float], exit_spec: Optional[Path], run_dir: Optional[Path],
+            stdin_name: str, strict: bool, echo: "Echo", runtime: Optional[str], pull: Optional[str]) -> int:
+    from .compile_run import compile_for_command
+    from .errors import print_error
+
+    backend = None
+    try:
         # before the job is read: a cluster that is not there is the answer whatever the job holds (and the
         # early answer, entry.py, needs neither the job nor the compiler)
         ensure_reachable(target, kubeconfig=kubeconfig, context=context, cluster=cluster)

@@ -247,6 +247,73 @@ def test_killing_the_cli_leaves_no_task(tmp_path):
     assert "work-0  killed" in status.stdout
 
 
+# -- the runner's session: a followed run works in a session of its own (cli/own_session.py) -------------------
+
+def stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ..."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2:].split()
+
+
+def test_a_followed_run_works_in_a_session_of_its_own(tmp_path):
+    """The CLI stays in its caller's session and process group (the terminal's job, which Ctrl-C reaches); the
+    runner is its child and leads a session of its own, as the detached supervisor does."""
+    import os
+
+    job = job_file(tmp_path, "session", ["cat /proc/$PPID/stat > runner.stat"])
+    cli = start("submit", str(job), "--target", "local", "--follow", "--runtime", "host", cwd=tmp_path)
+    assert cli.wait(TIMEOUT) == 0, cli.communicate()
+    text = (tmp_path / "runner.stat").read_text()
+    runner = int(text.split()[0])
+    _, ppid, pgrp, session = text[text.rindex(")") + 2:].split()[:4]
+    assert runner != cli.pid and int(ppid) == cli.pid
+    assert int(session) == runner == int(pgrp)
+    assert os.getsid(0) != runner
+    assert state(tmp_path, "session")["owner"]["pid"] == runner
+
+
+def test_ctrl_z_stops_the_runner_with_the_cli_and_fg_resumes_both(tmp_path):
+    import os
+
+    job = job_file(tmp_path, "pausing", ["sleep 2", "echo finished"])
+    # its own process group, whose parent (this test) is in another: Ctrl-Z's stop is not discarded as it is for
+    # an orphaned process group
+    cli = subprocess.Popen([sys.executable, "-m", "paictl", "submit", str(job), "--target", "local", "--follow",
+                            "--runtime", "host"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, process_group=0)
+    STARTED.append(cli)
+    run = wait_running(tmp_path, "pausing", 1)
+    runner = run["owner"]["pid"]
+    os.killpg(cli.pid, signal.SIGTSTP)  # what the terminal sends its foreground job on Ctrl-Z
+    wait_for(lambda: stat_fields(cli.pid)[0] == "T" and stat_fields(runner)[0] == "T", "the CLI and the runner "
+             "to stop")
+    os.killpg(cli.pid, signal.SIGCONT)  # `fg`
+    assert cli.wait(TIMEOUT) == 0, cli.communicate()
+    assert "finished" in log(tmp_path, "pausing", "work-0")
+
+
+def test_killing_the_runner_is_reported_by_the_cli_and_leaves_no_task(tmp_path):
+    import os
+
+    job = job_file(tmp_path, "runnerless", SLEEPER, instances=2)
+    cli = start("submit", str(job), "--target", "local", "--follow", "--runtime", "host", cwd=tmp_path)
+    run = wait_running(tmp_path, "runnerless", 2)
+    os.kill(run["owner"]["pid"], signal.SIGKILL)
+    assert cli.wait(TIMEOUT) == 128 + signal.SIGKILL
+    _, err = cli.communicate()
+    assert "paictl: the run's process ended by signal 9 (SIGKILL); its watchdog stops every task left" in err
+    wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
+
+
+def test_the_cli_in_process_runs_the_job_itself(tmp_path, capsys):
+    """Where the streams are not the process's own descriptors (a test runner's capture, typer's CliRunner), there
+    is no second process to write them: the command does the work itself."""
+    from paictl.cli.own_session import can_fork, run_in_own_session
+
+    assert not can_fork()
+    assert run_in_own_session(lambda: 7, say=print) == 7
+
+
 def test_detached_run_status_logs_and_stop_from_other_commands(tmp_path):
     job = job_file(tmp_path, "detached", ["echo ready $PAI_TASK_INDEX", *SLEEPER], instances=2)
     submitted = paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=0)
