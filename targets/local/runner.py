@@ -52,6 +52,17 @@ _REAP_EVERY = 20  # polls between two reapings of orphans that ended on their ow
 _POLL_EVERY_STARTS = 20  # tasks started between two polls while an attempt starts
 
 
+def wait_for_children() -> None:
+    """Restore SIGCHLD's default disposition if this process ignores it (inherited across exec from a parent that
+    did): then the kernel reaps every child at once and no exit status can be read, so a task that failed would
+    read as exit 0. Only the main thread can change it; elsewhere the caller's choice stands."""
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        except ValueError:
+            pass
+
+
 class LocalRunner:
     """Runs the plan in `folder` to a verdict; `views()` drives it, `interrupt()` stops it from outside."""
 
@@ -99,6 +110,7 @@ class LocalRunner:
                 self.close()
 
     def _views(self) -> Iterator[JobView]:
+        wait_for_children()
         processes = self._processes
         table = procs.process_table()
         processes.foreign = {pid for pid, (ppid, _, _) in table.items() if ppid == os.getpid()}

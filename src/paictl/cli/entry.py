@@ -316,8 +316,12 @@ def _early_answer(backend: str, flags: dict) -> str | None:
 
 
 def main() -> None:
+    import signal
+
     from .process_exit import exit_now
 
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:  # inherited: no child's exit status could be read
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     args = sys.argv[1:]
     completing = "_PAICTL_COMPLETE" in os.environ
     if args and (args[0] in _ON_A_JOB or args[0] == "submit") and not completing:

@@ -305,6 +305,19 @@ def test_killing_the_runner_is_reported_by_the_cli_and_leaves_no_task(tmp_path):
     wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
 
 
+@pytest.mark.parametrize("follow", [True, False], ids=["followed", "detached"])
+def test_a_failed_task_reads_as_failed_when_paictl_inherits_sigchld_ignored(tmp_path, follow):
+    """A parent that ignores SIGCHLD passes that on across exec; the kernel then reaps children at once and no exit
+    status can be read (Popen reports 0). paictl restores the default: the task's exit 3 is still a failure."""
+    job = job_file(tmp_path, "ignored", ["exit 3"])
+    result = subprocess.run([sys.executable, "-m", "paictl", "submit", str(job), "--target", "local",
+                             *(["--follow"] if follow else [])], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=TIMEOUT, preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    assert result.returncode == (1 if follow else 0), result.stderr
+    view = wait_for(lambda: (v := state(tmp_path, "ignored")["view"])["state"] == "failed" and v, "the verdict")
+    assert view["tasks"][0]["exit_code"] == 3
+
+
 def test_the_cli_in_process_runs_the_job_itself(tmp_path, capsys):
     """Where the streams are not the process's own descriptors (a test runner's capture, typer's CliRunner), there
     is no second process to write them: the command does the work itself."""
