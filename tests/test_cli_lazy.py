@@ -18,6 +18,7 @@ import typer.main
 from conftest import ROOT
 
 from paictl.cli.app import COMMANDS, full_app, lazy_command
+from paictl.cli.lazy_group import LazyGroup, lazy_group_from_info
 
 MODES = {"pipe": None, "terminal": "rich"}
 
@@ -172,6 +173,73 @@ def test_a_group_builds_only_the_command_it_runs(group):
         built = {other for other, listed in lazy.commands[group].commands.items() if listed.callback is not None}
         assert built == {name}
         assert [p.opts for p in lazy.commands[group].commands[name].params] == [p.opts for p in command.params]
+
+
+def nested_groups_app() -> typer.Typer:
+    """A group holding what paictl's groups do not (yet): a group in it, a hidden, a deprecated, a command without
+    short help (its help's first sentence is listed), help given as text, rich help panels."""
+    tools = typer.Typer(help="Tools.", no_args_is_help=True)
+
+    @tools.command("build", short_help="Build it.", rich_help_panel="Making")
+    def build(target: str = typer.Argument(...), jobs: int = typer.Option(1, "--jobs", "-j")) -> None:
+        """Build TARGET with JOBS jobs."""
+
+    @tools.command()
+    def clean_all(force: bool = typer.Option(False, "--force")) -> None:
+        """Remove every built file. Nothing else is touched, ever, by this command."""
+
+    @tools.command("old", deprecated=True, help="The old way.\n\n  Kept for scripts.")
+    def old() -> None:
+        pass
+
+    @tools.command("secret", hidden=True)
+    def secret() -> None:
+        """Not listed."""
+
+    nested = typer.Typer(help="Nested tools: a group in the group.")
+
+    @nested.command("deep", short_help="Go deep.")
+    def deep(level: int = typer.Option(..., "--level")) -> None:
+        """Go LEVEL deep."""
+
+    @nested.command("wide")
+    def wide() -> None:
+        """Go wide."""
+
+    tools.add_typer(nested, name="nested", short_help="The nested group.", rich_help_panel="Making")
+    outer = typer.Typer()
+    outer.add_typer(tools, name="tools")
+    return outer
+
+
+def test_any_typer_group_is_built_lazily_as_typer_builds_it(markup):
+    """lazy_group_from_info on a group with a nested group and every listed attribute: the same bytes as typer's
+    eager build for every help, usage error and completion, and only what was looked up is built."""
+    info = nested_groups_app().registered_groups[0]
+    options = {"pretty_exceptions_short": True, "suggest_commands": True, "rich_markup_mode": markup}
+    eager = typer.main.get_group_from_info(info, **options)
+    lines = [line for line in command_lines(eager) if "--version" not in line]
+    assert ["nested", "deep"] in lines and ["old", "--help"] in lines
+    for args in lines:
+        lazy = lazy_group_from_info(info, **options)
+        assert run(lazy, args) == run(eager, args), args
+    lazy = lazy_group_from_info(info, **options)
+    assert run(lazy, ["nested", "deep", "--help"])[0] == 0
+    assert {name for name, command in lazy.commands.items() if isinstance(command, LazyGroup)} == {"nested"}
+    assert not any(command.callback for command in lazy.commands.values())  # stand-ins: no command was built
+    assert {name for name, command in lazy.commands["nested"].commands.items() if command.callback} == {"deep"}
+
+
+def test_any_typer_group_completes_as_typer_does(monkeypatch):
+    info = nested_groups_app().registered_groups[0]
+    options = {"pretty_exceptions_short": True, "suggest_commands": True, "rich_markup_mode": None}
+    monkeypatch.setenv("_TYPER_COMPLETE_FISH_ACTION", "get-args")
+    monkeypatch.setenv("_PAICTL_COMPLETE", "complete_fish")
+    for words in ["paictl ", "paictl c", "paictl nested ", "paictl nested deep --", "paictl build --j"]:
+        monkeypatch.setenv("_TYPER_COMPLETE_ARGS", words)
+        lazy = run(lazy_group_from_info(info, **options), [])
+        assert lazy == run(typer.main.get_group_from_info(info, **options), []), words
+        assert lazy[0] == 0 and lazy[1], words
 
 
 #: The console script's `main`, then the paictl modules it imported, written to the file named by argv[1].
