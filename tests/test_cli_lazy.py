@@ -176,9 +176,13 @@ def test_a_group_builds_only_the_command_it_runs(group):
 
 
 def nested_groups_app() -> typer.Typer:
-    """A group holding what paictl's groups do not (yet): a group in it, a hidden, a deprecated, a command without
-    short help (its help's first sentence is listed), help given as text, rich help panels."""
-    tools = typer.Typer(help="Tools.", no_args_is_help=True)
+    """A group holding what paictl's groups do not (yet): options of its own, a group in it, a hidden, a deprecated,
+    a command without short help (its help's first sentence is listed), help given as text, rich help panels."""
+    tools = typer.Typer(no_args_is_help=True)
+
+    @tools.callback()
+    def options(verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more.")) -> None:
+        """Tools, with an option of the group's own."""
 
     @tools.command("build", short_help="Build it.", rich_help_panel="Making")
     def build(target: str = typer.Argument(...), jobs: int = typer.Option(1, "--jobs", "-j")) -> None:
@@ -231,11 +235,14 @@ def test_any_typer_group_is_built_lazily_as_typer_builds_it(markup):
 
 
 def test_any_typer_group_completes_as_typer_does(monkeypatch):
+    import typer.completion
+
+    typer.completion.completion_init()  # typer's shells, as an app with completion installs them
     info = nested_groups_app().registered_groups[0]
     options = {"pretty_exceptions_short": True, "suggest_commands": True, "rich_markup_mode": None}
     monkeypatch.setenv("_TYPER_COMPLETE_FISH_ACTION", "get-args")
     monkeypatch.setenv("_PAICTL_COMPLETE", "complete_fish")
-    for words in ["paictl ", "paictl c", "paictl nested ", "paictl nested deep --", "paictl build --j"]:
+    for words in ["paictl ", "paictl c", "paictl -", "paictl nested ", "paictl nested deep --", "paictl build --j"]:
         monkeypatch.setenv("_TYPER_COMPLETE_ARGS", words)
         lazy = run(lazy_group_from_info(info, **options), [])
         assert lazy == run(typer.main.get_group_from_info(info, **options), []), words
