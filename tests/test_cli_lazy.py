@@ -14,6 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 import typer.main
+from typer.core import TyperGroup
 
 from conftest import ROOT
 
@@ -232,6 +233,28 @@ def test_any_typer_group_is_built_lazily_as_typer_builds_it(markup):
     assert {name for name, command in lazy.commands.items() if isinstance(command, LazyGroup)} == {"nested"}
     assert not any(command.callback for command in lazy.commands.values())  # stand-ins: no command was built
     assert {name for name, command in lazy.commands["nested"].commands.items() if command.callback} == {"deep"}
+
+
+def test_a_group_with_a_class_of_its_own_is_built_by_typer_whole():
+    """A group's own `cls` decides how its commands are found: it is kept, and typer builds the group eagerly."""
+    class Listed(TyperGroup):
+        pass
+
+    outer = typer.Typer()
+    outer.add_typer(typer.Typer(cls=Listed), name="own")
+    own = outer.registered_groups[0].typer_instance
+
+    @own.command("one")
+    def one(count: int = typer.Option(1)) -> None:
+        """One."""
+
+    @own.command("two")
+    def two() -> None:
+        """Two."""
+
+    group = lazy_group_from_info(outer.registered_groups[0], pretty_exceptions_short=True, suggest_commands=True,
+                                 rich_markup_mode=None)
+    assert type(group) is Listed and [p.opts for p in group.commands["one"].params] == [["--count"]]
 
 
 def test_any_typer_group_completes_as_typer_does(monkeypatch):

@@ -64,20 +64,23 @@ class LazyGroup(TyperGroup):
 
 
 def lazy_group_from_info(group_info: TyperInfo, *, pretty_exceptions_short: bool, suggest_commands: bool,
-                         rich_markup_mode: str | None) -> LazyGroup:
+                         rich_markup_mode: str | None) -> TyperGroup:
     """typer's `get_group_from_info` for a group added with `add_typer`, but each of the group's commands (and
     groups) is built by typer when it is looked up. The group itself (its help, callback and options) is typer's own
-    build of the same app without its commands. For a group declared without a `cls` of its own."""
+    build of the same app without its commands. A group declared with a `cls` of its own is built by typer whole:
+    that class, not LazyGroup, decides how its commands are found."""
     import copy
 
     import typer.main
 
+    built = {"pretty_exceptions_short": pretty_exceptions_short, "rich_markup_mode": rich_markup_mode}
+    if typer.main.solve_typer_info_defaults(group_info).cls not in (None, TyperGroup):
+        return typer.main.get_group_from_info(group_info, suggest_commands=suggest_commands, **built)
     declared = group_info.typer_instance
     hollow = copy.copy(declared)
     hollow.registered_commands, hollow.registered_groups = [], []
     info = copy.copy(group_info)
     info.typer_instance, info.cls = hollow, LazyGroup
-    built = {"pretty_exceptions_short": pretty_exceptions_short, "rich_markup_mode": rich_markup_mode}
     group = typer.main.get_group_from_info(info, suggest_commands=suggest_commands, **built)
     for command_info in declared.registered_commands:  # typer's order: the commands, then the groups
         group.add_lazily(_command_name(command_info),
