@@ -15,7 +15,7 @@ from paictl import __version__
 from paictl.errors import PaictlError, UsageError
 
 from .errors import fail
-from .lazy_group import LazyGroup
+from .lazy_group import LazyGroup, lazy_group_from_info
 
 
 def new_app(*, rich_markup_mode: Optional[str], cls: Optional[type] = None) -> typer.Typer:
@@ -208,20 +208,19 @@ def full_app(rich_markup_mode: Optional[str]) -> typer.Typer:
 
 def lazy_command(rich_markup_mode: Optional[str]) -> LazyGroup:
     """The click command `paictl` runs: typer's own build of the app, whose commands are each declared and built
-    by typer when they are looked up (a test holds every help, usage error and completion to `full_app`'s)."""
+    by typer when they are looked up, and so are the commands of its groups (`lazy_group_from_info`); a test holds
+    every help, usage error and completion to `full_app`'s."""
     root = new_app(rich_markup_mode=rich_markup_mode, cls=LazyGroup)
     group = typer.main.get_command(root)
     for name, (_, _, short_help) in COMMANDS.items():
-        group.add_lazily(name, short_help, lambda name=name: _built(root, name))
+        group.add_lazily(name, lambda name=name: _built(root, name), short_help=short_help)
     return group
 
 
 def _built(root: typer.Typer, name: str):
     if declare(root, name):
-        return typer.main.get_group_from_info(root.registered_groups[-1],
-                                              pretty_exceptions_short=root.pretty_exceptions_short,
-                                              suggest_commands=root.suggest_commands,
-                                              rich_markup_mode=root.rich_markup_mode)
+        return lazy_group_from_info(root.registered_groups[-1], pretty_exceptions_short=root.pretty_exceptions_short,
+                                    suggest_commands=root.suggest_commands, rich_markup_mode=root.rich_markup_mode)
     return typer.main.get_command_from_info(root.registered_commands[-1],
                                             pretty_exceptions_short=root.pretty_exceptions_short,
                                             rich_markup_mode=root.rich_markup_mode)
