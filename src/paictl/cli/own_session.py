@@ -56,7 +56,10 @@ def run_in_own_session(work: Callable[[], int], *, say: Callable[[str], None]) -
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     flush_standard_streams()
     parent = os.getpid()
-    child = os.fork()
+    try:
+        child = os.fork()
+    except OSError:  # no process to spare (RLIMIT_NPROC, memory): the work is done here, as before
+        return work()
     if child == 0:
         status = _work_in_child(work, parent)
         try:

@@ -327,6 +327,19 @@ def test_the_cli_in_process_runs_the_job_itself(tmp_path, capsys):
     assert run_in_own_session(lambda: 7, say=print) == 7
 
 
+def test_no_process_to_spare_the_cli_runs_the_job_itself(monkeypatch):
+    import os
+
+    from paictl.cli import own_session
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(own_session, "can_fork", lambda: True)
+    monkeypatch.setattr(os, "fork", refused)
+    assert own_session.run_in_own_session(lambda: 7, say=print) == 7
+
+
 def test_detached_run_status_logs_and_stop_from_other_commands(tmp_path):
     job = job_file(tmp_path, "detached", ["echo ready $PAI_TASK_INDEX", *SLEEPER], instances=2)
     submitted = paictl("submit", str(job), "--target", "local", cwd=tmp_path, check_code=0)
