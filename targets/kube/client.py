@@ -111,6 +111,9 @@ class Cluster:
     namespace: str
     context: str
     server: str
+    #: The kubectl command that reaches this cluster as paictl did: the user's --kubeconfig and --context, when given
+    #: (else kubectl chooses as paictl chose), shell-quoted. What advice printed to the user starts with.
+    kubectl: str = "kubectl"
     #: Where a retry that keeps the user waiting is announced (one line, no "paictl:" prefix); None: silent.
     notice: Optional[Callable[[str], None]] = None
 

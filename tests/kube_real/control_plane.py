@@ -559,7 +559,7 @@ _PLURALS = {"Namespace": ("namespaces", False), "CustomResourceDefinition": ("cu
             "ServiceAccount": ("serviceaccounts", True), "Service": ("services", True),
             "PriorityClass": ("priorityclasses", False), "Job": ("jobs", True), "Event": ("events", True),
             "Framework": ("frameworks", True), "JobSet": ("jobsets", True), "MarsJob": ("marsjobs", True),
-            "Workload": ("workloads", True)}
+            "Workload": ("workloads", True), "WorkloadPriorityClass": ("workloadpriorityclasses", False)}
 
 
 def api_path(api_version: str, kind: str, namespace: Optional[str], name: Optional[str] = None) -> str:
