@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -77,7 +78,16 @@ def test_submit_follow_succeeded(real_cluster, tmp_path):
     assert explicit.returncode == 3
     assert explicit.stderr == f"paictl: error: no Framework named 'nosuchjob' in namespace {namespace}\n"
     nowhere = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "-n", "nowhere")
-    assert nowhere.returncode == 3 and "namespace 'nowhere' does not exist" in nowhere.stderr, nowhere.stderr
+    create = f"kubectl --kubeconfig {real_cluster.kubeconfig} create namespace nowhere"
+    assert nowhere.returncode == 3 and f"namespace 'nowhere' does not exist ({create})" in nowhere.stderr, \
+        nowhere.stderr
+    # the advice runs as printed (no KUBECONFIG in its shell): the namespace is there, and the submit goes through
+    real_cluster.cluster_scoped.append("/api/v1/namespaces/nowhere")
+    created = subprocess.run(["sh", "-c", create], capture_output=True, text=True, timeout=60,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)})
+    assert created.returncode == 0 and created.stdout == "namespace/nowhere created\n", created.stderr
+    assert paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--dry-run", "-n",
+                  "nowhere").returncode == 0
 
 
 def test_submit_follow_failed_says_why(real_cluster, tmp_path):
@@ -215,7 +225,6 @@ def test_the_resume_a_suspended_jobset_is_told_runs_as_printed_with_the_users_fl
     (here none of them kubectl's defaults: the kubeconfig's current context is a cluster that does not answer, and
     the chosen context's namespace is not the job's). It runs the JobSet again and takes paictl's mark off."""
     import shutil
-    import subprocess
     from types import SimpleNamespace
 
     import yaml
