@@ -12,25 +12,37 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from paictl.targets.jobset import status
 from paictl.targets.kube.client import JOBSET, STOP_FIELD_MANAGER, Cluster, Resource, describe_failure
 from paictl.targets.kube.kind import Workload
+from paictl.targets.states import JobState, JobView
 
 
 def workload() -> Workload:
     return Workload(resource=JOBSET, pod_selector=lambda name: f"{status.JOBSET_LABEL}={name}",
-                    view=status.job_view, pod_task=status.pod_task)
+                    view=status.job_view, pod_task=status.pod_task, read=read_jobset)
+
+
+def read_jobset(cluster: Cluster, jobset: Mapping[str, Any], pods: list) -> JobView:
+    """The JobSet's view, its advice starting with the kubectl that reaches `cluster`. A JobSet `paictl stop
+    --suspend` left suspended, with Workloads it deactivated, costs one list more: its Workloads, whose `active`
+    and conditions say whether the user resumed it through Kueue since (status.after_stop)."""
+    found = None
+    if status.deactivated_workloads(jobset) and status.job_state(jobset) is JobState.STOPPED:
+        namespace = (jobset.get("metadata") or {}).get("namespace") or cluster.namespace
+        found = _owned_workloads(cluster, jobset, namespace)[1]
+    return status.job_view(jobset, pods, kubectl=cluster.kubectl, kueue_workloads=found)
 
 
 def stop_jobset(cluster: Cluster, name: str, namespace: str, *, suspend: bool = False,
                 current: Optional[dict] = None) -> str:
     """Stop the JobSet; returns what was done, in kubectl's words ("deleted (foreground)", "suspended").
-    `current`: the JobSet as just read (else it is read here)."""
+    `current`: the JobSet as just read (else it is read here). The caller decides first whether it is finished
+    (KubeBackend.stop keeps a finished one), reading it as `status` does: a suspension the user undid through Kueue
+    is no longer final."""
     current = current if current is not None else _get(cluster, name, namespace)
-    if status.job_state(current).is_final:
-        return "already finished"
     if not suspend:
         from paictl.targets.kube.apply import delete_marsjob as delete_foreground
 
@@ -62,6 +74,21 @@ def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
     job suspended, and it stays so (apis/kueue/v1beta1 workload_types.go: "Changing active from true to false will
     evict any running workloads"). Returns the Workloads' names, comma-separated ("" when Kueue has none for it: not
     installed, or not yet created, and then `spec.suspend` is all there is)."""
+    resource, owned = _owned_workloads(cluster, jobset, namespace)
+    for item in owned:
+        workload = item["metadata"]["name"]
+        try:
+            cluster.json("PATCH", resource.item(workload, namespace), query=[("fieldManager", STOP_FIELD_MANAGER)],
+                         body={"spec": {"active": False}}, content_type="application/merge-patch+json")
+        except Exception as exc:  # noqa: BLE001
+            raise describe_failure(cluster, exc, verb="patch", resource=resource, name=workload,
+                                   namespace=namespace) from None
+    return ",".join(item["metadata"]["name"] for item in owned)
+
+
+def _owned_workloads(cluster: Cluster, jobset: Mapping[str, Any], namespace: str) -> tuple[Resource, list[dict]]:
+    """The Kueue Workloads of the JobSet (Kueue labels them with the job's uid and makes the job their owner), from
+    the first API version the cluster serves; none when no version is (Kueue is not installed)."""
     from paictl.targets.kube.client import ApiFailure
 
     uid = (jobset.get("metadata") or {}).get("uid")
@@ -75,20 +102,9 @@ def _deactivate_workload(cluster: Cluster, jobset: dict, namespace: str) -> str:
             raise describe_failure(cluster, failure, verb="list", resource=resource, namespace=namespace) from None
         except Exception as exc:  # noqa: BLE001
             raise describe_failure(cluster, exc, verb="list", resource=resource, namespace=namespace) from None
-        owned = [item for item in listed.get("items") or []
-                 if any(ref.get("uid") == uid for ref in (item.get("metadata") or {}).get("ownerReferences") or [])]
-        for item in owned:
-            workload = item["metadata"]["name"]
-            try:
-                cluster.json("PATCH", resource.item(workload, namespace), query=[("fieldManager", STOP_FIELD_MANAGER)],
-                             body={"spec": {"active": False}}, content_type="application/merge-patch+json")
-            except Exception as exc:  # noqa: BLE001
-                raise describe_failure(cluster, exc, verb="patch", resource=resource, name=workload,
-                                       namespace=namespace) from None
-        if owned:
-            return ",".join(item["metadata"]["name"] for item in owned)
-        return ""
-    return ""
+        return resource, [item for item in listed.get("items") or [] if any(
+            ref.get("uid") == uid for ref in (item.get("metadata") or {}).get("ownerReferences") or [])]
+    return WORKLOADS[0], []
 
 
 def _get(cluster: Cluster, name: str, namespace: str) -> dict:

@@ -12,7 +12,9 @@ The JobSet controller writes conditions, `terminalState`, `restarts` and per-rep
                                                               |            | again after maxRestarts),
                                                               |            | FailJobSetFailurePolicyAction
     metadata.deletionTimestamp set                            | STOPPING   | `paictl stop` deletes it (foreground)
-    spec.suspend true and paictl's stop annotation            | STOPPED    | `paictl stop --suspend`
+    spec.suspend true and paictl's stop annotation            | STOPPED    | `paictl stop --suspend` (under Kueue:
+                                                              |            | while its Workloads stay deactivated,
+                                                              |            | see `after_stop`)
     spec.suspend true, or a condition Suspended True          | PENDING    | suspended: Kueue has not admitted it yet
                                                               |            | (said so when it carries a queue name)
     a condition RestartingJobSet with status True             | RESTARTING | a Job failed, all are being recreated
@@ -32,8 +34,10 @@ The role shown is the task role's own name, from the pod annotation paictl sets 
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Mapping, Optional
+import shlex
+from typing import Any, Mapping, Optional, Sequence
 
 from paictl.targets.mars.status import dig, pod_state_word  # the same reading of a pod's main container
 from paictl.targets.states import JobState, JobView, TaskView, condition_message
@@ -101,19 +105,26 @@ def task_views(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> tupl
     return tuple(sorted(views, key=lambda v: (order.get(rjob_of[v.role], len(order)), v.role, v.index)))
 
 
-def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobView:
+def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]], *, kubectl: str = "kubectl",
+             kueue_workloads: Optional[Sequence[Mapping[str, Any]]] = None) -> JobView:
+    """`kubectl`: how the advice it prints starts (the flags that reach the cluster, `Cluster.kubectl`).
+    `kueue_workloads`: the Kueue Workloads of a JobSet `paictl stop --suspend` left deactivated (`deactivated_
+    workloads` names them), as read now; None: not read, and the JobSet's own word stands."""
     state, condition = _decide(jobset, pods)
     tasks = task_views(jobset, pods)
     queue = (dig(jobset, "metadata", "labels") or {}).get(QUEUE_LABEL)
-    if state is JobState.PENDING and queue and dig(jobset, "spec", "suspend") is True:
+    stopped = None
+    if state is JobState.STOPPED:
+        state, stopped = after_stop(jobset, kueue_workloads, kubectl)
+    if stopped is not None:
+        message = stopped
+    elif state is JobState.PENDING and queue and dig(jobset, "spec", "suspend") is True:
         # the JobSet controller's condition says only "jobset is suspended"
         message = f"queued in Kueue's LocalQueue {queue}, not admitted yet"
     elif condition is not None:
         message = condition_message(condition)
     elif state is JobState.STOPPING:
         message = "the JobSet is being deleted"
-    elif state is JobState.STOPPED:
-        message = _stopped_message(jobset)
     else:
         message = progress(jobset) or "waiting for the JobSet controller"
     triggered_by = completion_code = None
@@ -132,19 +143,78 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVie
                    where=f"{KIND} {namespace}/{dig(jobset, 'metadata', 'name')}")
 
 
-def _stopped_message(jobset: Mapping[str, Any]) -> str:
-    """How to resume a JobSet `paictl stop --suspend` stopped. Under Kueue: its Workloads active again (Kueue then
-    unsuspends the JobSet once it admits them), and paictl's annotations off, so that the JobSet reads as queued,
-    not stopped, while it waits for quota."""
+def deactivated_workloads(jobset: Mapping[str, Any]) -> list[str]:
+    """The Kueue Workloads `paictl stop --suspend` deactivated, as its annotation on the JobSet names them."""
     annotations = dig(jobset, "metadata", "annotations") or {}
-    workloads = [w for w in str(annotations.get(DEACTIVATED_WORKLOADS_ANNOTATION) or "").split(",") if w]
+    return [w for w in str(annotations.get(DEACTIVATED_WORKLOADS_ANNOTATION) or "").split(",") if w]
+
+
+#: Kueue's reasons for an eviction that its deactivation (`spec.active: false`) made: InactiveWorkload before
+#: Kueue 0.9, Deactivated since (pkg/workload: WorkloadDeactivated); not a preemption when the Workload is active.
+_DEACTIVATION_REASONS = ("Deactivated", "InactiveWorkload")
+
+
+def after_stop(jobset: Mapping[str, Any], workloads: Optional[Sequence[Mapping[str, Any]]],
+               kubectl: str = "kubectl") -> tuple[JobState, str]:
+    """The state and message of a JobSet `paictl stop --suspend` suspended. Without Kueue, or with its Workloads
+    still inactive: stopped, with the commands that resume it. Under Kueue, a user may resume by making the Workload
+    active again and leave paictl's annotations: then Kueue decides, and its Workload says what is true (the JobSet
+    stays suspended until Kueue admits it, and is suspended again when Kueue evicts it):
+
+        Workloads (the JobSet's, read now)              | JobState | message
+        ------------------------------------------------+----------+------------------------------------------
+        none read, or all `spec.active: false`          | STOPPED  | suspended by paictl, how to resume
+        an active one whose condition Admitted is True  | PENDING  | admitted by Kueue into its ClusterQueue,
+                                                        |          | starting (Kueue unsuspends the JobSet)
+        an active one Evicted (not by a deactivation)   | PENDING  | preempted (or evicted) by Kueue: the
+                                                        |          | condition's reason and message; requeued
+        an active one otherwise                         | PENDING  | queued in the LocalQueue (and why, from
+                                                        |          | QuotaReserved)
+    """
+    active = [w for w in workloads or () if dig(w, "spec", "active") is not False]
+    if not active:
+        return JobState.STOPPED, _stopped_message(jobset, kubectl)
+    workload = active[0]
+    name = dig(workload, "metadata", "name")
+    true = {str(c.get("type")): c for c in dig(workload, "status", "conditions") or ()
+            if isinstance(c, Mapping) and c.get("status") == "True"}
+    if "Admitted" in true:
+        where = dig(workload, "status", "admission", "clusterQueue")
+        return JobState.PENDING, (f"resumed: Kueue workload {name} admitted"
+                                  + (f" into ClusterQueue {where}" if where else "") + ", starting")
+    evicted = true.get("Evicted")
+    if evicted is not None and evicted.get("reason") not in _DEACTIVATION_REASONS:
+        verb = "preempted" if evicted.get("reason") == "Preempted" else "evicted"
+        return JobState.PENDING, (f"{verb} by Kueue after a resume (workload {name}: {condition_message(evicted)}); "
+                                  "queued to be admitted again")
+    queue = dig(workload, "spec", "queueName") or (dig(jobset, "metadata", "labels") or {}).get(QUEUE_LABEL)
+    waiting = next((c for c in dig(workload, "status", "conditions") or () if isinstance(c, Mapping)
+                    and c.get("type") == "QuotaReserved" and c.get("status") == "False" and c.get("message")), None)
+    return JobState.PENDING, (f"resumed: queued in Kueue's LocalQueue {queue}, not admitted yet"
+                              + (f" ({condition_message(waiting)})" if waiting else ""))
+
+
+#: `paictl stop --suspend` undone on a JobSet Kueue does not manage: running again, and no longer marked as paictl's
+#: suspension (one merge patch, so that a later suspension by someone else reads as theirs).
+_RESUME_PATCH = json.dumps({"metadata": {"annotations": {SUSPENDED_BY_ANNOTATION: None}}, "spec": {"suspend": False}},
+                           separators=(",", ":"))
+_ACTIVATE_PATCH = json.dumps({"spec": {"active": True}}, separators=(",", ":"))
+
+
+def _stopped_message(jobset: Mapping[str, Any], kubectl: str) -> str:
+    """How to resume a JobSet `paictl stop --suspend` stopped, as commands to run (`kubectl` reaches the cluster as
+    paictl did; the namespace is the JobSet's). Under Kueue: its Workloads active again (Kueue then unsuspends the
+    JobSet once it admits them), and paictl's annotations off, so that the JobSet reads as queued, not stopped,
+    while it waits for quota."""
+    name = shlex.quote(str(dig(jobset, "metadata", "name")))
+    where = f"-n {shlex.quote(str(dig(jobset, 'metadata', 'namespace') or 'default'))}"
+    workloads = deactivated_workloads(jobset)
     if not workloads:
-        return "suspended by paictl stop --suspend (resume: kubectl patch jobset NAME --type merge -p " \
-               "'{\"spec\":{\"suspend\":false}}')"
-    where = f"-n {dig(jobset, 'metadata', 'namespace') or 'default'}"
-    resume = [f"kubectl patch workloads.kueue.x-k8s.io {w} {where} --type merge -p '{{\"spec\":{{\"active\":true}}}}'"
-              for w in workloads]
-    resume.append(f"kubectl annotate jobset {dig(jobset, 'metadata', 'name')} {where} {SUSPENDED_BY_ANNOTATION}- "
+        return (f"suspended by paictl stop --suspend (resume: {kubectl} patch jobset {name} {where} --type merge "
+                f"-p {shlex.quote(_RESUME_PATCH)})")
+    resume = [f"{kubectl} patch workloads.kueue.x-k8s.io {shlex.quote(w)} {where} --type merge "
+              f"-p {shlex.quote(_ACTIVATE_PATCH)}" for w in workloads]
+    resume.append(f"{kubectl} annotate jobset {name} {where} {SUSPENDED_BY_ANNOTATION}- "
                   f"{DEACTIVATED_WORKLOADS_ANNOTATION}-")
     return (f"suspended by paictl stop --suspend, Kueue workload {', '.join(workloads)} deactivated "
             f"(resume: {' && '.join(resume)})")

@@ -11,7 +11,7 @@ import itertools
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from paictl.errors import ClusterError, NotFoundError, UsageError
-from paictl.targets.backend import BackendOptions, FailureExcerpt, LogLine, Logs, StopResult, Submission
+from paictl.targets.backend import BackendOptions, FailureExcerpt, Logs, StopResult, Submission
 from paictl.targets.states import JobView
 
 from .workloads import WORKLOADS, target_of, workload
@@ -98,9 +98,12 @@ class KubeBackend:
                       "result": item.result, "dryRun": dry_run} for item in applied)
         if not dry_run:
             self._submitted[name] = (target_of(job["kind"]), job["apiVersion"])
+        from .connection import cluster_flags
+
+        flags = cluster_flags(kubeconfig=self.options.kubeconfig, context=self.options.context)
         return Submission(name=name, where=f"{namespace}/{job['kind']}", uid=None if dry_run else uid,
-                          dry_run=dry_run, lines=tuple(lines),
-                          data=data, hints=(f"paictl: follow it with: paictl status {name} -n {namespace} --follow",))
+                          dry_run=dry_run, lines=tuple(lines), data=data,
+                          hints=(f"paictl: follow it with: paictl status {name} -n {namespace}{flags} --follow",))
 
     # -- finding and reading jobs -------------------------------------------------------------------------------
 
@@ -268,7 +271,7 @@ class KubeBackend:
                 raise describe_failure(connection, failure, verb="list", resource=chosen.resource) from None
             except Exception as exc:  # noqa: BLE001
                 raise describe_failure(connection, exc, verb="list", resource=chosen.resource) from None
-            views += [dataclasses.replace(chosen.view(item, []),
+            views += [dataclasses.replace(chosen.view_on(connection, item, []),
                                           created=(item.get("metadata") or {}).get("creationTimestamp"))
                       for item in listed.get("items") or []]
         return sorted(views, key=lambda view: (view.where, view.name) if all_namespaces else view.name)
@@ -292,7 +295,7 @@ class KubeBackend:
             current = connection.json("GET", chosen.resource.item(found, connection.namespace))
         except Exception as exc:  # noqa: BLE001
             raise describe_failure(connection, exc, verb="get", resource=chosen.resource, name=found) from None
-        if chosen.view(current, []).state.is_final:
+        if chosen.view_on(connection, current, []).state.is_final:
             # Deleting a finished MarsJob or JobSet would lose its verdict and exit codes (status: "not found");
             # FrameworkController ignores a Stop of a completed Framework. All are kept.
             result = "already finished"
@@ -333,7 +336,7 @@ class KubeBackend:
              attempt: Optional[int] = None, follow: bool = False, previous: bool = False,
              task_attempt: Optional[int] = None) -> Logs:
         from .follow import list_pods
-        from .logs import merged, newest_per_task, pod_lines
+        from .logs import earlier_pods_note, merged, newest_per_task, pod_lines
 
         if task_attempt is not None:  # a task attempt is a pod, and the controllers delete a retried one's pod
             raise UsageError("--task-attempt applies to local runs, OpenPAI and Grass: on Kubernetes use --previous "
@@ -362,10 +365,7 @@ class KubeBackend:
                                     "each task's exit code and diagnosis")
             raise ClusterError(f"{found} has no pods yet")
         tasks = tuple(task for task, _ in pods)
-        notes = [LogLine(role=task[0], index=task[1], stream="note",
-                         text=f"paictl: {task[0]}-{task[1]}: the log of its newest pod {pod['metadata']['name']}; "
-                              f"{earlier[task]} earlier pod(s) of this task are not shown (kubectl logs POD)")
-                 for task, pod in pods if earlier.get(task)]
+        notes = [earlier_pods_note(connection, task, pod, earlier[task]) for task, pod in pods if earlier.get(task)]
         if follow and len(pods) > 1:
             return Logs(tasks=tasks, lines=itertools.chain(notes, merged(connection, pods)))
         return Logs(tasks=tasks, lines=itertools.chain(notes, (

@@ -111,6 +111,9 @@ class Cluster:
     namespace: str
     context: str
     server: str
+    #: The kubectl command that reaches this cluster as paictl did: the user's --kubeconfig and --context, when given
+    #: (else kubectl chooses as paictl chose), shell-quoted. What advice printed to the user starts with.
+    kubectl: str = "kubectl"
     #: Where a retry that keeps the user waiting is announced (one line, no "paictl:" prefix); None: silent.
     notice: Optional[Callable[[str], None]] = None
 
@@ -322,8 +325,10 @@ def describe_failure(cluster: Cluster, exc: BaseException, *, verb: str, resourc
     if exc.status == 404:
         details = exc.body.get("details") or {}
         if details.get("kind") == "namespaces":
-            return ClusterError(f"namespace {details.get('name')!r} does not exist (kubectl create namespace "
-                                f"{details.get('name')})")
+            import shlex
+
+            return ClusterError(f"namespace {details.get('name')!r} does not exist ({cluster.kubectl} create "
+                                f"namespace {shlex.quote(str(details.get('name')))})")
         return ClusterError(f"{target} not found{where}")
     if exc.status == 409 and exc.reason == "Conflict" and verb == "apply":
         return ClusterError(_conflict_line(exc, target))

@@ -188,7 +188,18 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     configuration.retries = False
     return Cluster(api=kubernetes.client.ApiClient(configuration),
                    namespace=namespace or (chosen.get("context") or {}).get("namespace") or "default",
-                   context=chosen["name"], server=display_url(configuration.host), notice=notice)
+                   context=chosen["name"], server=display_url(configuration.host),
+                   kubectl="kubectl" + cluster_flags(kubeconfig=kubeconfig, context=context), notice=notice)
+
+
+def cluster_flags(*, kubeconfig: Optional[str], context: Optional[str]) -> str:
+    """` --kubeconfig FILE --context NAME`, shell-quoted, for what the user gave: what a printed kubectl or paictl
+    command needs to reach the same cluster. kubectl and paictl read $KUBECONFIG and the current context alike, so
+    only what was given on the command line needs saying again."""
+    import shlex
+
+    flags = [("--kubeconfig", kubeconfig), ("--context", context)]
+    return "".join(f" {flag} {shlex.quote(value)}" for flag, value in flags if value)
 
 
 def in_cluster(kubeconfig: Optional[str] = None, context: Optional[str] = None) -> bool:

@@ -306,4 +306,4 @@ def _deleted_view(name: str, namespace: str, workload: Workload, last: Optional[
 def _current(state: JobWatchState, workload: Workload, diagnoser: PodDiagnoser, name: str) -> JobView:
     pods = sorted(state.pods.values(), key=lambda p: p["metadata"]["name"])
     job = state.job or {"metadata": {"name": name}}
-    return diagnoser.enrich(workload.view(job, pods), pods, job)
+    return diagnoser.enrich(workload.view_on(diagnoser.cluster, job, pods), pods, job)

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 if TYPE_CHECKING:
-    from paictl.targets.kube.client import Resource
+    from paictl.targets.kube.client import Cluster, Resource
     from paictl.targets.states import JobView
 
 
@@ -21,3 +21,11 @@ class Workload:
     pod_task: Callable[[Mapping[str, Any]], Optional[tuple[str, int]]]  # pod → (role, index) of its task
     #: (job, role, index) → the failed container's termination message the job object keeps, when it keeps one
     termination_message: Optional[Callable[[Mapping[str, Any], str, int], str]] = None
+    #: (cluster, job, pods) → JobView, for a kind whose verdict can need more than the job and its pods (a JobSet
+    #: `paictl stop --suspend` left under Kueue: the Workloads it deactivated) and whose advice names the cluster as
+    #: the user did (`Cluster.kubectl`). None: `view` says it all.
+    read: Optional[Callable[[Cluster, Mapping[str, Any], list], JobView]] = None
+
+    def view_on(self, cluster: Cluster, job: Mapping[str, Any], pods: list) -> JobView:
+        """The job's view as read on `cluster` (`read`, else `view`)."""
+        return self.read(cluster, job, pods) if self.read is not None else self.view(job, pods)

@@ -20,8 +20,7 @@ def pod_lines(connection: Cluster, task: tuple[str, int], pod: dict, *, follow: 
     from .client import POD, ApiFailure, close_stream, describe_failure, iter_lines
 
     name = pod["metadata"]["name"]
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    query: list[tuple[str, Any]] = [("container", containers[0].get("name", ""))]
+    query: list[tuple[str, Any]] = [("container", log_container(pod))]
     if follow:
         query.append(("follow", "true"))
     if previous:  # the container's previous instance (after a restart in the same pod), as kubectl logs -p
@@ -50,6 +49,24 @@ def pod_lines(connection: Cluster, task: tuple[str, int], pod: dict, *, follow: 
         close_stream(response)
 
 
+def log_container(pod: dict) -> str:
+    """The container whose log is the task's: the pod's first."""
+    return (((pod.get("spec") or {}).get("containers") or [{}])[0]).get("name", "")
+
+
+def earlier_pods_note(connection: Cluster, task: tuple[str, int], pod: dict, earlier: list[dict]) -> LogLine:
+    """Which pod's log is shown, and the kubectl commands that show the task's earlier pods (as the user reached
+    the cluster: `Cluster.kubectl`)."""
+    import shlex
+
+    commands = "; ".join(f"{connection.kubectl} logs -n {shlex.quote(connection.namespace)} "
+                         f"-c {shlex.quote(log_container(old))} {shlex.quote(old['metadata']['name'])}"
+                         for old in earlier)
+    return LogLine(role=task[0], index=task[1], stream="note",
+                   text=f"paictl: {task[0]}-{task[1]}: the log of its newest pod {pod['metadata']['name']}; "
+                        f"{len(earlier)} earlier pod(s) of this task are not shown ({commands})")
+
+
 def merged(connection: Cluster, pods: list[tuple[tuple[str, int], dict]]) -> Iterator[LogLine]:
     """Several pods followed at once: one thread per stream, lines yielded as they come."""
     lines: "queue.Queue[Optional[LogLine]]" = queue.Queue()
@@ -74,8 +91,9 @@ def merged(connection: Cluster, pods: list[tuple[tuple[str, int], dict]]) -> Ite
             yield line
 
 
-def newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int], dict]], dict]:
-    """One pod per task, the newest, in task order; and how many older pods each task has. A task can have several
+def newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int], dict]], dict[tuple[str, int],
+                                                                                           list[dict]]]:
+    """One pod per task, the newest, in task order; and each task's older pods, oldest first. A task can have several
     pods: the Job controller keeps an index's failed pods beside its retry (backoffLimitPerIndex), a restarted
     JobSet's old pods linger while they terminate, KubeDL and FrameworkController reuse a name once the old pod is
     gone. Printed together, an old attempt's traceback would read as the current run's."""
@@ -91,4 +109,4 @@ def newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int],
                 phase not in ("Failed", "Succeeded"), str(meta.get("name")))
 
     chosen_pods = sorted((task, max(group, key=age)) for task, group in by_task.items())
-    return chosen_pods, {task: len(group) - 1 for task, group in by_task.items() if len(group) > 1}
+    return chosen_pods, {task: sorted(group, key=age)[:-1] for task, group in by_task.items() if len(group) > 1}

@@ -8,6 +8,7 @@ everything else the Kubernetes tests check runs on the real control plane (tests
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import time
@@ -380,19 +381,27 @@ def _real_sender(plane):
     return send
 
 
+def _etcd(plane, path: str, body: dict) -> dict:
+    """A call to etcd's JSON gateway."""
+    request = urllib.request.Request(f"http://127.0.0.1:{plane.ports['etcd']}{path}",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
 def _compact_etcd(plane) -> None:
-    """etcd's own compaction, through its JSON gateway: every revision before the current one is gone."""
-    def call(path: str, body: dict) -> dict:
-        request = urllib.request.Request(f"http://127.0.0.1:{plane.ports['etcd']}{path}",
-                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return json.loads(answer.read())
-    revision = call("/v3/kv/range", {"key": "Lw=="})["header"]["revision"]  # any key: the header says the revision
-    call("/v3/kv/compaction", {"revision": revision, "physical": True})
+    """etcd's own compaction: every revision before the current one is gone."""
+    revision = _etcd(plane, "/v3/kv/range", {"key": "Lw=="})["header"]["revision"]  # any key: the header says it
+    _etcd(plane, "/v3/kv/compaction", {"revision": revision, "physical": True})
 
 
 def _forget_real_history(plane) -> Callable[[], None]:
     def forget() -> None:
+        # One write first (a key outside the API server's /registry): the new server's watch cache starts at the
+        # revision etcd is at, and were that still the test's last resourceVersion, the cache would serve it. A
+        # graceful stop wrote meanwhile (its lease); a killed server does not.
+        _etcd(plane, "/v3/kv/put", {"key": base64.b64encode(b"/paictl-tests/history").decode(),
+                                    "value": base64.b64encode(str(time.time()).encode()).decode()})
         plane.restart_apiserver()  # the watch cache starts empty
         _compact_etcd(plane)  # and etcd keeps no older revision for a list or a continue token
     return forget

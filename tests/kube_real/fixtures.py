@@ -93,15 +93,18 @@ class RealCluster:
             self.plane.raw("DELETE", path)
 
 
-def kueue_queue(cluster: RealCluster, name: str, quota: dict[str, str]) -> str:
+def kueue_queue(cluster: RealCluster, name: str, quota: dict[str, str], *,
+                preemption: Optional[dict] = None) -> str:
     """A LocalQueue `name` in the test's namespace, into a ClusterQueue of its own with `quota` (resource ->
     nominal quota, one ResourceFlavor) that admits from that namespace only: no test uses another's quota. The
-    ClusterQueue is deleted with the test (`cleanup`)."""
+    ClusterQueue is deleted with the test (`cleanup`). `preemption`: the ClusterQueue's (e.g. {"withinClusterQueue":
+    "LowerPriority"}); by default Kueue preempts nothing."""
     plane = cluster.plane
     plane.apply({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}})
     cluster_queue = f"{cluster.namespace}-{name}"
     plane.apply({"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": cluster_queue}, "spec": {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}},
+        **({"preemption": preemption} if preemption else {}),
         "resourceGroups": [{"coveredResources": list(quota), "flavors": [{"name": "default-flavor", "resources": [
             {"name": resource, "nominalQuota": amount} for resource, amount in quota.items()]}]}]}})
     cluster.cluster_scoped.append(api_path(KUEUE_API, "ClusterQueue", None, cluster_queue))

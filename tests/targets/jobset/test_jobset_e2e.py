@@ -85,7 +85,7 @@ def test_stop_suspend_keeps_the_jobset_suspended(emulator):
     emulator.scenario("JobSet", "*", "running")
     done, name = submit(emulator)
     assert done.returncode == 0, done.stderr
-    assert f"paictl status {name} -n default --follow" in done.stderr
+    assert f"paictl status {name} -n default --kubeconfig {emulator.kubeconfig} --follow" in done.stderr
     stopped = paictl(emulator, "stop", name, "--suspend", "--format", "json")
     assert stopped.returncode == 0, stopped.stderr
     assert json.loads(stopped.stdout) == {"stopped": f"jobset.jobset.x-k8s.io/{name}", "name": name,
@@ -104,6 +104,8 @@ def test_stop_suspend_keeps_the_jobset_suspended(emulator):
                                                         "--suspend")
     listed = json.loads(paictl(emulator, "status", "--target", "jobset", "--format", "json").stdout)
     assert [(v["name"], v["state"]) for v in listed] == [(name, "stopped")]
+    # no Kueue here: the status of a suspended JobSet asks nothing of it
+    assert not [r.path for r in emulator.requests if "/kueue.x-k8s.io/" in r.path]
     other = paictl(emulator, "stop", name, "--suspend", "--target", "framework")
     assert other.returncode == 3 and "no Framework named" in other.stderr
 

@@ -9,6 +9,10 @@ output, not every attempt's under one prefix in pod-name order.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import pytest
 
 from conftest import JOBS
@@ -19,7 +23,7 @@ pytest.importorskip("kubernetes")
 JOB = str(JOBS / "kube" / "jobset-job.yaml")
 
 
-def test_logs_of_a_retried_index_are_its_newest_pods(emulator):
+def test_logs_of_a_retried_index_are_its_newest_pods(emulator, tmp_path):
     emulator.scenario("JobSet", "*", "running", task_role="worker", task_index=1, index_retries=2)
     done = paictl(emulator, "submit", JOB, "--target", "jobset")
     assert done.returncode == 0, done.stderr
@@ -36,8 +40,17 @@ def test_logs_of_a_retried_index_are_its_newest_pods(emulator):
     assert shown.stdout == f"[{worker_1}] started\n"
     assert "Traceback" not in shown.stdout
     current = next(p for p in pods_of_worker_1() if p["status"].get("phase") == "Running")["metadata"]["name"]
+    earlier = [p["metadata"]["name"] for p in sorted(pods_of_worker_1(), key=lambda p: p["metadata"][
+        "creationTimestamp"]) if p["metadata"]["name"] != current]
+    commands = [f"kubectl --kubeconfig {emulator.kubeconfig} logs -n default -c app {pod}" for pod in earlier]
     assert shown.stderr == (f"paictl: worker-1: the log of its newest pod {current}; 2 earlier pod(s) of this task "
-                            "are not shown (kubectl logs POD)\n")
+                            f"are not shown ({'; '.join(commands)})\n")
+    if shutil.which("kubectl") is not None:  # what the note tells the user to run, runs (each earlier attempt's log)
+        for attempt, command in enumerate(commands, 1):
+            ran = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60,
+                                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)})
+            assert ran.returncode == 0, ran.stderr
+            assert ran.stdout == f"[{worker_1}] Traceback (most recent call last): failure {attempt}\n"
     every = paictl(emulator, "logs", name)
     assert every.returncode == 0, every.stderr
     assert "Traceback" not in every.stdout

@@ -133,3 +133,38 @@ def test_a_failed_jobset_is_decided_by_the_job_its_failed_condition_names():
     # without a name to go by (an older controller's message), the first failed task in spec order
     obj["status"]["conditions"][0]["message"] = "jobset failed due to one or more job failures"
     assert job_view(obj, [ps, worker]).triggered_by == ("ps-server", 0)
+
+
+_STOPPED = {"paictl.dev/suspended-by": "paictl stop --suspend", "paictl.dev/deactivated-kueue-workloads": "jobset-w"}
+
+
+def kueue_workload(active: bool, *conditions: dict, cluster_queue: str = "") -> dict:
+    """A Workload of the shape Kueue v0.17 writes (tests/targets/kube/test_kube_kueue.py reads them on the real
+    plane): spec.active, spec.queueName, the conditions, status.admission once admitted."""
+    status: dict = {"conditions": list(conditions)}
+    if cluster_queue:
+        status["admission"] = {"clusterQueue": cluster_queue}
+    return {"metadata": {"name": "jobset-w", "namespace": "team"}, "spec": {"active": active, "queueName": "q"},
+            "status": status}
+
+
+@pytest.mark.parametrize("workloads,state,message", [
+    (None, JobState.STOPPED, "suspended by paictl stop --suspend, Kueue workload jobset-w deactivated (resume: "
+                             "kubectl --context c patch workloads.kueue.x-k8s.io jobset-w -n team --type merge -p "
+                             """'{"spec":{"active":true}}' && kubectl --context c annotate jobset demo-1234abcd -n """
+                             "team paictl.dev/suspended-by- paictl.dev/deactivated-kueue-workloads-)"),
+    ([kueue_workload(False, condition("Evicted", reason="Deactivated"))], JobState.STOPPED, "suspended by paictl"),
+    # made active again: Kueue's eviction for the deactivation is history, not a preemption
+    ([kueue_workload(True, condition("Evicted", reason="Deactivated"),
+                     condition("QuotaReserved", "False", "Pending", "insufficient quota"))],
+     JobState.PENDING, "resumed: queued in Kueue's LocalQueue q, not admitted yet (Pending: insufficient quota)"),
+    ([kueue_workload(True, condition("Admitted", reason="Admitted"), cluster_queue="cq")],
+     JobState.PENDING, "resumed: Kueue workload jobset-w admitted into ClusterQueue cq, starting"),
+    ([kueue_workload(True, condition("Evicted", reason="PodsReadyTimeout", message="not ready in time"))],
+     JobState.PENDING, "evicted by Kueue after a resume (workload jobset-w: PodsReadyTimeout: not ready in time); "
+                       "queued to be admitted again"),
+])
+def test_a_suspension_paictl_made_reads_as_the_workloads_kueue_keeps_say(workloads, state, message):
+    view = job_view(jobset(suspend=True, annotations=_STOPPED), [], kubectl="kubectl --context c",
+                    kueue_workloads=workloads)
+    assert view.state is state and view.message.startswith(message), view.message

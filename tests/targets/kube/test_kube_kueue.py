@@ -66,13 +66,13 @@ def kueue_cluster(kueue_control_plane, request, tmp_path):
         cluster.cleanup()
 
 
-def _submit(cluster, tmp_path, name: str = "kube-jobset") -> str:
-    """A JobSet of three pods that run until deleted, queued in `team-queue`; returns its name."""
+def _submit(cluster, tmp_path, name: str = "kube-jobset", queue: str = "team-queue") -> str:
+    """A JobSet of three pods that run until deleted, queued in `queue`; returns its name."""
     job = with_commands(JOB, "sleep infinity", tmp_path / f"{name}.yaml")
     job.write_text(job.read_text().replace("name: kube-jobset\n", f"name: {name}\n", 1))
     profile = tmp_path / "queued.yaml"
     profile.write_text((ROOT / "compiler" / "profiles" / "default.yaml").read_text()
-                       + "jobset:\n  queueName: team-queue\n")
+                       + f"jobset:\n  queueName: {queue}\n")
     done = paictl(cluster, "submit", str(job), "--target", "jobset", "--profile", str(profile))
     assert done.returncode == 0, done.stderr
     return re.search(r"jobset\.jobset\.x-k8s\.io/(\S+) created", done.stdout).group(1)
@@ -102,11 +102,11 @@ def _status(cluster, name: str) -> dict:
     return json.loads(shown.stdout)
 
 
-def _admitted_and_running(cluster, name: str) -> dict:
+def _admitted_and_running(cluster, name: str, queue: str = "team-queue") -> dict:
     wait_for(lambda: len(_pods(cluster, name)) == 3, seconds=60)
     workload = _workload(cluster, name)
     assert _conditions(workload)["Admitted"] == ("True", "Admitted")
-    assert workload["status"]["admission"]["clusterQueue"] == f"{cluster.namespace}-team-queue"
+    assert workload["status"]["admission"]["clusterQueue"] == f"{cluster.namespace}-{queue}"
     return workload
 
 
@@ -144,8 +144,11 @@ def test_suspending_a_queued_jobset_deactivates_its_workload_and_it_stays_stoppe
     assert "admission" not in workload["status"]
     shown = _status(kueue_cluster, name)
     assert shown["state"] == "stopped"
-    assert shown["message"].startswith(f"suspended by paictl stop --suspend, Kueue workload {wl} deactivated "
-                                       f"(resume: kubectl patch workloads.kueue.x-k8s.io {wl} "), shown["message"]
+    kubectl, where = f"kubectl --kubeconfig {kueue_cluster.kubeconfig}", f"-n {kueue_cluster.namespace}"
+    assert shown["message"] == (
+        f"suspended by paictl stop --suspend, Kueue workload {wl} deactivated (resume: {kubectl} patch "
+        f"workloads.kueue.x-k8s.io {wl} {where} --type merge -p '{{\"spec\":{{\"active\":true}}}}' && {kubectl} "
+        f"annotate jobset {name} {where} paictl.dev/suspended-by- paictl.dev/deactivated-kueue-workloads-)")
 
 
 def test_resuming_as_the_status_says_runs_the_jobset_again(kueue_cluster, tmp_path):
@@ -176,6 +179,83 @@ def test_resuming_as_the_status_says_runs_the_jobset_again(kueue_cluster, tmp_pa
     jobset = kueue_cluster.get_object(API, "JobSet", name)
     assert jobset["spec"]["suspend"] is False and "paictl.dev/suspended-by" not in jobset["metadata"]["annotations"]
     wait_for(lambda: _status(kueue_cluster, name)["state"] == "running", seconds=30)
+
+
+def _urgent(cluster, name: str, queue: str, priority: str) -> str:
+    """A JobSet of one pod of 2 CPUs that runs until deleted, in `queue` at the WorkloadPriorityClass `priority`
+    (a label at creation: Kueue reads it when it makes the Workload; paictl's profiles set no priority)."""
+    cluster.plane.apply({"apiVersion": API, "kind": "JobSet", "metadata": {
+        "name": name, "namespace": cluster.namespace,
+        "labels": {"kueue.x-k8s.io/queue-name": queue, "kueue.x-k8s.io/priority-class": priority}},
+        "spec": {"replicatedJobs": [{"name": "main", "replicas": 1, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "busybox", "command": ["sh", "-c"], "args": ["sleep infinity"],
+                "resources": {"requests": {"cpu": "2", "memory": "512Mi"}}}]}}}}}]}})
+    return name
+
+
+def test_status_after_a_resume_through_kueue_alone_says_what_kueue_did(kueue_cluster, tmp_path):
+    """A user resumes by the first of the printed commands alone (the Workload active again) and leaves paictl's
+    annotations on the JobSet: `status` reads the Workload they name and says what is true, still deactivated,
+    queued, running, or preempted by Kueue, not "suspended by paictl" whenever the JobSet is suspended."""
+    from kube_real.fixtures import KUEUE_API, kueue_queue
+    from kube_real.control_plane import api_path
+
+    plane = kueue_cluster.plane
+    high = f"{kueue_cluster.namespace}-high"  # cluster-scoped: one per test
+    plane.apply({"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": high},
+                 "value": 1000})
+    kueue_cluster.cluster_scoped.append(api_path(KUEUE_API, "WorkloadPriorityClass", None, high))
+    queue = kueue_queue(kueue_cluster, "preempting", QUOTA, preemption={"withinClusterQueue": "LowerPriority"})
+    env = {**os.environ, "KUBECONFIG": str(kueue_cluster.kubeconfig)}
+    name = _submit(kueue_cluster, tmp_path, queue=queue)
+    _admitted_and_running(kueue_cluster, name, queue)
+    assert paictl(kueue_cluster, "stop", name, "--suspend").returncode == 0
+    wait_for(lambda: not _pods(kueue_cluster, name, running=False), seconds=60)
+    shown = _status(kueue_cluster, name)
+    assert shown["state"] == "stopped" and shown["message"].startswith("suspended by paictl stop --suspend, Kueue "
+                                                                       "workload "), shown
+    activate = re.search(r"\(resume: (.*)\)$", shown["message"]).group(1).split(" && ")[0]
+    assert " patch workloads.kueue.x-k8s.io " in activate
+
+    # another JobSet takes 2 of the 4 CPUs the stopped one left free; then the user resumes through Kueue alone
+    first = _urgent(kueue_cluster, "first-urgent", queue, high)
+    wait_for(lambda: len(_pods(kueue_cluster, first)) == 1, seconds=60)
+    done = subprocess.run(["sh", "-c", activate], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: _workload(kueue_cluster, name)["spec"]["active"] is True, seconds=10)
+    time.sleep(SETTLE_SECONDS)  # Kueue has tried to admit it: 3 CPUs do not fit beside 2
+    jobset = kueue_cluster.get_object(API, "JobSet", name)
+    assert jobset["spec"]["suspend"] is True and "paictl.dev/suspended-by" in jobset["metadata"]["annotations"]
+    assert _conditions(_workload(kueue_cluster, name)).get("Admitted", ("False",))[0] == "False"
+    shown = _status(kueue_cluster, name)
+    assert shown["state"] == "pending", shown
+    assert shown["message"].startswith(f"resumed: queued in Kueue's LocalQueue {queue}, not admitted yet ("), shown
+
+    # the other one gone, Kueue admits it and it runs, the annotations still on
+    plane.request("DELETE", api_path(API, "JobSet", kueue_cluster.namespace, first))
+    _admitted_and_running(kueue_cluster, name, queue)
+    wait_for(lambda: _status(kueue_cluster, name)["state"] == "running", seconds=30)
+
+    # a JobSet of a higher priority comes: Kueue preempts this one, whose JobSet is suspended again
+    second = _urgent(kueue_cluster, "second-urgent", queue, high)
+    wait_for(lambda: _conditions(_workload(kueue_cluster, name)).get("Evicted", ("", ""))[0] == "True", seconds=60)
+    evicted = _conditions(_workload(kueue_cluster, name))["Evicted"]
+    assert evicted[1] == "Preempted", evicted
+    wait_for(lambda: kueue_cluster.get_object(API, "JobSet", name)["spec"]["suspend"] is True, seconds=30)
+    wait_for(lambda: len(_pods(kueue_cluster, second)) == 1, seconds=60)
+    shown = _status(kueue_cluster, name)
+    assert shown["state"] == "pending", shown
+    assert shown["message"].startswith(f"preempted by Kueue after a resume (workload "
+                                       f"{_workload(kueue_cluster, name)['metadata']['name']}: Preempted: "), shown
+    assert shown["message"].endswith("; queued to be admitted again"), shown
+    # not finished, so a stop acts: suspended again, the Workload deactivated again
+    again = paictl(kueue_cluster, "stop", name, "--suspend")
+    assert again.returncode == 0, again.stderr
+    workload = _workload(kueue_cluster, name)
+    assert again.stdout == (f"jobset.jobset.x-k8s.io/{name} suspended (Kueue workload "
+                            f"{workload['metadata']['name']} deactivated)\n")
+    assert workload["spec"]["active"] is False and _status(kueue_cluster, name)["state"] == "stopped"
 
 
 def test_a_suspend_that_leaves_the_workload_active_is_undone_by_kueue(kueue_cluster, tmp_path):
@@ -236,6 +316,11 @@ def test_a_kueue_serving_workloads_as_v1beta1_only_gets_them_deactivated(emulato
     active = {w["metadata"]["name"]: w["spec"]["active"]
               for w in emulator.list_objects("kueue.x-k8s.io/v1beta1", "Workload", "default")}
     assert active == {workload: False, "another-jobs": True}
+    before = len(emulator.requests)
     shown = json.loads(paictl(emulator, "status", name, "-o", "json").stdout)
-    assert shown["state"] == "stopped" and f"kubectl patch workloads.kueue.x-k8s.io {workload} -n default" in \
-        shown["message"]
+    assert shown["state"] == "stopped" and (f"kubectl --kubeconfig {emulator.kubeconfig} patch "
+                                            f"workloads.kueue.x-k8s.io {workload} -n default") in shown["message"]
+    # the annotation costs one list of the JobSet's Workloads (here two: v1beta2 is not served)
+    assert [(r.method, r.path, r.status) for r in emulator.requests[before:] if "/kueue.x-k8s.io/" in r.path] == [
+        ("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads", 404),
+        ("GET", "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/workloads", 200)]

@@ -12,7 +12,9 @@ to this server.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -76,7 +78,16 @@ def test_submit_follow_succeeded(real_cluster, tmp_path):
     assert explicit.returncode == 3
     assert explicit.stderr == f"paictl: error: no Framework named 'nosuchjob' in namespace {namespace}\n"
     nowhere = paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "-n", "nowhere")
-    assert nowhere.returncode == 3 and "namespace 'nowhere' does not exist" in nowhere.stderr, nowhere.stderr
+    create = f"kubectl --kubeconfig {real_cluster.kubeconfig} create namespace nowhere"
+    assert nowhere.returncode == 3 and f"namespace 'nowhere' does not exist ({create})" in nowhere.stderr, \
+        nowhere.stderr
+    # the advice runs as printed (no KUBECONFIG in its shell): the namespace is there, and the submit goes through
+    real_cluster.cluster_scoped.append("/api/v1/namespaces/nowhere")
+    created = subprocess.run(["sh", "-c", create], capture_output=True, text=True, timeout=60,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)})
+    assert created.returncode == 0 and created.stdout == "namespace/nowhere created\n", created.stderr
+    assert paictl(real_cluster, "submit", str(TWO_ROLES), "--target", "framework", "--dry-run", "-n",
+                  "nowhere").returncode == 0
 
 
 def test_submit_follow_failed_says_why(real_cluster, tmp_path):
@@ -97,7 +108,8 @@ def test_stop_then_follow_reports_stopped_and_a_resubmit_is_refused(real_cluster
     done = paictl(real_cluster, "submit", str(job), "--target", "framework")
     assert done.returncode == 0, done.stderr
     name = _framework_name(done.stdout)
-    assert f"paictl status {name} -n {real_cluster.namespace} --follow" in done.stderr, done.stderr
+    assert f"paictl status {name} -n {real_cluster.namespace} --kubeconfig {real_cluster.kubeconfig} --follow" \
+        in done.stderr, done.stderr
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     stopped = paictl(real_cluster, "stop", name)
     assert stopped.returncode == 0, stopped.stderr
@@ -205,6 +217,66 @@ def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_pat
     wait_for(lambda: real_cluster.get_object(JOBSET, "JobSet", name) is None, seconds=60)
     wait_for(lambda: not real_cluster.list_objects("v1", "Pod") and not real_cluster.list_objects("batch/v1", "Job"),
              seconds=60)
+
+
+def test_the_resume_a_suspended_jobset_is_told_runs_as_printed_with_the_users_flags(real_cluster, tmp_path):
+    """`paictl stop --suspend` of a JobSet no Kueue manages, then `status`: the resume it prints is a command that
+    runs as printed, in a shell with no KUBECONFIG, against the cluster, context and namespace the user named
+    (here none of them kubectl's defaults: the kubeconfig's current context is a cluster that does not answer, and
+    the chosen context's namespace is not the job's). It runs the JobSet again and takes paictl's mark off."""
+    import shutil
+    from types import SimpleNamespace
+
+    import yaml
+
+    real_cluster.require("jobset")
+    if shutil.which("kubectl") is None:
+        from kube_real.fixtures import unavailable
+
+        unavailable("kubectl is not installed")
+    config = yaml.safe_load(real_cluster.kubeconfig.read_text())
+    config["contexts"][0]["context"]["namespace"] = "default"
+    config["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    config["contexts"].append({"name": "elsewhere", "context": {"cluster": "nowhere", "user": "user"}})
+    config["current-context"] = "elsewhere"
+    (tmp_path / "my config").mkdir()
+    kubeconfig = tmp_path / "my config" / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    user = SimpleNamespace(kubeconfig=kubeconfig)  # kube_cli.paictl adds --kubeconfig
+    flags = ("--context", "real", "-n", real_cluster.namespace)
+    job = _job(tmp_path, JOBS / "kube" / "jobset-job.yaml", "sleep infinity")
+    done = paictl(user, "submit", str(job), "--target", "jobset", *flags)
+    assert done.returncode == 0, done.stderr
+    (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
+    name = jobset["metadata"]["name"]
+    assert (f"paictl: follow it with: paictl status {name} -n {real_cluster.namespace} --kubeconfig '{kubeconfig}' "
+            "--context real --follow") in done.stderr, done.stderr
+
+    def state() -> str:
+        shown = paictl(user, "status", name, "--format", "json", *flags)
+        return json.loads(shown.stdout)["state"] if shown.returncode == 0 else ""
+
+    def running_pods() -> list:
+        return [p for p in real_cluster.list_objects("v1", "Pod") if (p.get("status") or {}).get("phase") == "Running"
+                and not p["metadata"].get("deletionTimestamp")]
+
+    wait_for(lambda: state() == "running" and len(running_pods()) == 3, seconds=60)
+    stopped = paictl(user, "stop", name, "--suspend", *flags)
+    assert stopped.returncode == 0, stopped.stderr
+    wait_for(lambda: not real_cluster.list_objects("v1", "Pod"), seconds=60)
+    shown = json.loads(paictl(user, "status", name, "--format", "json", *flags).stdout)
+    assert shown["state"] == "stopped"
+    resume = re.fullmatch(r"suspended by paictl stop --suspend \(resume: (.*)\)", shown["message"]).group(1)
+    assert resume == (f"kubectl --kubeconfig '{kubeconfig}' --context real patch jobset {name} "
+                      f"-n {real_cluster.namespace} --type merge -p "
+                      """'{"metadata":{"annotations":{"paictl.dev/suspended-by":null}},"spec":{"suspend":false}}'""")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}  # no KUBECONFIG, no ~/.kube
+    ran = subprocess.run(["sh", "-c", resume], capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == f"jobset.jobset.x-k8s.io/{name} patched\n"
+    jobset = real_cluster.get_object(JOBSET, "JobSet", name)
+    assert jobset["spec"]["suspend"] is False and "paictl.dev/suspended-by" not in jobset["metadata"]["annotations"]
+    wait_for(lambda: state() == "running" and len(running_pods()) == 3, seconds=60)
 
 
 def test_logs_without_a_kubelet_are_one_line(real_cluster, tmp_path):
