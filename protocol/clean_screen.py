@@ -55,24 +55,37 @@ _NOT_PLAIN = -(2 ** 62)
 def surely_clean(data: dict[str, Any], text: str) -> bool:
     """True only when check_semantics and compile_findings both find nothing in this job (the fast path's plain
     data of `text`); False when that is not certain."""
+    return unvouched_task_roles(data, text) == frozenset()
+
+
+def unvouched_task_roles(data: dict[str, Any], text: str) -> frozenset[str] | None:
+    """The task roles this walk cannot vouch for, where everything else in the job is vouched for: the checks can
+    then report something only in those task roles' own values and commands (their pre and post commands in the
+    deployments too), so validate runs them on those task roles alone. Empty: the whole job is clean. None: some
+    other part (the top-level sections, two task roles together, a placeholder outside the commands) is not
+    certain, and every check runs over the whole job.
+
+    Why task roles: a job is mostly its task roles (a dozen alike is usual), and each check of a task role reads
+    that task role and the top-level sections only. A job with one problem in one task role then costs the walk
+    and the checks of that task role, not every check over the whole job."""
     if len(text) > _LONG_DIGITS and _digits_in(text) > _LONG_DIGITS:
         from .js_value_checks import LONG_DIGITS  # W209: a run of more digits than that (searched slowly)
 
         if LONG_DIGITS.search(text):
-            return False
+            return None
     retries = data.get("jobRetryCount")
     if retries is not None and not (type(retries) is int and 0 <= retries <= MAX_INT32):
-        return False
+        return None
     extras = data.get("extras")
     if extras is not None and (type(extras) is not dict or not _extras_clean(data, extras)):
-        return False
+        return None
     groups = _prerequisite_groups(data.get("prerequisites"))
     roles = data.get("taskRoles")
     if groups is None or type(roles) is not dict:
-        return False
+        return None
     deployments = _deployment_commands(data, roles)
     if deployments is None:
-        return False
+        return None
     every, chosen = deployments
     gang = extras is None or extras.get("gangAllocation") is not False
     names = {name for group in groups.values() for name in group}
@@ -80,33 +93,56 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
     escaped = "\\" in text and _ESCAPED_TAG.search(text) is not None
     tags = shown or escaped
     converted: set[str] = set()
+    unvouched: list[str] = []
     rendered = 0
     for name, role in roles.items():
         if type(role) is not dict:
-            return False
+            return None
         key = name.lower() if name.isascii() and name.isalnum() else convert_name(name)  # the same, sooner
         if key in converted:
-            return False
+            return None  # W404, between two task roles
         converted.add(key)
-        if not _role_clean(role, gang, groups, names, chosen.get(name, ())):
-            return False
+        vouched = _role_clean(role, gang, groups, names, chosen.get(name, ()))
         if tags:
-            rendered += _tags_render(role.get("commands") or (), role, data, groups)
-            rendered += _tags_render(every[name], role, data, groups) if name in every else 0
+            own = (role.get("commands") or [], every.get(name, []))
+            found = sum(_tags_render(commands, role, data, groups) for commands in own) if vouched else _NOT_PLAIN
+            if found < 0:  # the checks of this task role see each of its `<%`: all are accounted for
+                vouched, found = False, _tags_in(role, every.get(name, []))
+                if found is None:
+                    return None
+            rendered += found
+        if not vouched:
+            unvouched.append(name)
     if not tags:
-        return True
+        return frozenset(unvouched)
     if rendered < shown:
         rendered += _plugin_tags_render(extras, roles, data, groups)
     if rendered == shown and not escaped:
-        return True  # the job holds at most the text's count: every `<%` is one that was followed
-    # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed, or
-    # in its description (free text, not checked): the job's own count, from its JSON (C speed; no `<%` spans two
-    # strings there, comments are left out, escapes are read)
+        return frozenset(unvouched)  # the job holds at most the text's count: every `<%` is one accounted for
+    # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed (or
+    # is left to the checks of its task role), or in its description (free text, not checked): the job's own
+    # count, from its JSON (C speed; no `<%` spans two strings there, comments are left out, escapes are read)
     import json
 
     description = data.get("description")
-    return rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
-        data, ensure_ascii=False, check_circular=False).count("<%")
+    if rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
+            data, ensure_ascii=False, check_circular=False).count("<%"):
+        return frozenset(unvouched)
+    return None
+
+
+def _tags_in(role: dict[str, Any], deployed: list[str]) -> int | None:
+    """How many `<%` a task role holds anywhere (its commands, keys, any field: its checks read all of them), with
+    the deployments' commands for it; None when it cannot be told."""
+    import json
+
+    if any(type(command) is not str for command in deployed):
+        return None
+    try:
+        held = json.dumps(role, ensure_ascii=False, check_circular=False).count("<%")
+    except (TypeError, ValueError):
+        return None
+    return held + sum(command.count("<%") for command in deployed)
 
 
 def _digits_in(text: str) -> int:
@@ -364,7 +400,9 @@ def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
         return False
     else:
         field = _ROOT_FIELDS[root]
-        value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+        selected = role.get(field) if field is not None else None
+        value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
+            else None
     if "__proto__" in path:
         return False
     for segment in path[1:]:
