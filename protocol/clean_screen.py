@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .names import convert_name
 from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
@@ -52,18 +52,33 @@ _ESCAPED_TAG = re.compile(r"\\[xuU]|<\\[\r\n]")
 _NOT_PLAIN = -(2 ** 62)
 
 
+class Unvouched(NamedTuple):
+    """What the walk could not vouch for in a job, the rest of it being vouched for (a named tuple, not a dataclass:
+    one is made per file validated; see protocol/diagnostics.py)."""
+
+    #: The task roles whose checks may find something; none for a clean job.
+    task_roles: frozenset[str]
+    #: Only the placeholders of those task roles' commands (and of the deployments' pre and post commands for them)
+    #: may be wrong: their values passed the walk, and they hold no `<%` anywhere else.
+    commands_only: bool
+
+
+CLEAN = Unvouched(task_roles=frozenset(), commands_only=True)
+
+
 def surely_clean(data: dict[str, Any], text: str) -> bool:
     """True only when check_semantics and compile_findings both find nothing in this job (the fast path's plain
     data of `text`); False when that is not certain."""
-    return unvouched_task_roles(data, text) == frozenset()
+    return unvouched_parts(data, text) == CLEAN
 
 
-def unvouched_task_roles(data: dict[str, Any], text: str) -> frozenset[str] | None:
-    """The task roles this walk cannot vouch for, where everything else in the job is vouched for: the checks can
-    then report something only in those task roles' own values and commands (their pre and post commands in the
-    deployments too), so validate runs them on those task roles alone. Empty: the whole job is clean. None: some
-    other part (the top-level sections, two task roles together, a placeholder outside the commands) is not
-    certain, and every check runs over the whole job.
+def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
+    """The task roles this walk cannot vouch for, everything else in the job being vouched for: the checks can then
+    report something only in those task roles' own values and commands (their pre and post commands in the
+    deployments too), so validate runs them on those task roles alone, and only the placeholder checks when only
+    placeholders of their commands were in doubt. CLEAN: the whole job is clean. None: some other part (the
+    top-level sections, two task roles together, a placeholder outside the task roles) is not certain, and every
+    check runs over the whole job.
 
     Why task roles: a job is mostly its task roles (a dozen alike is usual), and each check of a task role reads
     that task role and the top-level sections only. A job with one problem in one task role then costs the walk
@@ -94,6 +109,7 @@ def unvouched_task_roles(data: dict[str, Any], text: str) -> frozenset[str] | No
     tags = shown or escaped
     converted: set[str] = set()
     unvouched: list[str] = []
+    commands_only = True
     rendered = 0
     for name, role in roles.items():
         if type(role) is not dict:
@@ -104,21 +120,30 @@ def unvouched_task_roles(data: dict[str, Any], text: str) -> frozenset[str] | No
         converted.add(key)
         vouched = _role_clean(role, gang, groups, names, chosen.get(name, ()))
         if tags:
-            own = (role.get("commands") or [], every.get(name, []))
-            found = sum(_tags_render(commands, role, data, groups) for commands in own) if vouched else _NOT_PLAIN
+            found = _tags_render(role.get("commands") or (), role, data, groups) if vouched else _NOT_PLAIN
+            if name in every and found >= 0:
+                found += _tags_render(every[name], role, data, groups)
             if found < 0:  # the checks of this task role see each of its `<%`: all are accounted for
-                vouched, found = False, _tags_in(role, every.get(name, []))
+                found = _tags_in(role, every.get(name, []))
                 if found is None:
                     return None
+                # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
+                commands_only = commands_only and vouched and found == _tags_in_commands(role, every.get(name, []))
+                vouched = False
             rendered += found
         if not vouched:
             unvouched.append(name)
+            commands_only = commands_only and bool(tags)
+    if not unvouched:
+        parts = CLEAN
+    else:
+        parts = Unvouched(task_roles=frozenset(unvouched), commands_only=commands_only)
     if not tags:
-        return frozenset(unvouched)
+        return parts
     if rendered < shown:
         rendered += _plugin_tags_render(extras, roles, data, groups)
     if rendered == shown and not escaped:
-        return frozenset(unvouched)  # the job holds at most the text's count: every `<%` is one accounted for
+        return parts  # the job holds at most the text's count: every `<%` is one accounted for
     # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed (or
     # is left to the checks of its task role), or in its description (free text, not checked): the job's own
     # count, from its JSON (C speed; no `<%` spans two strings there, comments are left out, escapes are read)
@@ -127,7 +152,7 @@ def unvouched_task_roles(data: dict[str, Any], text: str) -> frozenset[str] | No
     description = data.get("description")
     if rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
             data, ensure_ascii=False, check_circular=False).count("<%"):
-        return frozenset(unvouched)
+        return parts
     return None
 
 
@@ -143,6 +168,12 @@ def _tags_in(role: dict[str, Any], deployed: list[str]) -> int | None:
     except (TypeError, ValueError):
         return None
     return held + sum(command.count("<%") for command in deployed)
+
+
+def _tags_in_commands(role: dict[str, Any], deployed: list[str]) -> int:
+    """How many `<%` a task role's commands hold (a task role the walk passed: a list of texts, or none), with the
+    deployments' commands for it."""
+    return sum(command.count("<%") for command in (*(role.get("commands") or ()), *deployed))
 
 
 def _digits_in(text: str) -> int:

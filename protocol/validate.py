@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from paictl.schemas import fast_validator
 
-from .clean_screen import unvouched_task_roles
+from .clean_screen import CLEAN, Unvouched, unvouched_parts
 from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
@@ -41,20 +41,20 @@ class ValidationResult(NamedTuple):
         return self._replace(data=None)
 
 
-def _semantic_findings(data: dict[str, Any], text: str) -> list[Finding]:
+def _semantic_findings(data: dict[str, Any], text: str, *, commands_only: bool = False) -> list[Finding]:
     from .semantics import check_semantics
 
     # No string of the job can hold `<%` when the text has none and no backslash (a double-quoted escape such as
     # `\x3c` or an escaped line break could make one): two-thirds of real jobs skip the placeholder walk.
-    return check_semantics(data, tags="<%" in text or "\\" in text, text=text)
+    return check_semantics(data, tags="<%" in text or "\\" in text, text=text, commands_only=commands_only)
 
 
-def _compile_findings(data: dict[str, Any]) -> list[Finding]:
+def _compile_findings(data: dict[str, Any], *, commands_only: bool = False) -> list[Finding]:
     """What no compile target can build (protocol/compile_checks.py), for a schema-valid job: `validate` reports it
     too, so a job `validate` passes is one every target compiles (or refuses for a target-specific reason)."""
     from .compile_checks import compile_findings
 
-    return compile_findings(data)
+    return compile_findings(data, commands_only=commands_only)
 
 
 def _with_compile_findings(semantic: list[Finding], data: dict[str, Any]) -> list[Finding]:
@@ -77,19 +77,21 @@ def job_findings(data: dict[str, Any], text: str) -> list[Finding]:
     return _with_compile_findings(_semantic_findings(data, text), data)
 
 
-def task_role_findings(data: dict[str, Any], text: str, names: frozenset[str]) -> list[Finding] | None:
-    """What `job_findings` gives for a schema-valid job whose every part but the task roles `names` the screen
+def task_role_findings(data: dict[str, Any], text: str, unvouched: Unvouched) -> list[Finding] | None:
+    """What `job_findings` gives for a schema-valid job whose every part but the `unvouched` task roles the screen
     (protocol/clean_screen.py) vouched for; None when this cannot tell.
 
-    The checks run on the job with only those task roles: each check of a task role reads that task role and the
-    top-level sections, so they find there what they find in the whole job, in the same order (the task roles keep
-    their places), and nothing elsewhere, which the screen vouched for. A finding anywhere else comes from leaving
-    the other task roles out (HiveD settings naming one, say): the answer is then None, and the caller runs every
-    check over the whole job, as it does whenever the screen is not sure.
+    The checks run on the job with only those task roles (and only the placeholder checks of their commands, when
+    only those were in doubt): each check of a task role reads that task role and the top-level sections, so they
+    find there what they find in the whole job, in the same order (the task roles keep their places), and nothing
+    elsewhere, which the screen vouched for. A finding anywhere else comes from leaving the other task roles out
+    (HiveD settings naming one, say): the answer is then None, and the caller runs every check over the whole job,
+    as it does whenever the screen is not sure.
     """
-    roles = data["taskRoles"]
-    job = {**data, "taskRoles": {name: role for name, role in roles.items() if name in names}}
-    semantic, compiled = _semantic_findings(job, text), _compile_findings(job)
+    names, commands_only = unvouched
+    job = {**data, "taskRoles": {name: role for name, role in data["taskRoles"].items() if name in names}}
+    semantic = _semantic_findings(job, text, commands_only=commands_only)
+    compiled = _compile_findings(job, commands_only=commands_only)
     if all(_in_task_roles(f.pointer, names) for f in (*semantic, *compiled)):
         return _joined(semantic, compiled)
     return None
@@ -122,8 +124,8 @@ def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None
     schema_valid = data is not None and fast_validator("job").is_valid(data)
     semantic = None
     if schema_valid and data is not None:
-        unvouched = unvouched_task_roles(data, text)
-        if unvouched == frozenset():  # one walk instead of every check: most jobs are clean
+        unvouched = unvouched_parts(data, text)
+        if unvouched is CLEAN:  # one walk instead of every check: most jobs are clean
             return ValidationResult(path=path, diagnostics=(), data=data)
         if unvouched is not None:  # only these task roles' checks can find anything: run those
             semantic = task_role_findings(data, text, unvouched)

@@ -18,7 +18,7 @@ import yaml
 
 from conftest import CASES, JOBS, ROOT, corpus_files
 from paictl.protocol import validate as validate_module
-from paictl.protocol.clean_screen import unvouched_task_roles
+from paictl.protocol.clean_screen import CLEAN, unvouched_parts
 from paictl.cli.report import json_report, summary_line, text_report
 from paictl.protocol.loading import DocumentError, decode_source, load_fast
 from paictl.protocol.validate import job_findings, task_role_findings, validate_text
@@ -45,12 +45,12 @@ def upstream_jobs() -> list[Path]:
 
 def every_check(text: str, path: str):
     """validate_text with the screen vouching for nothing: every check runs over the whole job."""
-    screen = validate_module.unvouched_task_roles
-    validate_module.unvouched_task_roles = lambda data, text: None
+    screen = validate_module.unvouched_parts
+    validate_module.unvouched_parts = lambda data, text: None
     try:
         return validate_text(text, path)
     finally:
-        validate_module.unvouched_task_roles = screen
+        validate_module.unvouched_parts = screen
 
 
 class Tally:
@@ -58,6 +58,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.selective = 0  # validated from some task roles alone, with findings
+        self.commands_only = 0  # of those, from the placeholder checks of their commands alone
         self.fell_back = 0  # the task roles alone found something elsewhere: every check ran
         self.codes: set[str] = set()
 
@@ -66,17 +67,18 @@ def assert_same(text: str, path: str, tally: Tally) -> None:
     """The selective path gives what every check gives: the findings, and validate's whole result."""
     data = load_fast(text)
     if data is not None and fast_validator("job").is_valid(data):
-        unvouched = unvouched_task_roles(data, text)
-        if unvouched:
+        unvouched = unvouched_parts(data, text)
+        if unvouched is not None and unvouched != CLEAN:
             selected = task_role_findings(data, text, unvouched)
             whole = job_findings(data, text)
             if selected is None:
                 tally.fell_back += 1
             else:
-                assert selected == whole, f"{path}: task roles {sorted(unvouched)}\n{text}"
+                assert selected == whole, f"{path}: {unvouched}\n{text}"
                 tally.selective += bool(whole)
+                tally.commands_only += bool(whole) and unvouched.commands_only
                 tally.codes.update(f.code for f in whole)
-        elif unvouched == frozenset():
+        elif unvouched == CLEAN:
             assert job_findings(data, text) == [], f"{path}: screened clean, but the checks find something\n{text}"
     fast, reference = validate_text(text, path), every_check(text, path)
     assert fast.diagnostics == reference.diagnostics, f"{path}\n{text}"
@@ -257,6 +259,7 @@ def test_jobs_changed_in_one_task_role_validate_as_with_every_check():
     # not vacuous: most changes were validated from their task role alone, and found what the checks report
     assert tally.selective >= 500, (tally.selective, tally.fell_back)
     assert tally.selective > 5 * tally.fell_back
+    assert tally.commands_only >= 200, tally.commands_only
     assert {"W201", "W202", "W203", "W207", "W211", "W212", "W401", "W402", "W403", "W405", "W407", "W408", "W409",
             "E303", "E304", "W304", "E802", "E803", "E810"} <= tally.codes, sorted(tally.codes)
 
@@ -286,9 +289,9 @@ def test_the_benchmark_job_with_one_warning_is_checked_in_its_one_task_role():
     data = variant_bases()[-1][1]
     data["taskRoles"]["role5"]["commands"] = ["python train.py --epochs <% $parameters.epoch_ %>"]
     text = as_text(data)
-    assert unvouched_task_roles(load_fast(text), text) == frozenset({"role5"})
+    assert unvouched_parts(load_fast(text), text) == (frozenset({"role5"}), True)
     tally = Tally()
     assert_same(text, "bench", tally)
-    assert tally.selective == 1 and tally.codes == {"W401"}
+    assert tally.selective == tally.commands_only == 1 and tally.codes == {"W401"}
     assert [d["code"] for d in json.loads(json_report([validate_text(text, "bench")], False))["results"][0][
         "diagnostics"]] == ["W401"]
