@@ -61,9 +61,13 @@ class Unvouched(NamedTuple):
     #: Only the placeholders of those task roles' commands (and of the deployments' pre and post commands for them)
     #: may be wrong: their values passed the walk, and they hold no `<%` anywhere else.
     commands_only: bool
+    #: And each of those placeholders is a plain one whose lookup ends at a value or at nothing (a key its mapping
+    #: lacks, which no JavaScript object has either; a null): it may render nothing (W401, W403), but every
+    #: template parses and no lookup throws (no E803, E810, W409): the compile checks have nothing to find.
+    lookups_only: bool
 
 
-CLEAN = Unvouched(task_roles=frozenset(), commands_only=True)
+CLEAN = Unvouched(task_roles=frozenset(), commands_only=True, lookups_only=True)
 
 
 def surely_clean(data: dict[str, Any], text: str) -> bool:
@@ -109,7 +113,7 @@ def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
     tags = shown or escaped
     converted: set[str] = set()
     unvouched: list[str] = []
-    commands_only = True
+    commands_only = lookups_only = True
     rendered = 0
     for name, role in roles.items():
         if type(role) is not dict:
@@ -129,15 +133,19 @@ def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
                     return None
                 # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
                 commands_only = commands_only and vouched and found == _tags_in_commands(role, every.get(name, []))
+                lookups_only = lookups_only and commands_only and all(
+                    _tags_looked_up(commands, role, data, groups) for commands in (role.get("commands") or (),
+                                                                                  every.get(name, ())))
                 vouched = False
             rendered += found
         if not vouched:
             unvouched.append(name)
             commands_only = commands_only and bool(tags)
+            lookups_only = lookups_only and commands_only
     if not unvouched:
         parts = CLEAN
     else:
-        parts = Unvouched(task_roles=frozenset(unvouched), commands_only=commands_only)
+        parts = Unvouched(task_roles=frozenset(unvouched), commands_only=commands_only, lookups_only=lookups_only)
     if not tags:
         return parts
     if rendered < shown:
@@ -388,6 +396,45 @@ def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], grou
             return _NOT_PLAIN
         found += count
     return found
+
+
+def _tags_looked_up(commands: Any, role: dict[str, Any], data: dict[str, Any],
+                    groups: dict[str, dict[str, Any]]) -> bool:
+    """Every `<%` of these commands is a plain placeholder whose lookup ends at a plain value or at nothing."""
+    for command in commands:
+        count = command.count("<%")
+        if count:
+            tags = _PLAIN_TAG.findall(command)
+            if len(tags) != count or not all(_looked_up(name_path(name), role, data, groups) for name in tags):
+                return False
+    return True
+
+
+def _looked_up(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
+               groups: dict[str, dict[str, Any]]) -> bool:
+    """mustache.js's lookup of the placeholder (protocol/jsvalues.py) ends at a plain value, or at nothing without
+    throwing: at a null, or at a key its mapping lacks that is none of Object.prototype's names (JavaScript then
+    finds undefined too). An index past a list's end, or a key of a text or a number, is not followed."""
+    root = path[0]
+    if root not in _ROOT_FIELDS or "__proto__" in path:
+        return False
+    field = _ROOT_FIELDS[root]
+    selected = role.get(field) if field is not None else None
+    value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
+        else None
+    for segment in path[1:]:
+        if value is None:
+            return True
+        if type(value) is dict:
+            if segment not in value:
+                return segment not in OBJECT_PROTOTYPE_NAMES
+            value = value[segment]
+        elif type(value) is list and segment.isdigit() and segment.isascii() \
+                and (segment == "0" or segment[0] != "0") and int(segment) < len(value):
+            value = value[int(segment)]
+        else:
+            return False
+    return value is None or type(value) in _PLAIN_VALUES or (type(value) is float and math.isfinite(value))
 
 
 def _plugin_tags_render(extras: Any, roles: dict[str, Any], data: dict[str, Any],

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 from paictl.schemas import fast_validator
 
 from .clean_screen import CLEAN, Unvouched, unvouched_parts
-from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
+from .diagnostics import Anchor, Diagnostic, Finding, Severity, pointer_of, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
 
@@ -82,16 +82,16 @@ def task_role_findings(data: dict[str, Any], text: str, unvouched: Unvouched) ->
     (protocol/clean_screen.py) vouched for; None when this cannot tell.
 
     The checks run on the job with only those task roles (and only the placeholder checks of their commands, when
-    only those were in doubt): each check of a task role reads that task role and the top-level sections, so they
+    only those were in doubt; not the compile checks, when only lookups that find nothing were): each check of a task role reads that task role and the top-level sections, so they
     find there what they find in the whole job, in the same order (the task roles keep their places), and nothing
     elsewhere, which the screen vouched for. A finding anywhere else comes from leaving the other task roles out
     (HiveD settings naming one, say): the answer is then None, and the caller runs every check over the whole job,
     as it does whenever the screen is not sure.
     """
-    names, commands_only = unvouched
+    names, commands_only, lookups_only = unvouched
     job = {**data, "taskRoles": {name: role for name, role in data["taskRoles"].items() if name in names}}
     semantic = _semantic_findings(job, text, commands_only=commands_only)
-    compiled = _compile_findings(job, commands_only=commands_only)
+    compiled = [] if lookups_only else _compile_findings(job, commands_only=commands_only)
     if all(_in_task_roles(f.pointer, names) for f in (*semantic, *compiled)):
         return _joined(semantic, compiled)
     return None
@@ -374,6 +374,4 @@ def _find_excerpt(lines: list[str], line: int, column: int, excerpt: str) -> tup
 
 
 def _join(tokens: list[str]) -> str:
-    from .diagnostics import pointer_of
-
     return pointer_of(*tokens)

@@ -59,6 +59,7 @@ class Tally:
     def __init__(self) -> None:
         self.selective = 0  # validated from some task roles alone, with findings
         self.commands_only = 0  # of those, from the placeholder checks of their commands alone
+        self.lookups_only = 0  # of those, without the compile checks (only lookups that find nothing were in doubt)
         self.fell_back = 0  # the task roles alone found something elsewhere: every check ran
         self.codes: set[str] = set()
 
@@ -77,6 +78,7 @@ def assert_same(text: str, path: str, tally: Tally) -> None:
                 assert selected == whole, f"{path}: {unvouched}\n{text}"
                 tally.selective += bool(whole)
                 tally.commands_only += bool(whole) and unvouched.commands_only
+                tally.lookups_only += bool(whole) and unvouched.lookups_only
                 tally.codes.update(f.code for f in whole)
         elif unvouched == CLEAN:
             assert job_findings(data, text) == [], f"{path}: screened clean, but the checks find something\n{text}"
@@ -199,6 +201,12 @@ def role_changes(data: dict, name: str) -> list:
         ("unclosed section across commands", command("<%# $parameters.x %>")),
         ("prototype lookup", command("echo <% $parameters.constructor.name %>")),
         ("throwing lookup", command("echo <% $parameters.toString.caller %>")),
+        ("missing, then deeper", command("echo <% $parameters.nope.deeper %>")),
+        ("a mapping's prototype member", command("echo <% $parameters.hasOwnProperty %>")),
+        ("a number's member", command("echo <% $parameters.epochs.toFixed %>")),
+        ("a text's length", command("echo <% $script.uri.length %>")),
+        ("an index past the end", command("echo <% $data.uri[7] %>")),
+        ("a mapping printed", command("echo <% $script %>")),
         ("only a prototype name", at("commands", value=["toString"])),
         ("names collide", copy_as(name.upper() + "!")),
         ("deployment with a bad tag", deployment("preCommands", "echo <% $parameters.nope %>")),
@@ -260,6 +268,7 @@ def test_jobs_changed_in_one_task_role_validate_as_with_every_check():
     assert tally.selective >= 500, (tally.selective, tally.fell_back)
     assert tally.selective > 5 * tally.fell_back
     assert tally.commands_only >= 200, tally.commands_only
+    assert tally.lookups_only >= 100, tally.lookups_only
     assert {"W201", "W202", "W203", "W207", "W211", "W212", "W401", "W402", "W403", "W405", "W407", "W408", "W409",
             "E303", "E304", "W304", "E802", "E803", "E810"} <= tally.codes, sorted(tally.codes)
 
@@ -289,9 +298,9 @@ def test_the_benchmark_job_with_one_warning_is_checked_in_its_one_task_role():
     data = variant_bases()[-1][1]
     data["taskRoles"]["role5"]["commands"] = ["python train.py --epochs <% $parameters.epoch_ %>"]
     text = as_text(data)
-    assert unvouched_parts(load_fast(text), text) == (frozenset({"role5"}), True)
+    assert unvouched_parts(load_fast(text), text) == (frozenset({"role5"}), True, True)
     tally = Tally()
     assert_same(text, "bench", tally)
-    assert tally.selective == tally.commands_only == 1 and tally.codes == {"W401"}
+    assert tally.selective == tally.commands_only == tally.lookups_only == 1 and tally.codes == {"W401"}
     assert [d["code"] for d in json.loads(json_report([validate_text(text, "bench")], False))["results"][0][
         "diagnostics"]] == ["W401"]
