@@ -9,6 +9,11 @@ say what, if anything, is wrong. So the checks stay the only source of diagnosti
 they need to run. tests/test_clean_screen.py holds it to them over the corpus and generated jobs: wherever it says
 True, the checks find nothing.
 
+A job with a problem is usually clean but for one task role: `unvouched_parts` says which task roles it could not
+vouch for (the rest of the job vouched for), and whether only their commands' placeholders were in doubt, so that
+validate runs only the checks that can find something there (protocol/validate.py, task_role_findings);
+tests/test_task_role_checks.py holds that to every check over the whole job.
+
 This module imports only what the walk itself needs: a clean job's validate loads none of the checks' modules (HiveD's,
 the storages' and the plugins' checks are asked directly, when a job has those settings).
 """
