@@ -127,26 +127,30 @@ def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
         if key in converted:
             return None  # W404, between two task roles
         converted.add(key)
-        vouched = _role_clean(role, gang, groups, names, chosen.get(name, ()))
-        if tags:
-            found = _tags_render(role.get("commands") or (), role, data, groups) if vouched else _NOT_PLAIN
+        values_pass = _role_clean(role, gang, groups, names, chosen.get(name, ()))
+        if values_pass:
+            if not tags:
+                continue
+            found = _tags_render(role.get("commands") or (), role, data, groups)
             if name in every and found >= 0:
                 found += _tags_render(every[name], role, data, groups)
-            if found < 0:  # the checks of this task role see each of its `<%`: all are accounted for
-                found = _tags_in(role, every.get(name, []))
-                if found is None:
-                    return None
-                # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
-                commands_only = commands_only and vouched and found == _tags_in_commands(role, every.get(name, []))
-                lookups_only = lookups_only and commands_only and all(
-                    _tags_looked_up(commands, role, data, groups) for commands in (role.get("commands") or (),
-                                                                                  every.get(name, ())))
-                vouched = False
-            rendered += found
-        if not vouched:
-            unvouched.append(name)
-            commands_only = commands_only and bool(tags)
-            lookups_only = lookups_only and commands_only
+            if found >= 0:
+                rendered += found
+                continue
+        # Left to the checks of this task role, which see each of its `<%`: all of them are accounted for.
+        unvouched.append(name)
+        if not tags:
+            commands_only = lookups_only = False
+            continue
+        deployed = every.get(name, [])
+        found = _tags_in(role, deployed)
+        if found is None:
+            return None
+        rendered += found
+        # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
+        commands_only = commands_only and values_pass and found == _tags_in_commands(role, deployed)
+        lookups_only = lookups_only and commands_only and all(
+            _tags_looked_up(commands, role, data, groups) for commands in (role.get("commands") or (), deployed))
     if not unvouched:
         parts = CLEAN
     else:
@@ -483,9 +487,10 @@ def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
         return False
     else:
         field = _ROOT_FIELDS[root]
-        selected = role.get(field) if field is not None else None
-        value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
-            else None
+        try:
+            value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+        except TypeError:  # a name that is a list or a mapping, in a task role the walk did not vouch for
+            return False
     if "__proto__" in path:
         return False
     for segment in path[1:]:
