@@ -9,6 +9,11 @@ say what, if anything, is wrong. So the checks stay the only source of diagnosti
 they need to run. tests/test_clean_screen.py holds it to them over the corpus and generated jobs: wherever it says
 True, the checks find nothing.
 
+A job with a problem is usually clean but for one task role: `unvouched_parts` says which task roles it could not
+vouch for (the rest of the job vouched for), and whether only their commands' placeholders were in doubt, so that
+validate runs only the checks that can find something there (protocol/validate.py, task_role_findings);
+tests/test_task_role_checks.py holds that to every check over the whole job.
+
 This module imports only what the walk itself needs: a clean job's validate loads none of the checks' modules (HiveD's,
 the storages' and the plugins' checks are asked directly, when a job has those settings).
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .names import convert_name
 from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
@@ -52,27 +57,59 @@ _ESCAPED_TAG = re.compile(r"\\[xuU]|<\\[\r\n]")
 _NOT_PLAIN = -(2 ** 62)
 
 
+class Unvouched(NamedTuple):
+    """What the walk could not vouch for in a job, the rest of it being vouched for (a named tuple, not a dataclass:
+    one is made per file validated; see protocol/diagnostics.py)."""
+
+    #: The task roles whose checks may find something; none for a clean job.
+    task_roles: frozenset[str]
+    #: Only the placeholders of those task roles' commands (and of the deployments' pre and post commands for them)
+    #: may be wrong: their values passed the walk, and they hold no `<%` anywhere else.
+    commands_only: bool
+    #: And each of those placeholders is a plain one whose lookup ends at a value or at nothing (a key its mapping
+    #: lacks, which no JavaScript object has either; a null): it may render nothing (W401, W403), but every
+    #: template parses and no lookup throws (no E803, E810, W409): the compile checks have nothing to find.
+    lookups_only: bool
+
+
+CLEAN = Unvouched(task_roles=frozenset(), commands_only=True, lookups_only=True)
+
+
 def surely_clean(data: dict[str, Any], text: str) -> bool:
     """True only when check_semantics and compile_findings both find nothing in this job (the fast path's plain
     data of `text`); False when that is not certain."""
+    return unvouched_parts(data, text) == CLEAN
+
+
+def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
+    """The task roles this walk cannot vouch for, everything else in the job being vouched for: the checks can then
+    report something only in those task roles' own values and commands (their pre and post commands in the
+    deployments too), so validate runs them on those task roles alone, and only the placeholder checks when only
+    placeholders of their commands were in doubt. CLEAN: the whole job is clean. None: some other part (the
+    top-level sections, two task roles together, a placeholder outside the task roles) is not certain, and every
+    check runs over the whole job.
+
+    Why task roles: a job is mostly its task roles (a dozen alike is usual), and each check of a task role reads
+    that task role and the top-level sections only. A job with one problem in one task role then costs the walk
+    and the checks of that task role, not every check over the whole job."""
     if len(text) > _LONG_DIGITS and _digits_in(text) > _LONG_DIGITS:
         from .js_value_checks import LONG_DIGITS  # W209: a run of more digits than that (searched slowly)
 
         if LONG_DIGITS.search(text):
-            return False
+            return None
     retries = data.get("jobRetryCount")
     if retries is not None and not (type(retries) is int and 0 <= retries <= MAX_INT32):
-        return False
+        return None
     extras = data.get("extras")
     if extras is not None and (type(extras) is not dict or not _extras_clean(data, extras)):
-        return False
+        return None
     groups = _prerequisite_groups(data.get("prerequisites"))
     roles = data.get("taskRoles")
     if groups is None or type(roles) is not dict:
-        return False
+        return None
     deployments = _deployment_commands(data, roles)
     if deployments is None:
-        return False
+        return None
     every, chosen = deployments
     gang = extras is None or extras.get("gangAllocation") is not False
     names = {name for group in groups.values() for name in group}
@@ -80,33 +117,80 @@ def surely_clean(data: dict[str, Any], text: str) -> bool:
     escaped = "\\" in text and _ESCAPED_TAG.search(text) is not None
     tags = shown or escaped
     converted: set[str] = set()
+    unvouched: list[str] = []
+    commands_only = lookups_only = True
     rendered = 0
     for name, role in roles.items():
         if type(role) is not dict:
-            return False
+            return None
         key = name.lower() if name.isascii() and name.isalnum() else convert_name(name)  # the same, sooner
         if key in converted:
-            return False
+            return None  # W404, between two task roles
         converted.add(key)
-        if not _role_clean(role, gang, groups, names, chosen.get(name, ())):
-            return False
-        if tags:
-            rendered += _tags_render(role.get("commands") or (), role, data, groups)
-            rendered += _tags_render(every[name], role, data, groups) if name in every else 0
+        values_pass = _role_clean(role, gang, groups, names, chosen.get(name, ()))
+        if values_pass:
+            if not tags:
+                continue
+            found = _tags_render(role.get("commands") or (), role, data, groups)
+            if name in every and found >= 0:
+                found += _tags_render(every[name], role, data, groups)
+            if found >= 0:
+                rendered += found
+                continue
+        # Left to the checks of this task role, which see each of its `<%`: all of them are accounted for.
+        unvouched.append(name)
+        if not tags:
+            commands_only = lookups_only = False
+            continue
+        deployed = every.get(name, [])
+        found = _tags_in(role, deployed)
+        if found is None:
+            return None
+        rendered += found
+        # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
+        commands_only = commands_only and values_pass and found == _tags_in_commands(role, deployed)
+        lookups_only = lookups_only and commands_only and all(
+            _tags_looked_up(commands, role, data, groups) for commands in (role.get("commands") or (), deployed))
+    if not unvouched:
+        parts = CLEAN
+    else:
+        parts = Unvouched(task_roles=frozenset(unvouched), commands_only=commands_only, lookups_only=lookups_only)
     if not tags:
-        return True
+        return parts
     if rendered < shown:
         rendered += _plugin_tags_render(extras, roles, data, groups)
     if rendered == shown and not escaped:
-        return True  # the job holds at most the text's count: every `<%` is one that was followed
-    # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed, or
-    # in its description (free text, not checked): the job's own count, from its JSON (C speed; no `<%` spans two
-    # strings there, comments are left out, escapes are read)
+        return parts  # the job holds at most the text's count: every `<%` is one accounted for
+    # Else every `<%` of the job must be in a command or a runtime plugin's parameters, where each was followed (or
+    # is left to the checks of its task role), or in its description (free text, not checked): the job's own
+    # count, from its JSON (C speed; no `<%` spans two strings there, comments are left out, escapes are read)
     import json
 
     description = data.get("description")
-    return rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
-        data, ensure_ascii=False, check_circular=False).count("<%")
+    if rendered + (description.count("<%") if type(description) is str else 0) == json.dumps(
+            data, ensure_ascii=False, check_circular=False).count("<%"):
+        return parts
+    return None
+
+
+def _tags_in(role: dict[str, Any], deployed: list[str]) -> int | None:
+    """How many `<%` a task role holds anywhere (its commands, keys, any field: its checks read all of them), with
+    the deployments' commands for it; None when it cannot be told."""
+    import json
+
+    if any(type(command) is not str for command in deployed):
+        return None
+    try:
+        held = json.dumps(role, ensure_ascii=False, check_circular=False).count("<%")
+    except (TypeError, ValueError):
+        return None
+    return held + sum(command.count("<%") for command in deployed)
+
+
+def _tags_in_commands(role: dict[str, Any], deployed: list[str]) -> int:
+    """How many `<%` a task role's commands hold (a task role the walk passed: a list of texts, or none), with the
+    deployments' commands for it."""
+    return sum(command.count("<%") for command in (*(role.get("commands") or ()), *deployed))
 
 
 def _digits_in(text: str) -> int:
@@ -323,6 +407,45 @@ def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], grou
     return found
 
 
+def _tags_looked_up(commands: Any, role: dict[str, Any], data: dict[str, Any],
+                    groups: dict[str, dict[str, Any]]) -> bool:
+    """Every `<%` of these commands is a plain placeholder whose lookup ends at a plain value or at nothing."""
+    for command in commands:
+        count = command.count("<%")
+        if count:
+            tags = _PLAIN_TAG.findall(command)
+            if len(tags) != count or not all(_looked_up(name_path(name), role, data, groups) for name in tags):
+                return False
+    return True
+
+
+def _looked_up(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
+               groups: dict[str, dict[str, Any]]) -> bool:
+    """mustache.js's lookup of the placeholder (protocol/jsvalues.py) ends at a plain value, or at nothing without
+    throwing: at a null, or at a key its mapping lacks that is none of Object.prototype's names (JavaScript then
+    finds undefined too). An index past a list's end, or a key of a text or a number, is not followed."""
+    root = path[0]
+    if root not in _ROOT_FIELDS or "__proto__" in path:
+        return False
+    field = _ROOT_FIELDS[root]
+    selected = role.get(field) if field is not None else None
+    value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
+        else None
+    for segment in path[1:]:
+        if value is None:
+            return True
+        if type(value) is dict:
+            if segment not in value:
+                return segment not in OBJECT_PROTOTYPE_NAMES
+            value = value[segment]
+        elif type(value) is list and segment.isdigit() and segment.isascii() \
+                and (segment == "0" or segment[0] != "0") and int(segment) < len(value):
+            value = value[int(segment)]
+        else:
+            return False
+    return value is None or type(value) in _PLAIN_VALUES or (type(value) is float and math.isfinite(value))
+
+
 def _plugin_tags_render(extras: Any, roles: dict[str, Any], data: dict[str, Any],
                         groups: dict[str, dict[str, Any]]) -> int:
     """How many `<%` the runtime plugins' parameters hold, when each is a plain placeholder that the runtime finds a
@@ -364,7 +487,10 @@ def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
         return False
     else:
         field = _ROOT_FIELDS[root]
-        value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+        try:
+            value = data.get("parameters") if field is None else groups[field].get(role.get(field))
+        except TypeError:  # a name that is a list or a mapping, in a task role the walk did not vouch for
+            return False
     if "__proto__" in path:
         return False
     for segment in path[1:]:

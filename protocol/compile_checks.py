@@ -22,11 +22,14 @@ from .template_checks import (default_deployment, render_failures, rendered_view
                               template_findings)
 
 
-def compile_findings(data: dict[str, Any]) -> list[Finding]:
-    """Errors for a job no target can compile; [] for every job a target can."""
+def compile_findings(data: dict[str, Any], *, commands_only: bool = False) -> list[Finding]:
+    """Errors for a job no target can compile; [] for every job a target can. `commands_only` says that only the
+    task roles' commands can fail to render (validate's screen vouched for the rest): only they are checked."""
+    views = list(rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
+    if commands_only:
+        return [*template_findings(data, views), *render_failures(views)]
     from .storage_checks import storage_problems
 
-    views = list(rendered_views(data))  # the texts upstream renders, for the parse and the lookup checks
     return [*_task_role_shapes(data), *_counts(data), *template_findings(data, views), *plugin_findings(data),
             *hived_shape_findings(data), *_labels(data), *storage_problems(data), *_dates(data), *render_failures(views), *_images(data)]
 

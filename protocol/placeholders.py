@@ -77,25 +77,9 @@ def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[i
                        ) -> list[Finding]:
     """W401-W403, W408 and W409 for the whole job; `groups` is upstream's type -> name -> prerequisite index, None
     when the prerequisites cannot be grouped."""
-    findings: list[Finding] = []
     roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
     scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
-    default = as_mapping(data.get("defaults")).get("deployment")
-    for name, role in roles.items():
-        base = ("taskRoles", name, "commands")
-        # (path tokens, text): a pointer is built only for a finding (most commands have none)
-        commands = [((*base, i), c) for i, c in strings_in(role.get("commands"))]
-        extended = False  # the default deployment adds to this task role: its join is the text upstream renders
-        for d_index, deployment in mappings_in(data.get("deployments")):
-            extra = as_mapping(deployment.get("taskRoles")).get(name)
-            if not isinstance(extra, dict):
-                continue
-            extended = extended or (default is not None and deployment.get("name") == default)
-            parts = {key: [(("deployments", d_index, "taskRoles", name, key, i), c)
-                           for i, c in strings_in(extra.get(key))] for key in ("preCommands", "postCommands")}
-            findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
-        if not extended:
-            findings += _check_joined(commands, scopes[name])
+    findings = _in_commands(data, roles, scopes)
     auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), broken=_misshapen(data) & {"$secrets"},
                        has_secrets=bool(data.get("secrets")))
     for p_index, item in mappings_in(data.get("prerequisites")):
@@ -114,6 +98,41 @@ def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[i
             findings += _check_plugin(plugin["parameters"], ("extras", PLUGIN_KEY, index, "parameters"), scopes,
                                       users, data)
     findings += _never_rendered(data)
+    return _once_each(findings)
+
+
+def command_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] | None
+                         ) -> list[Finding]:
+    """What check_placeholders finds in the task roles' commands (with the deployments' pre and post commands for
+    them): all it finds in a job whose other placeholders are known to be fine (validate's screen vouched)."""
+    roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
+    return _once_each(_in_commands(data, roles, {name: _role_scope(data, name, role, groups)
+                                                 for name, role in roles.items()}))
+
+
+def _in_commands(data: dict[str, Any], roles: dict[str, dict[str, Any]], scopes: dict[str, Scope]
+                 ) -> list[Finding]:
+    findings: list[Finding] = []
+    default = as_mapping(data.get("defaults")).get("deployment")
+    for name, role in roles.items():
+        base = ("taskRoles", name, "commands")
+        # (path tokens, text): a pointer is built only for a finding (most commands have none)
+        commands = [((*base, i), c) for i, c in strings_in(role.get("commands"))]
+        extended = False  # the default deployment adds to this task role: its join is the text upstream renders
+        for d_index, deployment in mappings_in(data.get("deployments")):
+            extra = as_mapping(deployment.get("taskRoles")).get(name)
+            if not isinstance(extra, dict):
+                continue
+            extended = extended or (default is not None and deployment.get("name") == default)
+            parts = {key: [(("deployments", d_index, "taskRoles", name, key, i), c)
+                           for i, c in strings_in(extra.get(key))] for key in ("preCommands", "postCommands")}
+            findings += _check_joined(parts["preCommands"] + commands + parts["postCommands"], scopes[name])
+        if not extended:
+            findings += _check_joined(commands, scopes[name])
+    return findings
+
+
+def _once_each(findings: list[Finding]) -> list[Finding]:
     unique: dict[tuple[str, str, str], Finding] = {}
     for f in findings:
         unique.setdefault((f.code, f.pointer, f.message), f)

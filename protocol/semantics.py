@@ -27,7 +27,7 @@ from .names import convert_name
 from .suggest import did_you_mean
 from .js_value_checks import LONG_DIGITS, infinite_retries, long_number_findings, prototype_port_labels
 from .template_checks import OBJECT_PROTOTYPE_NAMES
-from .placeholders import PLUGIN_KEY, check_placeholders
+from .placeholders import PLUGIN_KEY, check_placeholders, command_placeholders
 from .shapes import as_list, as_mapping, is_int, mappings_in, strings_in
 
 #: The task role fields that name a prerequisite, with the prerequisite type each must name (upstream uses
@@ -40,14 +40,18 @@ KNOWN_DEFAULTS = ("deployment", "virtualCluster")
 KNOWN_DEPLOYMENT_KEYS = ("protocolVersion", "name", "version", "contributor", "description", "taskRoles")
 
 
-def check_semantics(data: Any, *, tags: bool = True, text: str | None = None) -> list[Finding]:
+def check_semantics(data: Any, *, tags: bool = True, text: str | None = None,
+                    commands_only: bool = False) -> list[Finding]:
     """Every semantic finding for a loaded job, valid or not, in document order.
 
     `tags=False` says that no string of the job can hold a `<%` (validate.py knows it from the text), so the
     placeholder checks, which walk every string, have nothing to find. `text`, when given, is the job's text: a
-    number in it too long for an exact value is warned (W209)."""
+    number in it too long for an exact value is warned (W209). `commands_only` says that only the placeholders of
+    the task roles' commands can be wrong (validate's screen vouched for the rest): only those are checked."""
     if not isinstance(data, dict):
         return []
+    if commands_only:
+        return _in_document_order(command_placeholders(data, prerequisites_by_type(data)), data)
     findings = [
         *(long_number_findings(data) if text is not None and len(text) > 4300 and LONG_DIGITS.search(text) else ()),
         *_prerequisites(data),

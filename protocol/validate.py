@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 from paictl.schemas import fast_validator
 
-from .clean_screen import surely_clean
-from .diagnostics import Anchor, Diagnostic, Finding, Severity, split_pointer
+from .clean_screen import CLEAN, Unvouched, unvouched_parts
+from .diagnostics import Anchor, Diagnostic, Finding, Severity, pointer_of, split_pointer
 from .loading import Document, DocumentError, decode_source, load_fast, load_located
 
 
@@ -41,32 +41,68 @@ class ValidationResult(NamedTuple):
         return self._replace(data=None)
 
 
-def _semantic_findings(data: dict[str, Any], text: str) -> list[Finding]:
+def _semantic_findings(data: dict[str, Any], text: str, *, commands_only: bool = False) -> list[Finding]:
     from .semantics import check_semantics
 
     # No string of the job can hold `<%` when the text has none and no backslash (a double-quoted escape such as
     # `\x3c` or an escaped line break could make one): two-thirds of real jobs skip the placeholder walk.
-    return check_semantics(data, tags="<%" in text or "\\" in text, text=text)
+    return check_semantics(data, tags="<%" in text or "\\" in text, text=text, commands_only=commands_only)
 
 
-def _compile_findings(data: dict[str, Any]) -> list[Finding]:
+def _compile_findings(data: dict[str, Any], *, commands_only: bool = False) -> list[Finding]:
     """What no compile target can build (protocol/compile_checks.py), for a schema-valid job: `validate` reports it
     too, so a job `validate` passes is one every target compiles (or refuses for a target-specific reason)."""
     from .compile_checks import compile_findings
 
-    return compile_findings(data)
+    return compile_findings(data, commands_only=commands_only)
 
 
 def _with_compile_findings(semantic: list[Finding], data: dict[str, Any]) -> list[Finding]:
+    return _joined(semantic, _compile_findings(data))
+
+
+def _joined(semantic: list[Finding], compiled: list[Finding]) -> list[Finding]:
     """The semantic findings plus the compile findings; a W409 parse failure gives way to the E803 that reports the
     same text as unrenderable (the warning checks each text alone, E803 the template upstream really renders)."""
-    compiled = _compile_findings(data)
     if any(f.code == "E803" for f in compiled):
         semantic = [f for f in semantic if not (f.code == "W409" and f.message.startswith(_PARSE_FAILURE))]
     return [*semantic, *compiled]
 
 
 _PARSE_FAILURE = "OpenPAI's template parser"
+
+
+def job_findings(data: dict[str, Any], text: str) -> list[Finding]:
+    """Every semantic and compile finding of a schema-valid job: each check over the whole job."""
+    return _with_compile_findings(_semantic_findings(data, text), data)
+
+
+def task_role_findings(data: dict[str, Any], text: str, unvouched: Unvouched) -> list[Finding] | None:
+    """What `job_findings` gives for a schema-valid job whose every part but the `unvouched` task roles the screen
+    (protocol/clean_screen.py) vouched for; None when this cannot tell.
+
+    The checks run on the job with only those task roles (and only the placeholder checks of their commands, when
+    only those were in doubt; not the compile checks, when only lookups that find nothing were): each check of a task role reads that task role and the top-level sections, so they
+    find there what they find in the whole job, in the same order (the task roles keep their places), and nothing
+    elsewhere, which the screen vouched for. A finding anywhere else comes from leaving the other task roles out
+    (HiveD settings naming one, say): the answer is then None, and the caller runs every check over the whole job,
+    as it does whenever the screen is not sure.
+    """
+    names, commands_only, lookups_only = unvouched
+    job = {**data, "taskRoles": {name: role for name, role in data["taskRoles"].items() if name in names}}
+    semantic = _semantic_findings(job, text, commands_only=commands_only)
+    compiled = [] if lookups_only else _compile_findings(job, commands_only=commands_only)
+    if all(_in_task_roles(f.pointer, names) for f in (*semantic, *compiled)):
+        return _joined(semantic, compiled)
+    return None
+
+
+def _in_task_roles(pointer: str, names: frozenset[str]) -> bool:
+    """Is the pointer in one of these task roles, or in a deployment's commands for one?"""
+    tokens = split_pointer(pointer)
+    if len(tokens) >= 2 and tokens[0] == "taskRoles":
+        return tokens[1] in names
+    return len(tokens) >= 5 and tokens[0] == "deployments" and tokens[2] == "taskRoles" and tokens[3] in names
 
 
 #: Validates a document that is not a job but another kind paictl knows (a marketplace item): given the plain data,
@@ -86,11 +122,17 @@ def validate_bytes(raw: bytes, path: str, *, other_kinds: OtherKinds | None = No
 def validate_text(text: str, path: str, *, other_kinds: OtherKinds | None = None) -> ValidationResult:
     data = load_fast(text)
     schema_valid = data is not None and fast_validator("job").is_valid(data)
-    if schema_valid and surely_clean(data, text):  # one walk instead of every check: most jobs are clean
-        return ValidationResult(path=path, diagnostics=(), data=data)
-    semantic = _semantic_findings(data, text) if data is not None else None
-    if schema_valid:
-        semantic = _with_compile_findings(semantic, data)  # type: ignore[arg-type]
+    semantic = None
+    if schema_valid and data is not None:
+        unvouched = unvouched_parts(data, text)
+        if unvouched is CLEAN:  # one walk instead of every check: most jobs are clean
+            return ValidationResult(path=path, diagnostics=(), data=data)
+        if unvouched is not None:  # only these task roles' checks can find anything: run those
+            semantic = task_role_findings(data, text, unvouched)
+        if semantic is None:
+            semantic = job_findings(data, text)
+    elif data is not None:
+        semantic = _semantic_findings(data, text)
     if schema_valid and not semantic:
         return ValidationResult(path=path, diagnostics=(), data=data)
     # Only a document that is not a clean job is offered to the other kinds: ordinary jobs pay nothing for them.
@@ -332,6 +374,4 @@ def _find_excerpt(lines: list[str], line: int, column: int, excerpt: str) -> tup
 
 
 def _join(tokens: list[str]) -> str:
-    from .diagnostics import pointer_of
-
     return pointer_of(*tokens)

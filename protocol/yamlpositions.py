@@ -36,7 +36,11 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
         return positions
     scalar, mapping, sequence = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
     ends = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-    # One frame per open collection: [is a mapping, pointer, next index (sequence) or key (mapping), key's mark]
+    # The collections on the way to a wanted node; in any other, no pointer is built for the entries (most of a
+    # job's keys are passed over on the way to a few findings).
+    on_the_way = set(wanted)
+    # One frame per open collection: [is a mapping, pointer (None off the way), next index (sequence) or key
+    # (mapping), key's mark]
     stack: list[list[Any]] = []
     loader = event_parser(text)
     try:
@@ -50,7 +54,6 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
                 if kind is yaml.StreamEndEvent or kind is yaml.AliasEvent:
                     return None  # a wanted node never came, or an alias (the fast path refuses those)
                 continue  # stream and document start and end
-            mark = event.start_mark
             if not stack:
                 if kind is not mapping:
                     return None
@@ -62,26 +65,28 @@ def locate_pointers(text: str, data: Any, pointers: Iterable[str]) -> dict[str, 
                     if kind is not scalar:
                         return None  # a complex key (the fast path refuses those)
                     key = event.value
-                    if event.implicit[0] and (key[:1] in NON_STRING_STARTS or key in NON_STRING_WORDS):
+                    if frame[1] is not None and event.implicit[0] and (
+                            key[:1] in NON_STRING_STARTS or key in NON_STRING_WORDS):
                         key = key_text(resolve(key, event))  # `.5`, `~`...: as the located loader reads it
-                    frame[2], frame[3] = key, mark
+                    frame[2], frame[3] = key, event.start_mark
                     continue
-                pointer = f"{frame[1]}/{escape_pointer_token(frame[2])}"
+                pointer = None if frame[1] is None else f"{frame[1]}/{escape_pointer_token(frame[2])}"
                 if pointer in wanted:
-                    key_mark = frame[3]
+                    key_mark, mark = frame[3], event.start_mark
                     positions[pointer] = (key_mark.line + 1, key_mark.column + 1, mark.line + 1, mark.column + 1)
                     wanted.discard(pointer)
                 frame[2] = None
             else:
-                pointer = f"{frame[1]}/{frame[2]}"
+                pointer = None if frame[1] is None else f"{frame[1]}/{frame[2]}"
                 frame[2] += 1
                 if pointer in wanted:
+                    mark = event.start_mark
                     positions[pointer] = (mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1)
                     wanted.discard(pointer)
             if kind is mapping:
-                stack.append([True, pointer, None, None])
+                stack.append([True, pointer if pointer in on_the_way else None, None, None])
             elif kind is sequence:
-                stack.append([False, pointer, 0, None])
+                stack.append([False, pointer if pointer in on_the_way else None, 0, None])
     except (yaml.YAMLError, LoadProblem):
         return None
     finally:
