@@ -175,9 +175,10 @@ class Spawner:
     stderr=STDOUT, start_new_session=True)` would, through `os.posix_spawn` where it can.
 
     Every task of a big job carries every peer's variables (~1,400 at 200 instances); Popen turns the environment
-    into bytes in Python for each task (~1 ms each), posix_spawn does it in C. What Popen adds is kept: the child's
-    SIGPIPE and SIGXFSZ back to their defaults (Python ignores SIGPIPE), a new session, and no inherited descriptor
-    beyond 0-2 (any this process holds without close-on-exec is closed in the child). Popen is still used when the
+    into bytes in Python for each task (~1 ms each), posix_spawn does it in C. What Popen adds is kept, and more: every
+    signal back to its default action and none blocked (Popen resets only SIGPIPE and SIGXFSZ, and keeps the mask), a
+    new session, and no inherited descriptor beyond 0-2 (any this process holds without close-on-exec is closed in
+    the child). Popen is still used when the
     tasks run in another directory (posix_spawn cannot change it) or the shell is not found (its error is Popen's).
     """
 
@@ -190,11 +191,11 @@ class Spawner:
         self._resolved: dict[str, str | None] = {}
         self._which = shutil.which
         self._leaked = [fd for fd in _open_descriptors() if fd > 2 and _inheritable(fd)]
+        self._default_signals = _every_signal()
 
     def spawn(self, argv: list[str], env: Mapping[str, str] | Mapping[bytes, bytes], log: int) -> Any:
         """Start `argv` with `log` (a descriptor) as its standard output and error. `env` may be bytes already:
         os.posix_spawn encodes every str of it at every call (~1,400 variables a task at 200 instances)."""
-        import signal
         import subprocess
 
         executable = self._executable(argv[0]) if self.here else None
@@ -204,8 +205,8 @@ class Spawner:
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_DUP2, log, 1), (os.POSIX_SPAWN_DUP2, log, 2),
                    *((os.POSIX_SPAWN_CLOSE, fd) for fd in self._leaked)]
-        pid = os.posix_spawn(executable, argv, env, file_actions=actions, setsid=True,
-                             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        pid = os.posix_spawn(executable, argv, env, file_actions=actions, setsid=True, setsigmask=(),
+                             setsigdef=self._default_signals)
         return SpawnedTask(pid)
 
     def _executable(self, name: str) -> str | None:
@@ -214,6 +215,16 @@ class Spawner:
             self._resolved[name] = self._which(name, path=self.path) if os.sep not in name else \
                 (name if os.access(name, os.X_OK) else None)
         return self._resolved[name]
+
+
+def _every_signal() -> frozenset[int]:
+    """Every signal a process can set back to its default action. A task starts as a container's first process
+    does, with no signal blocked or ignored: whatever paictl inherited (SIGTERM blocked by its parent, SIGINT and
+    SIGQUIT ignored in a script's background job, SIGPIPE ignored by Python itself) is not passed on, or `paictl
+    stop`'s SIGTERM would not reach a task's trap."""
+    import signal
+
+    return frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
 
 
 def _open_descriptors() -> list[int]:

@@ -318,6 +318,26 @@ def test_a_failed_task_reads_as_failed_when_paictl_inherits_sigchld_ignored(tmp_
     assert view["tasks"][0]["exit_code"] == 3
 
 
+def test_a_task_starts_with_no_signal_blocked_or_ignored_whatever_paictl_inherited(tmp_path):
+    """As a container's first process: a parent that blocks SIGTERM (so `paictl stop` could not reach the task's
+    trap) or ignores SIGINT and SIGQUIT (a script's background job) passes that on to paictl, not to its tasks."""
+    job = job_file(tmp_path, "signals", ["grep -E '^Sig(Blk|Ign):' /proc/self/status"])
+
+    def inherited() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGUSR1])
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    subprocess.run([sys.executable, "-m", "paictl", "submit", str(job), "--target", "local", "--follow"],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, preexec_fn=inherited, check=True)
+    fields = dict(line.split(":\t") for line in log(tmp_path, "signals", "work-0").splitlines() if line.startswith("Sig"))
+    assert int(fields["SigBlk"], 16) == 0, fields
+    # glibc's posix_spawn sets its own two internal signals (32, 33) to SIG_IGN in every child it spawns; the program
+    # the task execs installs its own handlers for them, and no user signal is among them
+    assert int(fields["SigIgn"], 16) & ~(1 << 31 | 1 << 32) == 0, fields
+
+
 def test_the_cli_in_process_runs_the_job_itself(tmp_path, capsys):
     """Where the streams are not the process's own descriptors (a test runner's capture, typer's CliRunner), there
     is no second process to write them: the command does the work itself."""
