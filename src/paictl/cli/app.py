@@ -235,10 +235,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(130)
-
-
 def main() -> None:
     """Console entry point: the one place errors become messages and exit codes.
 
@@ -248,12 +244,10 @@ def main() -> None:
     output that cannot be written is not a bug either: a reader that went away (`paictl ... | head`) exits 141, as a
     shell reports SIGPIPE, and a full disk or another write error exits 74 (EX_IOERR) with one line on standard error.
     """
-    import signal
-
     from .output import EXIT_BROKEN_PIPE, flush_stdout, output_error_exit, silence_stdout
+    from .process_exit import exit_on_interrupt
 
-    signal.signal(signal.SIGINT, _interrupted)
-    signal.signal(signal.SIGTERM, _interrupted)
+    exit_on_interrupt()
     try:
         try:  # as typer's `app()` runs it, less its exception hook: with pretty exceptions off it is Python's own
             lazy_command(help_markup())()

@@ -209,10 +209,6 @@ _PARSERS = {"validate": parse_validate, "compile": parse_compile, "submit": pars
             "marketplace": parse_marketplace_validate, "fix": parse_fix, "lsp": parse_lsp}
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(130)
-
-
 _ON_A_JOB = {"status", "stop", "logs"}
 _JOB_OPTIONS = {"--target": "target", "-t": "target", "--kubeconfig": "kubeconfig", "--context": "context",
                 "--run-dir": "run_dir", "--cluster": "cluster", "-n": "namespace", "--namespace": "namespace",
@@ -316,12 +312,8 @@ def _early_answer(backend: str, flags: dict) -> str | None:
 
 
 def main() -> None:
-    import signal
-
     from .process_exit import exit_now
 
-    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:  # inherited: no child's exit status could be read
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     args = sys.argv[1:]
     completing = "_PAICTL_COMPLETE" in os.environ
     if args and (args[0] in _ON_A_JOB or args[0] == "submit") and not completing:
@@ -331,6 +323,10 @@ def main() -> None:
 
             sys.stderr.write(error_line(error) + "\n")
             exit_now(3)
+    import signal
+
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:  # inherited: no child's exit status could be read
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     if args and args[0] in _PARSERS and not completing:
         options = _PARSERS[args[0]](args[1:])
         if options is not None:
@@ -342,12 +338,10 @@ def main() -> None:
 
 def _run(command: str, options: dict) -> int:
     """Run a typer-free command body with the signal handling and output-error statuses of app.main."""
-    import signal
-
     from .output import flush_stdout, output_error_exit, plain_echo
+    from .process_exit import exit_on_interrupt
 
-    signal.signal(signal.SIGINT, _interrupted)  # 130 for both, as app.main documents
-    signal.signal(signal.SIGTERM, _interrupted)
+    exit_on_interrupt()  # 130 for both, as app.main documents
     try:
         if command == "marketplace":
             from .marketplace_run import run_marketplace_validate

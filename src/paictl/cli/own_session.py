@@ -71,6 +71,12 @@ def run_in_own_session(work: Callable[[], int], *, say: Callable[[str], None]) -
 
 def _work_in_child(work: Callable[[], int], parent: int) -> int:
     """`work()`'s status, as the interpreter would make one of what it raised."""
+    import atexit
+
+    # the exit handlers registered so far are the parent's, which runs them when it exits: the child runs its own
+    clear_exit_handlers = getattr(atexit, "_clear", None)
+    if clear_exit_handlers is not None:
+        clear_exit_handlers()
     status = 1
     try:
         os.setsid()
@@ -113,7 +119,8 @@ def _wait(child: int, say: Callable[[str], None]) -> int:
         signal.signal(signal.SIGTSTP, stop_with_child)
         pass_on(signal.SIGCONT, frame)
 
-    previous = {signum: signal.signal(signum, pass_on) for signum in PASSED_ON}
+    previous = {signum: signal.signal(signum, pass_on) for signum in PASSED_ON
+                if signal.getsignal(signum) != signal.SIG_IGN}  # one inherited ignored stays so
     previous[signal.SIGTSTP] = signal.signal(signal.SIGTSTP, stop_with_child)
     try:
         while True:

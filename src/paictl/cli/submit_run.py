@@ -197,7 +197,9 @@ def _run_attached(backend: "Backend", submission: "Submission", output_format: s
 
     attached = submission.attached
     assert attached is not None
-    previous = signal.signal(signal.SIGTERM, _interrupted)
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous != signal.SIG_IGN:  # inherited ignored: the caller's choice stands (process_exit.exit_on_interrupt)
+        signal.signal(signal.SIGTERM, _interrupted)
     try:
         last = follow(attached.views, output_format=output_format)
     except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it

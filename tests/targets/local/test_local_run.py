@@ -338,6 +338,23 @@ def test_a_task_starts_with_no_signal_blocked_or_ignored_whatever_paictl_inherit
     assert int(fields["SigIgn"], 16) & ~(1 << 31 | 1 << 32) == 0, fields
 
 
+def test_sigint_inherited_ignored_stays_ignored_and_sigterm_still_stops(tmp_path):
+    """A script's background job (`paictl submit ... --follow &`) ignores SIGINT, so that Ctrl-C at the terminal
+    stops the script, not it: paictl keeps that, as Python does. SIGTERM still stops the run (130)."""
+    job = job_file(tmp_path, "background", SLEEPER)
+    cli = subprocess.Popen([sys.executable, "-m", "paictl", "submit", str(job), "--target", "local", "--follow"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    STARTED.append(cli)
+    run = wait_running(tmp_path, "background", 1)
+    cli.send_signal(signal.SIGINT)
+    time.sleep(1)
+    assert cli.poll() is None and state(tmp_path, "background")["view"]["state"] == "running"
+    cli.send_signal(signal.SIGTERM)
+    assert cli.wait(TIMEOUT) == 130, cli.communicate()
+    assert run_processes(run["run_id"]) == []
+
+
 def test_the_cli_in_process_runs_the_job_itself(tmp_path, capsys):
     """Where the streams are not the process's own descriptors (a test runner's capture, typer's CliRunner), there
     is no second process to write them: the command does the work itself."""
