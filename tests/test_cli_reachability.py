@@ -115,7 +115,8 @@ def test_submit_to_an_unreachable_openpai_cluster_is_one_line_at_once(openpai_en
     assert CANARY.encode() not in err
 
 
-#: What the early answer may load beyond a bare interpreter: itself, how it exits, the targets registry and OpenPAI's probe.
+#: What the early answer may load beyond a bare interpreter: itself, how it exits, the targets registry and
+#: OpenPAI's probe.
 #: (Not the idna codec: a host name given to the resolver as a string loads it, with stringprep, unicodedata and re.)
 EARLY_MODULES = {"paictl", "paictl.cli", "paictl.cli.entry", "paictl.cli.errors", "paictl.cli.process_exit",
                  "paictl.targets",
