@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from paictl.errors import ClusterError, NotFoundError, UsageError
 from paictl.targets.backend import BackendOptions, FailureExcerpt, Logs, StopResult, Submission
-from paictl.targets.states import JobView
+from paictl.targets.states import JobState, JobView
 
 from .workloads import WORKLOADS, target_of, workload
 
@@ -295,7 +295,13 @@ class KubeBackend:
             current = connection.json("GET", chosen.resource.item(found, connection.namespace))
         except Exception as exc:  # noqa: BLE001
             raise describe_failure(connection, exc, verb="get", resource=chosen.resource, name=found) from None
-        if chosen.view_on(connection, current, []).state.is_final:
+        state = chosen.view_on(connection, current, []).state
+        # A JobSet is "stopped" only while `stop --suspend` keeps it suspended: it has no verdict to keep, so a
+        # plain stop deletes it like a running one; a second --suspend has nothing to do.
+        paused = chosen.resource.kind == "JobSet" and state is JobState.STOPPED
+        if paused and suspend:
+            result = "already suspended"
+        elif state.is_final and not paused:
             # Deleting a finished MarsJob or JobSet would lose its verdict and exit codes (status: "not found");
             # FrameworkController ignores a Stop of a completed Framework. All are kept.
             result = "already finished"

@@ -279,6 +279,25 @@ def test_the_resume_a_suspended_jobset_is_told_runs_as_printed_with_the_users_fl
     wait_for(lambda: state() == "running" and len(running_pods()) == 3, seconds=60)
 
 
+def test_a_suspended_jobset_is_deleted_by_a_plain_stop_and_not_suspended_twice(real_cluster, tmp_path):
+    """A JobSet `stop --suspend` keeps suspended reads "stopped", but it has no verdict to keep: a second
+    `--suspend` has nothing to do, and a plain `stop` deletes it, as it deletes a running one."""
+    real_cluster.require("jobset")
+    job = _job(tmp_path, JOBS / "kube" / "jobset-job.yaml", "sleep infinity")
+    done = paictl(real_cluster, "submit", str(job), "--target", "jobset")
+    assert done.returncode == 0, done.stderr
+    (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
+    name = jobset["metadata"]["name"]
+    suspended = paictl(real_cluster, "stop", name, "--suspend", "--format", "json")
+    assert suspended.returncode == 0 and json.loads(suspended.stdout)["result"] == "suspended", suspended.stderr
+    again = paictl(real_cluster, "stop", name, "--suspend", "--format", "json")
+    assert again.returncode == 0 and json.loads(again.stdout)["result"] == "already suspended", again.stderr
+    stopped = paictl(real_cluster, "stop", name)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout == f"jobset.jobset.x-k8s.io/{name} deleted (foreground)\n"
+    wait_for(lambda: not real_cluster.list_objects(JOBSET, "JobSet"), seconds=60)
+
+
 def test_logs_without_a_kubelet_are_one_line(real_cluster, tmp_path):
     """kwok runs no container: the API server answers a log request for a running pod by failing to reach the
     node's kubelet, which paictl reports in one line (exit 3); a pod that is gone is named as such."""
