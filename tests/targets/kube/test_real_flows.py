@@ -196,13 +196,18 @@ def test_a_jobset_runs_to_success_through_its_jobs_and_pods(real_cluster):
     assert all(j["metadata"]["ownerReferences"][0]["uid"] == jobset["metadata"]["uid"] for j in jobs)
 
 
-def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_path):
+def _sleeping_jobset(real_cluster, tmp_path) -> str:
+    """Submit a JobSet whose tasks sleep for ever; its name."""
     real_cluster.require("jobset")
     job = _job(tmp_path, JOBS / "kube" / "jobset-job.yaml", "sleep infinity")
     done = paictl(real_cluster, "submit", str(job), "--target", "jobset")
     assert done.returncode == 0, done.stderr
     (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
-    name = jobset["metadata"]["name"]
+    return jobset["metadata"]["name"]
+
+
+def test_stopping_a_running_jobset_deletes_it_and_its_pods(real_cluster, tmp_path):
+    name = _sleeping_jobset(real_cluster, tmp_path)
     wait_for(lambda: _state(real_cluster, name) == "running", seconds=60)
     follower = start(real_cluster, "status", name, "--follow")
     first = follower.stdout.readline()  # following (a follower that starts after the deletion finds no job)
@@ -282,12 +287,7 @@ def test_the_resume_a_suspended_jobset_is_told_runs_as_printed_with_the_users_fl
 def test_a_suspended_jobset_is_deleted_by_a_plain_stop_and_not_suspended_twice(real_cluster, tmp_path):
     """A JobSet `stop --suspend` keeps suspended reads "stopped", but it has no verdict to keep: a second
     `--suspend` has nothing to do, and a plain `stop` deletes it, as it deletes a running one."""
-    real_cluster.require("jobset")
-    job = _job(tmp_path, JOBS / "kube" / "jobset-job.yaml", "sleep infinity")
-    done = paictl(real_cluster, "submit", str(job), "--target", "jobset")
-    assert done.returncode == 0, done.stderr
-    (jobset,) = real_cluster.list_objects(JOBSET, "JobSet")
-    name = jobset["metadata"]["name"]
+    name = _sleeping_jobset(real_cluster, tmp_path)
     suspended = paictl(real_cluster, "stop", name, "--suspend", "--format", "json")
     assert suspended.returncode == 0 and json.loads(suspended.stdout)["result"] == "suspended", suspended.stderr
     again = paictl(real_cluster, "stop", name, "--suspend", "--format", "json")
