@@ -245,9 +245,9 @@ def main() -> None:
     shell reports SIGPIPE, and a full disk or another write error exits 74 (EX_IOERR) with one line on standard error.
     """
     from .output import EXIT_BROKEN_PIPE, flush_stdout, output_error_exit, silence_stdout
-    from .process_exit import exit_on_interrupt
+    from .process_exit import take_signals
 
-    exit_on_interrupt()
+    take_signals()
     try:
         try:  # as typer's `app()` runs it, less its exception hook: with pretty exceptions off it is Python's own
             lazy_command(help_markup())()

@@ -323,10 +323,6 @@ def main() -> None:
 
             sys.stderr.write(error_line(error) + "\n")
             exit_now(3)
-    import signal
-
-    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:  # inherited: no child's exit status could be read
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     if args and args[0] in _PARSERS and not completing:
         options = _PARSERS[args[0]](args[1:])
         if options is not None:
@@ -339,9 +335,9 @@ def main() -> None:
 def _run(command: str, options: dict) -> int:
     """Run a typer-free command body with the signal handling and output-error statuses of app.main."""
     from .output import flush_stdout, output_error_exit, plain_echo
-    from .process_exit import exit_on_interrupt
+    from .process_exit import take_signals
 
-    exit_on_interrupt()  # 130 for both, as app.main documents
+    take_signals()  # as app.main does
     try:
         if command == "marketplace":
             from .marketplace_run import run_marketplace_validate

@@ -52,8 +52,6 @@ def run_in_own_session(work: Callable[[], int], *, say: Callable[[str], None]) -
     standard error (the parent's word when the child did not end on its own)."""
     if not can_fork():
         return work()
-    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:  # else the child's status cannot be read (nor its tasks')
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     flush_standard_streams()
     parent = os.getpid()
     try:

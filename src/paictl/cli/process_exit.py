@@ -1,4 +1,5 @@
-"""How the process ends: on Ctrl-C or SIGTERM (130), and once a command is done, without the interpreter's teardown.
+"""How the process ends: on Ctrl-C or SIGTERM (130), and once a command is done, without the interpreter's teardown;
+and the signal dispositions every command starts from (`take_signals`).
 
 That teardown is 15 ms of each run, a tenth of a local run of one task, and nothing of paictl's needs it. What an
 exit must still do is done: the `atexit` handlers run (the kubernetes client deletes its temporary certificate files
@@ -14,19 +15,25 @@ import sys
 INTERRUPTED = 130
 
 
-def _interrupted(signum: int, frame: object) -> None:
+def exit_interrupted(signum: int, frame: object) -> None:
+    """The handler of SIGINT and SIGTERM: the command ends with 130 through its clean-up."""
     raise SystemExit(INTERRUPTED)
 
 
-def exit_on_interrupt() -> None:
-    """Ctrl-C (SIGINT) and SIGTERM end the command with 130 through its clean-up, except a signal this process
-    inherited ignored: a script's background job ignores SIGINT so that Ctrl-C at the terminal stops the script
-    and not it (Python keeps that for SIGINT too), and a supervisor may have its reasons for SIGTERM."""
+def take_signals() -> None:
+    """Every command's start, on both paths (entry.py's, app.main):
+    - Ctrl-C (SIGINT) and SIGTERM end the command with 130 through its clean-up (`exit_interrupted`), except a signal
+      this process inherited ignored: a script's background job ignores SIGINT so that Ctrl-C at the terminal stops
+      the script and not it (Python keeps that for SIGINT too), and a supervisor may have its reasons for SIGTERM;
+    - SIGCHLD inherited ignored goes back to its default: ignored, the kernel reaps every child at once and no exit
+      status can be read (a failed task, a `docker` or `kubectl` that failed, would read as exit 0)."""
     import signal
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(signum) != signal.SIG_IGN:
-            signal.signal(signum, _interrupted)
+            signal.signal(signum, exit_interrupted)
+    if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 def flush_standard_streams() -> None:

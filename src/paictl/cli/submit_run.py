@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from paictl.errors import ClusterError, PaictlError, UsageError
 
+from .process_exit import INTERRUPTED, exit_interrupted
+
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend, BackendOptions, Submission
     from paictl.targets.states import JobView
 
     from .validate_cmd import Echo
 
-INTERRUPTED = 130
 PENDING_TIMEOUT_EXIT = 3
 OUTPUT_FORMATS = ("text", "json", "yaml")  # formats.RECORD_FORMATS (not imported here: see check_format)
 
@@ -187,10 +188,6 @@ class Reporter:
             self.echo(line, err=True)
 
 
-def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(INTERRUPTED)
-
-
 def _run_attached(backend: "Backend", submission: "Submission", output_format: str, echo: "Echo") -> int:
     """A job running inside this process: Ctrl-C, SIGTERM or a failure while drawing must stop every task."""
     from .live import follow
@@ -198,8 +195,8 @@ def _run_attached(backend: "Backend", submission: "Submission", output_format: s
     attached = submission.attached
     assert attached is not None
     previous = signal.getsignal(signal.SIGTERM)
-    if previous != signal.SIG_IGN:  # inherited ignored: the caller's choice stands (process_exit.exit_on_interrupt)
-        signal.signal(signal.SIGTERM, _interrupted)
+    if previous != signal.SIG_IGN:  # inherited ignored: the caller's choice stands (process_exit.take_signals)
+        signal.signal(signal.SIGTERM, exit_interrupted)
     try:
         last = follow(attached.views, output_format=output_format)
     except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it

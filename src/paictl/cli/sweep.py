@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, List, Optional
 from paictl.errors import ClusterError, PaictlError, UsageError
 
 from .output import plain_echo as echo
+from .process_exit import INTERRUPTED
 
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend
     from paictl.targets.sweep.runner import SweepView, TrialRow
 
-INTERRUPTED = 130
 #: How often the runner asks the backend about its live trials (seconds): a local run's state is a file read.
 POLL = {"local": 0.3}
 DEFAULT_POLL = 2.0
