@@ -31,7 +31,8 @@ def compile_findings(data: dict[str, Any], *, commands_only: bool = False) -> li
     from .storage_checks import storage_problems
 
     return [*_task_role_shapes(data), *_counts(data), *template_findings(data, views), *plugin_findings(data),
-            *hived_shape_findings(data), *_labels(data), *storage_problems(data), *_dates(data), *render_failures(views), *_images(data)]
+            *hived_shape_findings(data), *_labels(data), *storage_problems(data), *_dates(data),
+            *render_failures(views), *_images(data)]
 
 
 def _images(data: dict[str, Any]) -> Iterator[Finding]:

@@ -82,11 +82,11 @@ def task_role_findings(data: dict[str, Any], text: str, unvouched: Unvouched) ->
     (protocol/clean_screen.py) vouched for; None when this cannot tell.
 
     The checks run on the job with only those task roles (and only the placeholder checks of their commands, when
-    only those were in doubt; not the compile checks, when only lookups that find nothing were): each check of a task role reads that task role and the top-level sections, so they
-    find there what they find in the whole job, in the same order (the task roles keep their places), and nothing
-    elsewhere, which the screen vouched for. A finding anywhere else comes from leaving the other task roles out
-    (HiveD settings naming one, say): the answer is then None, and the caller runs every check over the whole job,
-    as it does whenever the screen is not sure.
+    only those were in doubt; not the compile checks, when only lookups that find nothing were): each check of a
+    task role reads that task role and the top-level sections, so they find there what they find in the whole job,
+    in the same order (the task roles keep their places), and nothing elsewhere, which the screen vouched for. A
+    finding anywhere else comes from leaving the other task roles out (HiveD settings naming one, say): the answer
+    is then None, and the caller runs every check over the whole job, as it does whenever the screen is not sure.
     """
     names, commands_only, lookups_only = unvouched
     job = {**data, "taskRoles": {name: role for name, role in data["taskRoles"].items() if name in names}}
