@@ -16,7 +16,8 @@ decided here, the same way for both masters and for `paictl status`:
   failed, unless the job was stopped. A stop (paictl's stop marker, or the master's `killed`) makes the job stopped
   unless a verdict was already reached; the job is `stopping` while any of its containers still runs.
 
-TaskView states: running, exited, lost (its node stopped reporting), removed (no node reports it), pending.
+TaskView states: running, exited, lost (its node stopped reporting), removed (no node reports it), pending (no
+container yet, or one the engine created and has not started).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from paictl.targets.states import JobState, TaskView
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Fact:
-    """One container of the job as the facts say: `status` running / exited / lost / removed."""
+    """One container of the job as the facts say: `status` pending (created, not started) / running / exited / lost /
+    removed."""
     name: str
     role: str
     index: int
@@ -56,7 +58,8 @@ class Decision:
 
     @property
     def running(self) -> list[Fact]:
-        return [fact for fact in self.latest.values() if fact.status == "running"]
+        """Containers that run or may still start (created, not started): a stop has to end them."""
+        return [fact for fact in self.latest.values() if fact.status in ("running", "pending")]
 
 
 def _int(value: Any, default: Optional[int] = None) -> Optional[int]:
@@ -85,7 +88,7 @@ def facts(job: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]],
             return
         code = engine = _int(state.get("ExitCode")) if status == "exited" else None
         recorded = _int(exits.get(name))
-        if recorded is not None and status in ("running", "exited"):
+        if recorded is not None and status in ("pending", "running", "exited"):
             status, code = "exited", recorded  # the commands ended; the engine may not have seen the exit yet
         found[name] = Fact(name=name, role=str(role), index=index, restart=_int(labels.get("restart_index"), 0) or 0,
                            node=node, status=status, exit_code=code, started=str(state.get("StartedAt") or ""),
@@ -96,9 +99,8 @@ def facts(job: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]],
         lost = (record.get("state") or {}).get("status") == "Lost"
         for name, labels in (record.get("containers") or {}).items():
             state = labels.get("state") or {}
-            running = state.get("Running") is True or state.get("Status") == "running"
-            status = ("lost" if lost else "running") if running else "exited"
-            if state.get("Status") == "lost":  # paictl's master marks them so in its flattened records
+            status = engine_status(state)
+            if status in ("running", "pending") and lost:
                 status = "lost"
             fact(name, labels, str(labels.get("node_name") or node_name), status, state)
     for name, labels in known:
@@ -108,6 +110,21 @@ def facts(job: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]],
             fact(name, labels, str(labels.get("node_name") or ""), "exited" if recorded is not None else "removed",
                  {**(labels.get("state") or {}), **state})
     return sorted(found.values(), key=lambda f: f.name)
+
+
+def engine_status(state: Mapping[str, Any]) -> str:
+    """running / pending / exited / lost from a `docker inspect` State as a node recorded it. Docker shows a container
+    it has created but not yet started (`docker run` creates, then starts) as `created` with Running false and
+    ExitCode 0: that is no exit, or a job would read as succeeded before its commands ran. A start that failed
+    leaves it `created` with an Error and a non-zero ExitCode: an exit."""
+    engine = state.get("Status")
+    if engine == "lost":  # paictl's master marks them so in its flattened records
+        return "lost"
+    if state.get("Running") is True or engine in ("running", "paused", "restarting"):
+        return "running"
+    if engine == "created":
+        return "exited" if state.get("Error") and _int(state.get("ExitCode")) else "pending"
+    return "exited"
 
 
 def policies(job: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
@@ -177,6 +194,7 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
             else:
                 outcomes[role].append(None)
     running = any(item.status == "running" for item in latest.values())
+    live = running or any(item.status == "pending" for item in latest.values())
     refused = _first_refusal(refusals or {}, stopped_at)
     if refused is not None:
         name, record = refused
@@ -186,7 +204,7 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
         return Decision(state=JobState.FAILED, tasks=tuple(tasks), latest=latest, trigger=trigger, refused=True,
                         message=f"{trigger[0]}-{trigger[1]} (container {name}) could not be created on node "
                                 f"{record['node']}: {record['reason']}; the job failed"
-                                + ("; its other containers are being stopped" if running else ""))
+                                + ("; its other containers are being stopped" if live else ""))
     verdict = _completion(latest, outcomes, policies(job), attempt_completion)
     if verdict is not None:
         outcome, trigger, message = verdict
@@ -197,8 +215,8 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
                         trigger=trigger if state is JobState.FAILED else None,
                         message=_reason(state, item, message))
     if stopped_at is not None or master_status == "killed":
-        return Decision(state=JobState.STOPPING if running else JobState.STOPPED, tasks=tuple(tasks), latest=latest,
-                        message="stopped on request" + ("; containers still running" if running else ""))
+        return Decision(state=JobState.STOPPING if live else JobState.STOPPED, tasks=tuple(tasks), latest=latest,
+                        message="stopped on request" + ("; containers still running" if live else ""))
     if master_status == "failed" and not latest:
         return Decision(state=JobState.FAILED, tasks=tuple(tasks), latest=latest,
                         message=master_message or "the master could not start the job")

@@ -88,6 +88,41 @@ def test_a_container_maro_will_restart_has_not_completed():
     assert decide(JOB, facts(JOB, nodes, [], {})).tasks[0].attempt == 1
 
 
+def created(role: str, index: int, **extra) -> dict:
+    """A container `docker run` has created and not started yet, as `docker inspect` shows it."""
+    record = container(role, index)
+    record["state"] = {**record["state"], "Status": "created", "ExitCode": 0, "StartedAt": "0001-01-01T00:00:00Z",
+                       **extra}
+    return record
+
+
+@pytest.mark.parametrize("engine", ["created", "paused", "restarting"])
+def test_a_container_not_yet_started_or_held_by_the_engine_has_not_exited(engine):
+    # every instance of b "succeeded" would decide the job (minSucceeded 1) if the engine's 0 were read as an exit
+    nodes = node(b0=created("b", 0) if engine == "created" else
+                 {**container("b", 0), "state": {**container("b", 0)["state"], "Status": engine}},
+                 a0=container("a", 0, running=True))
+    decision = decide(JOB, facts(JOB, nodes, [], {}))
+    assert decision.state is JobState.RUNNING and decision.code is None
+    assert decision.tasks[2].state == ("pending" if engine == "created" else "running")
+    assert {f.name for f in decision.running} == {"a0", "b0"}  # a stop ends it too
+    alone = decide(JOB, facts(JOB, node(b0=nodes["n1"]["containers"]["b0"]), [], {}), stopped_at=1.0)
+    assert alone.state is JobState.STOPPING
+
+
+def test_a_created_container_whose_start_failed_or_whose_commands_ended_has_exited():
+    # docker leaves a container whose start failed `created`, with an Error and a non-zero code
+    # (docker 28.2's words, read from a real engine)
+    failed = created("a", 0, ExitCode=127, Error="failed to create shim task: OCI runtime create failed: runc create "
+                     "failed: unable to start container process: exec: \"/nonexistent\": stat /nonexistent: no such "
+                     "file or directory: unknown")
+    decision = decide(JOB, facts(JOB, node(a0=failed, a1=container("a", 1, running=True)), [], {}))
+    assert (decision.state, decision.code) == (JobState.FAILED, 127)
+    # the node's record is 5 s old; the wrapper's record says the commands ran and ended
+    (found,) = facts(JOB, node(b0=created("b", 0)), [], {"b0": "3"})
+    assert (found.status, found.exit_code) == ("exited", 3)
+
+
 @needs_redis
 def test_a_failed_job_whose_containers_still_run_can_be_stopped(tmp_path):
     from paictl.targets.backend import BackendOptions

@@ -85,11 +85,25 @@ def _pods(cluster, name: str, running: bool = True) -> list:
             and (not running or (p.get("status") or {}).get("phase") == "Running")]
 
 
-def _workload(cluster, name: str) -> dict:
+def _workloads(cluster, name: str) -> list[dict]:
+    """The Workloads Kueue made for JobSet `name`: none until its controller has seen the JobSet."""
     jobset = cluster.get_object(API, "JobSet", name)
-    (workload,) = [w for w in cluster.list_objects(WORKLOAD_API, "Workload")
-                   if w["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") == jobset["metadata"]["uid"]]
+    return [w for w in cluster.list_objects(WORKLOAD_API, "Workload")
+            if w["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") == jobset["metadata"]["uid"]]
+
+
+def _workload(cluster, name: str) -> dict:
+    (workload,) = _workloads(cluster, name)
     return workload
+
+
+def _workload_condition(cluster, name: str, kind: str) -> tuple[str, str] | None:
+    """Condition `kind` of the JobSet's one Workload; None while Kueue has not made the Workload yet."""
+    found = _workloads(cluster, name)
+    if not found:
+        return None
+    (workload,) = found
+    return _conditions(workload).get(kind)
 
 
 def _conditions(obj: dict) -> dict[str, tuple[str, str]]:
@@ -277,7 +291,7 @@ def test_a_jobset_over_the_quota_waits_queued_until_a_suspend_frees_it(kueue_clu
     first = _submit(kueue_cluster, tmp_path, "first")
     _admitted_and_running(kueue_cluster, first)
     second = _submit(kueue_cluster, tmp_path, "second")
-    waiting = wait_for(lambda: _conditions(_workload(kueue_cluster, second)).get("QuotaReserved"), seconds=30)
+    waiting = wait_for(lambda: _workload_condition(kueue_cluster, second, "QuotaReserved"), seconds=30)
     assert waiting == ("False", "Pending")
     time.sleep(SETTLE_SECONDS)
     assert not _pods(kueue_cluster, second, running=False)
