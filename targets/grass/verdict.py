@@ -222,6 +222,10 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
                         message=master_message or "the master could not start the job")
     if running or any(o is not None for roles in outcomes.values() for o in roles):
         return Decision(state=JobState.RUNNING, tasks=tuple(tasks), latest=latest, message="running")
+    if live:
+        created = sorted(f"{item.role}-{item.index}" for item in latest.values() if item.status == "pending")
+        return Decision(state=JobState.PENDING, tasks=tuple(tasks), latest=latest,
+                        message=f"starting: the engine has created {', '.join(created)} and not started it yet")
     return Decision(state=JobState.PENDING, tasks=tuple(tasks), latest=latest,
                     message=master_message or "waiting for the master to place it")
 

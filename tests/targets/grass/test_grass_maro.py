@@ -221,6 +221,38 @@ def test_a_job_file_submitted_with_maros_own_client(maro):
     assert (view.state, view.completion_code) == (JobState.FAILED, 3), view
 
 
+def test_a_container_docker_has_created_and_not_started_is_no_exit(maro):
+    """MARO's node agent records every container of its engine with `docker inspect`'s State, a container between
+    `docker run`'s create and its start too: `created`, not running, exit code 0. That is no exit. Here the newest
+    container of main-0 (a restart's, as MARO's rejoin makes) is created on MARO's node m1 and held there."""
+    submit(maro, "held", role("main", "sleep 600"))
+    maro.wait(lambda: maro.backend.describe("held").state is JobState.RUNNING, "held running")
+    job_id = record(maro, "held")["id"]
+    engine, first = next((engine, found[0]) for engine in maro.engines
+                         if (found := engine.containers(f"label=job_id={job_id}")))
+    labels = json.loads(engine.docker("inspect", "-f", "{{json .Config.Labels}}", first["ID"]).stdout)
+    name = f"{labels['container_name']}-r1"
+    labels.update(container_name=name, restart_index="1", node_name="m1")
+    m1 = maro.engines[0]
+    m1.docker("create", "--name", name, *(f"--label={k}={v}" for k, v in labels.items()), IMAGE, "bash", "-c",
+              "exit 3")
+    containers = lambda: json.loads(maro.client().hget("name_to_node_details", "m1"))["containers"]  # noqa: E731
+    maro.wait(lambda: (containers().get(name) or {}).get("state", {}).get("Status") == "created",
+              "MARO's node agent to record the created container")
+    view = maro.backend.describe("held")
+    assert (view.state, view.completion_code) == (JobState.PENDING, None), view
+    assert view.message == "starting: the engine has created main-0 and not started it yet", view
+    assert [(t.state, t.attempt, t.node) for t in view.tasks] == [("pending", 1, "m1")], view
+    # once it starts, its exit decides
+    m1.docker("start", name)
+    maro.wait(lambda: (containers().get(name) or {}).get("state", {}).get("Status") == "exited",
+              "MARO's node agent to record the exit")
+    view = maro.backend.describe("held")
+    assert (view.state, view.completion_code, view.triggered_by) == (JobState.FAILED, 3, ("main", 0)), view
+    # the first container, which a real restart would have followed only once it ended, is the test's to remove
+    engine.docker("rm", "-f", first["ID"])
+
+
 def test_paictls_master_drives_maros_node_and_a_docker_node(maro):
     maro.stop("maro-master")
     master = subprocess.Popen([sys.executable, "-m", "paictl", "grass", "master", "--cluster",
