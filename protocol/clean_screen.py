@@ -150,7 +150,8 @@ def unvouched_parts(data: dict[str, Any], text: str) -> Unvouched | None:
         # its values passed: only its commands' placeholders are in doubt, if it has no `<%` elsewhere
         commands_only = commands_only and values_pass and found == _tags_in_commands(role, deployed)
         lookups_only = lookups_only and commands_only and all(
-            _tags_looked_up(commands, role, data, groups) for commands in (role.get("commands") or (), deployed))
+            _tags_render(commands, role, data, groups, ends=_looked_up) >= 0
+            for commands in (role.get("commands") or (), deployed))
     if not unvouched:
         parts = CLEAN
     else:
@@ -391,59 +392,22 @@ def _role_clean(role: dict[str, Any], gang: bool, groups: dict[str, dict[str, An
     return True
 
 
-def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], groups: dict[str, dict[str, Any]]
-                 ) -> int:
+def _tags_render(commands: Any, role: dict[str, Any], data: dict[str, Any], groups: dict[str, dict[str, Any]],
+                 *, ends: Callable[..., bool] | None = None) -> int:
     """How many `<%` the commands of a task role hold, when each is a plain placeholder that renders a value with
-    the task role's view (no W401/W403/W409, E803 or E810); _NOT_PLAIN otherwise."""
+    the task role's view (no W401/W403/W409, E803 or E810); _NOT_PLAIN otherwise. `ends=_looked_up` asks less: that
+    each lookup ends at a plain value or at nothing."""
+    ends = ends or _renders
     found = 0
     for command in commands:
         count = command.count("<%")
         if not count:
             continue
         tags = _PLAIN_TAG.findall(command)
-        if len(tags) != count or not all(_renders(name_path(name), role, data, groups) for name in tags):
+        if len(tags) != count or not all(ends(name_path(name), role, data, groups) for name in tags):
             return _NOT_PLAIN
         found += count
     return found
-
-
-def _tags_looked_up(commands: Any, role: dict[str, Any], data: dict[str, Any],
-                    groups: dict[str, dict[str, Any]]) -> bool:
-    """Every `<%` of these commands is a plain placeholder whose lookup ends at a plain value or at nothing."""
-    for command in commands:
-        count = command.count("<%")
-        if count:
-            tags = _PLAIN_TAG.findall(command)
-            if len(tags) != count or not all(_looked_up(name_path(name), role, data, groups) for name in tags):
-                return False
-    return True
-
-
-def _looked_up(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
-               groups: dict[str, dict[str, Any]]) -> bool:
-    """mustache.js's lookup of the placeholder (protocol/jsvalues.py) ends at a plain value, or at nothing without
-    throwing: at a null, or at a key its mapping lacks that is none of Object.prototype's names (JavaScript then
-    finds undefined too). An index past a list's end, or a key of a text or a number, is not followed."""
-    root = path[0]
-    if root not in _ROOT_FIELDS or "__proto__" in path:
-        return False
-    field = _ROOT_FIELDS[root]
-    selected = role.get(field) if field is not None else None
-    value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
-        else None
-    for segment in path[1:]:
-        if value is None:
-            return True
-        if type(value) is dict:
-            if segment not in value:
-                return segment not in OBJECT_PROTOTYPE_NAMES
-            value = value[segment]
-        elif type(value) is list and segment.isdigit() and segment.isascii() \
-                and (segment == "0" or segment[0] != "0") and int(segment) < len(value):
-            value = value[int(segment)]
-        else:
-            return False
-    return value is None or type(value) in _PLAIN_VALUES or (type(value) is float and math.isfinite(value))
 
 
 def _plugin_tags_render(extras: Any, roles: dict[str, Any], data: dict[str, Any],
@@ -475,32 +439,59 @@ def _texts_under(value: Any) -> list[str]:
     return [text for item in value for text in _texts_under(item)] if type(value) is list else []
 
 
-def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
-             groups: dict[str, dict[str, Any]], *, secrets: bool = False) -> bool:
-    """The placeholder's own keys and indexes lead to a plain value (text, a number, a boolean). `$secrets` only
-    where `secrets` says so: the runtime's plugins look it up as the others; in commands, the rest-server renders
-    without it (E810 is then JavaScript's to decide)."""
+#: Where a lookup ends (_lookup_end), besides a value: at nothing (a null, or a key its mapping lacks that is none
+#: of Object.prototype's names: JavaScript finds undefined there too, without throwing), or somewhere this walk does
+#: not follow (an index past a list's end, a key of a text or a number, `__proto__`, a root it does not know).
+_NOTHING, _UNFOLLOWED = object(), object()
+
+
+def _lookup_end(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
+                groups: dict[str, dict[str, Any]], *, secrets: bool = False) -> Any:
+    """The end of mustache.js's lookup of the placeholder (protocol/jsvalues.py) with the task role's view,
+    followed by its own keys and indexes: the value, _NOTHING or _UNFOLLOWED. `$secrets` only where `secrets` says
+    so: the runtime's plugins look it up as the others; in commands, the rest-server renders without it (E810 is
+    then JavaScript's to decide)."""
     root = path[0]
+    if "__proto__" in path:
+        return _UNFOLLOWED
     if root == "$secrets" and secrets:
-        field, value = None, data.get("secrets")
-    elif root not in _ROOT_FIELDS or "__proto__" in path:
-        return False
+        value = data.get("secrets")
+    elif root not in _ROOT_FIELDS:
+        return _UNFOLLOWED
     else:
         field = _ROOT_FIELDS[root]
-        try:
-            value = data.get("parameters") if field is None else groups[field].get(role.get(field))
-        except TypeError:  # a name that is a list or a mapping, in a task role the walk did not vouch for
-            return False
-    if "__proto__" in path:
-        return False
+        selected = role.get(field) if field is not None else None  # not a name (a list...) in an unvouched role
+        value = data.get("parameters") if field is None else groups[field].get(selected) if type(selected) is str \
+            else None
     for segment in path[1:]:
+        if value is None:
+            return _NOTHING
         if type(value) is dict:
-            value = value.get(segment)
+            if segment not in value:
+                return _UNFOLLOWED if segment in OBJECT_PROTOTYPE_NAMES else _NOTHING
+            value = value[segment]
         elif type(value) is list and segment.isdigit() and segment.isascii() \
                 and (segment == "0" or segment[0] != "0") and int(segment) < len(value):
             value = value[int(segment)]
         else:
-            return False
-        if value is None:
-            return False
+            return _UNFOLLOWED
+    return _NOTHING if value is None else value
+
+
+def _plain(value: Any) -> bool:
+    """A text, a number or a boolean: what a placeholder renders as written."""
     return type(value) in _PLAIN_VALUES or (type(value) is float and math.isfinite(value))
+
+
+def _renders(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
+             groups: dict[str, dict[str, Any]], *, secrets: bool = False) -> bool:
+    """The placeholder's own keys and indexes lead to a plain value (text, a number, a boolean)."""
+    return _plain(_lookup_end(path, role, data, groups, secrets=secrets))
+
+
+def _looked_up(path: tuple[str, ...], role: dict[str, Any], data: dict[str, Any],
+               groups: dict[str, dict[str, Any]]) -> bool:
+    """The placeholder's lookup ends at a plain value, or at nothing without throwing: it may render nothing (W401,
+    W403), but no lookup throws (E810)."""
+    end = _lookup_end(path, role, data, groups)
+    return end is _NOTHING or _plain(end)
