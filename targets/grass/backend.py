@@ -74,7 +74,7 @@ class GrassBackend:
         existing = self.records.job(name)
         if existing is not None:
             decision = self.decision(existing)
-            if not decision.state.is_final or decision.running:
+            if not decision.state.is_final or decision.live:
                 raise ClusterError(f"job {name} is already {decision.state.value} on {self.where}; stop it first "
                                    f"(paictl stop {name} --target grass --cluster ...)")
         if getattr(compiled, "job", None) is not None:  # the commands learn where the master's Redis is
@@ -265,7 +265,7 @@ class GrassBackend:
         """Stop a job that is pending, or has a container still running (a failed job's leftovers included)."""
         job = self._job(name)
         decision = self.decision(job)
-        if decision.state.is_final and not decision.running:
+        if decision.state.is_final and not decision.live:
             view = self.view(job)
             return StopResult(line=f"grass-job/{name} already {view.state.value}",
                               data={"name": name, "status": view.state.value, "stopped": False}, view=view)

@@ -44,7 +44,7 @@ from .cluster import Cluster
 from .placement import Free, PlacementError, commit, place
 from .redis_records import (CONTAINERS, FINAL_STATUSES, KILL_ALL_EXIT_CODE, KILLED, NODES, NON_RESTART_EXIT_CODE,
                             PENDING, Records, container_name, container_problem, demands, node_lock)
-from .verdict import decide, engine_status, facts
+from .verdict import LIVE, decide, engine_status, facts
 
 log = logging.getLogger("paictl.grass.master")
 NO_RESTART = {0, NON_RESTART_EXIT_CODE, KILL_ALL_EXIT_CODE}
@@ -134,7 +134,7 @@ class MasterAgent:
         for name, record in nodes.items():
             for container, details in (record.get("containers") or {}).items():
                 details = {**details, "node_name": details.get("node_name", name)}
-                if name in lost and engine_status(details.get("state") or {}) in ("running", "pending"):
+                if name in lost and engine_status(details.get("state") or {}) in LIVE:
                     details["state"] = {**details["state"], "Status": "lost", "Running": False, "ExitCode": None}
                 found[container] = details
         pipe = self.records.redis.pipeline(transaction=True)
@@ -255,7 +255,7 @@ class MasterAgent:
                 self.records.keep_verdict(job["id"], {"state": decision.state.value, "code": decision.code,
                                                       "trigger": list(decision.trigger) if decision.trigger else None,
                                                       "message": decision.message})
-                if decision.running:
+                if decision.live:
                     self._stop_containers(job, nodes)
         if json.dumps(job, sort_keys=True) != before:
             self.records.update_job(job)

@@ -28,6 +28,10 @@ from typing import Any, Iterable, Mapping, Optional
 from paictl.targets.states import JobState, TaskView
 
 
+#: The statuses of a container that has not ended: it runs, or the engine created it and may still start it.
+LIVE = ("running", "pending")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Fact:
     """One container of the job as the facts say: `status` pending (created, not started) / running / exited / lost /
@@ -57,9 +61,9 @@ class Decision:
     refused: bool = False
 
     @property
-    def running(self) -> list[Fact]:
+    def live(self) -> list[Fact]:
         """Containers that run or may still start (created, not started): a stop has to end them."""
-        return [fact for fact in self.latest.values() if fact.status in ("running", "pending")]
+        return [fact for fact in self.latest.values() if fact.status in LIVE]
 
 
 def _int(value: Any, default: Optional[int] = None) -> Optional[int]:
@@ -100,7 +104,7 @@ def facts(job: Mapping[str, Any], nodes: Mapping[str, Mapping[str, Any]],
         for name, labels in (record.get("containers") or {}).items():
             state = labels.get("state") or {}
             status = engine_status(state)
-            if status in ("running", "pending") and lost:
+            if status in LIVE and lost:
                 status = "lost"
             fact(name, labels, str(labels.get("node_name") or node_name), status, state)
     for name, labels in known:
@@ -194,7 +198,7 @@ def decide(job: Mapping[str, Any], found: Iterable[Fact], *, stopped_at: Optiona
             else:
                 outcomes[role].append(None)
     running = any(item.status == "running" for item in latest.values())
-    live = running or any(item.status == "pending" for item in latest.values())
+    live = any(item.status in LIVE for item in latest.values())
     refused = _first_refusal(refusals or {}, stopped_at)
     if refused is not None:
         name, record = refused

@@ -41,7 +41,7 @@ def test_the_first_failure_to_reach_min_failed_decides_in_finishing_order():
     # b0 failed first, but b tolerates one failure (minFailedInstances 2); a0 then fails a (minFailed 1)
     assert (decision.state, decision.trigger, decision.code) == (JobState.FAILED, ("a", 0), 3)
     assert decision.message.startswith("a-0 (container a0 on node n1) exited 3; FailedTaskCount 1 has reached")
-    assert {f.name for f in decision.running} == {"a1", "b1"}
+    assert {f.name for f in decision.live} == {"a1", "b1"}
 
 
 def test_the_wrappers_record_wins_over_what_maro_was_shown():
@@ -105,7 +105,7 @@ def test_a_container_not_yet_started_or_held_by_the_engine_has_not_exited(engine
     decision = decide(JOB, facts(JOB, nodes, [], {}))
     assert decision.state is JobState.RUNNING and decision.code is None
     assert decision.tasks[2].state == ("pending" if engine == "created" else "running")
-    assert {f.name for f in decision.running} == {"a0", "b0"}  # a stop ends it too
+    assert {f.name for f in decision.live} == {"a0", "b0"}  # a stop ends it too
     alone = decide(JOB, facts(JOB, node(b0=nodes["n1"]["containers"]["b0"]), [], {}), stopped_at=1.0)
     assert alone.state is JobState.STOPPING
 
