@@ -30,10 +30,20 @@ def take_signals() -> None:
     import signal
 
     for signum in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(signum) != signal.SIG_IGN:
-            signal.signal(signum, exit_interrupted)
+        interrupt_on(signum)
     if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def interrupt_on(signum: int) -> object:
+    """`exit_interrupted` for `signum`, unless this process inherited it ignored (see take_signals); returns the
+    handler it had, to be put back."""
+    import signal
+
+    previous = signal.getsignal(signum)
+    if previous != signal.SIG_IGN:
+        signal.signal(signum, exit_interrupted)
+    return previous
 
 
 def flush_standard_streams() -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from paictl.errors import ClusterError, PaictlError, UsageError
 
-from .process_exit import INTERRUPTED, exit_interrupted
+from .process_exit import INTERRUPTED, interrupt_on
 
 if TYPE_CHECKING:
     from paictl.targets.backend import Backend, BackendOptions, Submission
@@ -194,9 +194,7 @@ def _run_attached(backend: "Backend", submission: "Submission", output_format: s
 
     attached = submission.attached
     assert attached is not None
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous != signal.SIG_IGN:  # inherited ignored: the caller's choice stands (process_exit.take_signals)
-        signal.signal(signal.SIGTERM, exit_interrupted)
+    previous = interrupt_on(signal.SIGTERM)
     try:
         last = follow(attached.views, output_format=output_format)
     except BaseException as exc:  # Ctrl-C, SIGTERM, or a failure such as a closed stdout: no task may outlive it
