@@ -108,5 +108,6 @@ def newest_per_task(chosen: Workload, pods) -> tuple[list[tuple[tuple[str, int],
         return (not meta.get("deletionTimestamp"), str(meta.get("creationTimestamp") or ""),
                 phase not in ("Failed", "Succeeded"), str(meta.get("name")))
 
-    chosen_pods = sorted((task, max(group, key=age)) for task, group in by_task.items())
-    return chosen_pods, {task: sorted(group, key=age)[:-1] for task, group in by_task.items() if len(group) > 1}
+    ordered = {task: sorted(group, key=age) for task, group in by_task.items()}
+    return (sorted((task, group[-1]) for task, group in ordered.items()),
+            {task: group[:-1] for task, group in ordered.items() if len(group) > 1})
