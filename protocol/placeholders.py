@@ -77,8 +77,7 @@ def check_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple[i
                        ) -> list[Finding]:
     """W401-W403, W408 and W409 for the whole job; `groups` is upstream's type -> name -> prerequisite index, None
     when the prerequisites cannot be grouped."""
-    roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
-    scopes = {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
+    roles, scopes = _roles_and_scopes(data, groups)
     findings = _in_commands(data, roles, scopes)
     auth_scope = Scope("auth", _present({"$secrets": data.get("secrets")}), broken=_misshapen(data) & {"$secrets"},
                        has_secrets=bool(data.get("secrets")))
@@ -105,9 +104,14 @@ def command_placeholders(data: dict[str, Any], groups: dict[str, dict[str, tuple
                          ) -> list[Finding]:
     """What check_placeholders finds in the task roles' commands (with the deployments' pre and post commands for
     them): all it finds in a job whose other placeholders are known to be fine (validate's screen vouched)."""
+    return _once_each(_in_commands(data, *_roles_and_scopes(data, groups)))
+
+
+def _roles_and_scopes(data: dict[str, Any], groups: dict[str, dict[str, tuple[int, dict[str, Any]]]] | None
+                      ) -> tuple[dict[str, dict[str, Any]], dict[str, Scope]]:
+    """The task roles that are mappings, and the view each one's placeholders are rendered with."""
     roles = {name: role for name, role in as_mapping(data.get("taskRoles")).items() if isinstance(role, dict)}
-    return _once_each(_in_commands(data, roles, {name: _role_scope(data, name, role, groups)
-                                                 for name, role in roles.items()}))
+    return roles, {name: _role_scope(data, name, role, groups) for name, role in roles.items()}
 
 
 def _in_commands(data: dict[str, Any], roles: dict[str, dict[str, Any]], scopes: dict[str, Scope]
