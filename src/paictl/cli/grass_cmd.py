@@ -35,14 +35,24 @@ def _logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="paictl grass: %(message)s")
 
 
-def _run(agent, *, started: bool = False) -> None:
-    """Serve until SIGTERM (exit 0) or Ctrl-C (130), then close the agent (a node marks itself Stopped). SIGTERM only
-    sets a flag, so a signal arriving while the agent closes cannot cut the closing short."""
+def _stop_on_sigterm():
+    """From here on SIGTERM only sets the returned flag, which `_serve` reads as "close the agent, exit 0". Taken
+    before the agent starts: a SIGTERM that arrives while it starts (a supervisor stopping a node it just launched)
+    still closes it, and the node is marked Stopped, where paictl's default handler would end the process at once
+    with 130 and leave its record saying Running. The flag also means a signal arriving while the agent closes
+    cannot cut the closing short."""
     import signal
     import threading
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    return stopping
+
+
+def _serve(agent, stopping, *, started: bool = False) -> None:
+    """Serve until SIGTERM (exit 0) or Ctrl-C (130), then close the agent (a node marks itself Stopped)."""
+    import signal
+
     interrupted = False
     try:
         if not started:
@@ -71,6 +81,7 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
     from .errors import fail, report_invalid
 
     _logging(verbose)
+    stopping = _stop_on_sigterm()
     try:
         agent = get_target("grass").master_agent(cluster, interval=interval)
     except InvalidJobError as error:
@@ -79,7 +90,7 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
         fail(error)
     typer.echo(f"paictl: grass master of {agent.cluster.name} on redis {agent.cluster.redis_address}, "
                f"every {agent.interval:g} s", err=True)
-    _run(agent)
+    _serve(agent, stopping)
 
 
 @grass_app.command("node", short_help="Run a node agent and its node API.")
@@ -102,6 +113,7 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
     from .errors import fail, report_invalid
 
     _logging(verbose)
+    stopping = _stop_on_sigterm()
     try:
         agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval,
                                                engine=engine.value)
@@ -116,7 +128,7 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
     host, port = agent.address
     typer.echo(f"paictl: grass node {name}: API on {host}:{port} ({agent.runtime.kind} containers), "
                f"record every {agent.interval:g} s", err=True)
-    _run(agent, started=True)
+    _serve(agent, stopping, started=True)
 
 
 @grass_app.command("plan", short_help="Show where each container of a job would land.")

@@ -256,6 +256,24 @@ def test_sigterm_marks_the_node_stopped(grass):
     assert os.path.exists(grass.cluster_file)
 
 
+def test_sigterm_the_moment_a_node_is_up_still_closes_it(grass):
+    """A supervisor may stop a node it has just launched: SIGTERM the instant its record first says Running, before
+    the agent has got any further, must still close it (exit 0, the node Stopped), not end it with 130 and leave
+    its record saying Running. Repeated, since the signal lands at a slightly different point each time."""
+    client = grass.client()
+    for attempt in range(5):
+        grass.kill_agent("n2")
+        client.hdel("name_to_node_details", "n2")
+        grass.start_agent("n2", "node", "--name", "n2", "--work-dir", str(grass.root / "n2"))
+        deadline = time.monotonic() + 60
+        while not (client.hget("name_to_node_details", "n2") or "").count('"Running"'):
+            assert time.monotonic() < deadline and grass.agents["n2"].poll() is None, grass.logs()
+            time.sleep(0.001)
+        grass.agents["n2"].send_signal(signal.SIGTERM)
+        assert grass.agents["n2"].wait(timeout=60) == 0, f"attempt {attempt}\n{grass.logs()}"
+        assert _node(grass, "n2")["state"]["status"] == "Stopped"
+
+
 def test_the_commands_submit_follow_status_logs_and_stop(grass, run_cli, tmp_path):
     job = tmp_path / "cli.yaml"
     job.write_text(JOB.format(name="cli", roles=role("main", 'echo "hello from $NODE_NAME"', instances=2)))
