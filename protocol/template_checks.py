@@ -163,19 +163,25 @@ def template_findings(data: dict[str, Any], views: list[Any]) -> Iterator[Findin
 def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
     """A registry auth value that is not text: upstream renders every auth value with mustache.js, which returns ''
     for a falsy value (null, false, 0, NaN) and throws on any other (`this.tail.search is not a function`), so the
-    submission fails. An unquoted date is a JavaScript Date there, which throws too."""
+    submission fails. An unquoted date is a JavaScript Date there, and a !!binary value a Node Buffer (an object,
+    however empty): both throw too."""
     from .timestamps import is_timestamp
+    from .yamltags import JSBuffer
 
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
-            if is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
+            if isinstance(value, JSBuffer):
+                shown = "a !!binary value (a Node Buffer to OpenPAI, not text)"
+            elif is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
                 shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
-                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
-                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
-                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
-                              "quote the value, or remove the key")
+            else:
+                continue
+            yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
+                          f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
+                          "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
+                          "quote the value, or remove the key")
 
 
 def _js_truthy(value: Any) -> bool:

@@ -193,9 +193,11 @@ def _auth(value: str) -> str:
                                                     f"registryuri: r.io, extra: {value}}}}}")
 
 
-@pytest.mark.parametrize("value", ["5", "1.5", "true", "[]", "[a]", "{a: 1}", "2020-01-01"])
+@pytest.mark.parametrize("value", ["5", "1.5", "true", "[]", "[a]", "{a: 1}", "2020-01-01", "!!binary aGk=",
+                                   "!!binary ''"])
 def test_an_auth_value_mustache_throws_on_is_refused_by_validate_and_every_target(value):
-    """mustache.js parses only text: `this.tail.search is not a function` for a truthy non-string (a Date too)."""
+    """mustache.js parses only text: `this.tail.search is not a function` for a truthy non-string (a Date too, and
+    a !!binary value, which js-yaml makes a Node Buffer: an object, truthy even when empty)."""
     result = validate_text(_auth(value), "job.yaml")
     assert [(d.code, d.line) for d in result.errors] == [("E803", 6)]
     assert set(verdicts(_auth(value)).values()) == {False}
