@@ -137,7 +137,10 @@ def _js_int(raw: str) -> int | None:
             return None
         return sign * _checked_int(digits.replace("_", ""), 8)
     head, colon, tail = body.partition(":")
-    if not head or head.endswith("_") or any(c not in "0123456789_" for c in head) or not head.replace("_", ""):
+    # js-yaml: a decimal may not start with `_` (after its sign); only the whole scalar may not end with one, so
+    # `1_:30` is sexagesimal 90
+    if not head or head[0] == "_" or (head.endswith("_") and not colon) or any(c not in "0123456789_" for c in head) \
+            or not head.replace("_", ""):
         return None
     if colon:
         if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):

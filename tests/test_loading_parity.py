@@ -53,7 +53,7 @@ TAGGED = st.sampled_from(["!!str 1", "!!int 0x1F", "!!float 1", "!!bool true", "
 SCALARS = st.one_of(NUMBER_LIKE, SPECIAL, DATES, st.sampled_from([
     "1:30", "190:20:30", "-1:0", "1_000", "0.", ".5", "+.5", "1e309", "0" * 20 + "1", "9" * 20, "1:30.5", "-1:30.5",
     "+.inf", "-.NaN", ".NaN", "0x_", "0b", "0o", "1e+3", "1.5e3", "1.", "-1_0.5", "0b1_0", "0x_1F", "1__0", "._5",
-    "1e3_", "+0", "-0x1", "+0b1", "0.0", "-.0", "1E-3", "12e03", "0xFFFFFFFFFFFFFFFFF", "0b" + "1" * 70]))
+    "1e3_", "_1", "-_1", "_1:30", "1_:30", "+0", "-0x1", "+0b1", "0.0", "-.0", "1E-3", "12e03", "0xFFFFFFFFFFFFFFFFF", "0b" + "1" * 70]))
 
 
 def documents(scalar: str) -> list[str]:
@@ -109,6 +109,9 @@ def test_fast_path_and_located_loader_read_every_scalar_alike(scalar):
     ("0X1f", "0X1f"), ("0O17", "0O17"), ("0B11", "0B11"), ("0x1F", 31), ("0b11", 3), ("0o17", "0o17"), ("017", 15),
     (".iNf", ".iNf"), (".Inf", math.inf), ("-.INF", -math.inf), ("nUll", "nUll"), ("NULL", None), ("Yes", "Yes"),
     ("on", "on"), ("y", "y"), ("TRUE", True), ("tRUE", "tRUE"), ("1:30", 90), ("1_0", 10), ("0x_1", 1),
+    # a decimal never starts with `_` (after its sign), but may end its first part with one before a `:`
+    ("_1", "_1"), ("-_1", "-_1"), ("+_1", "+_1"), ("_0", "_0"), ("_1:30", "_1:30"), ("1_:30", 90), ("1__:30", 90),
+    ("-1_:30", -90), ("1_", "1_"), ("1_:3_0", "1_:3_0"),
 ])
 def test_scalars_read_as_js_yaml_3_reads_them_on_both_paths(scalar, value):
     """Read by js-yaml 3.14.2 (npm) for this table; both paths must give it, whatever else the file holds."""
