@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from paictl.protocol.jsstring import js_string
 from paictl.protocol.jsvalues import JsThrow, Unmodeled, get as js_get, lookup as js_lookup, printed
+from paictl.protocol.names import ABSENT_SELECTION
 from paictl.protocol.template_checks import OBJECT_PROTOTYPE_NAMES
 from paictl.protocol.templates import (JS_WHITESPACE, Tag, TagKind, TemplateError, js_trim, rewrite_indexes,
                                        scan_tags)
@@ -69,7 +70,7 @@ def role_context(job: Job, role_name: str, parameters: Mapping[str, Any] | None 
     context: dict[str, Any] = {"$parameters": _plain(merged) if merged else None}
     for root, type_ in ROLE_ROOTS:
         selected = getattr(role, type_)
-        prerequisite = job.prerequisite(type_, selected) if selected is not None else None
+        prerequisite = job.prerequisite(type_, selected if selected is not None else ABSENT_SELECTION)
         if prerequisite is not None:
             context[root] = _plain(prerequisite.fields)
         elif selected in OBJECT_PROTOTYPE_NAMES:  # upstream looks the name up in a plain object (W304)

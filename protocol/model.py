@@ -14,6 +14,8 @@ import functools
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
+from .names import first_wins
+
 PrerequisiteType = Literal["script", "output", "data", "dockerimage"]
 
 
@@ -143,16 +145,15 @@ class Job:
         return {role.name: role for role in reversed(self.task_roles)}  # reversed: the first of a name wins
 
     def prerequisite(self, type_: PrerequisiteType, name: str) -> Prerequisite | None:
-        for prerequisite in self.prerequisites:
-            if prerequisite.type == type_ and prerequisite.name == name:
-                return prerequisite
-        return None
+        """The prerequisite upstream finds under this type and name: the first, or for `__proto__` the last
+        (protocol/names.py)."""
+        found = [p for p in self.prerequisites if p.type == type_ and p.name == name]
+        return (found[0] if first_wins(name) else found[-1]) if found else None
 
     def default_deployment(self) -> Deployment | None:
-        for deployment in self.deployments:
-            if deployment.name == self.defaults.deployment:
-                return deployment
-        return None
+        """The deployment `defaults.deployment` names: the first of that name, or for `__proto__` the last."""
+        found = [d for d in self.deployments if d.name == self.defaults.deployment]
+        return (found[0] if first_wins(self.defaults.deployment) else found[-1]) if found else None
 
 
 def job_from_data(data: Mapping[str, Any]) -> Job:

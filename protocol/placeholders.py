@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from .codes import finding
 from .diagnostics import Finding, pointer_of
+from .names import ABSENT_SELECTION
 from .shapes import as_mapping, as_list, mappings_in, strings_in
 from .suggest import did_you_mean
 from .templates import (PLUGIN_KEY, Tag, TagKind, TemplateError, has_tags, js_trim, lookup,  # noqa: F401 - PLUGIN_KEY
@@ -166,6 +167,8 @@ def _role_scope(data: dict[str, Any], name: str, role: dict[str, Any], groups: d
                 broken.add(root)
             else:
                 fields[root], context[root] = value, selected[1]
+        elif groups is not None and ABSENT_SELECTION in groups.get(field, {}):  # what upstream renders then
+            fields[root], context[root] = ABSENT_SELECTION, groups[field][ABSENT_SELECTION][1]
     return Scope("commands", _present(context), name, fields, frozenset(broken), bool(data.get("secrets")))
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .codes import finding
 from .diagnostics import Anchor, Finding, kind_of, pointer_of
-from .names import convert_name
+from .names import convert_name, first_wins
 from .suggest import did_you_mean
 from .js_value_checks import LONG_DIGITS, infinite_retries, long_number_findings, prototype_port_labels
 from .template_checks import OBJECT_PROTOTYPE_NAMES
@@ -85,7 +85,8 @@ def _extras_findings(data: dict[str, Any]) -> list[Finding]:
 
 
 def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int, dict[str, Any]]]] | None:
-    """Upstream's regrouping: type -> name -> (index, prerequisite). Of a duplicate pair (E301) the first is kept.
+    """Upstream's regrouping: type -> name -> (index, prerequisite). Of a duplicate pair (E301) the first is kept
+    (of several named `__proto__`, no duplicates upstream, the last: protocol/names.py).
 
     None when some prerequisite cannot be grouped (the list is not a list, or an entry lacks a string name or one
     of the four types): which names exist is then unknown, so the checks that look names up skip rather than call
@@ -98,7 +99,10 @@ def prerequisites_by_type(data: dict[str, Any]) -> dict[str, dict[str, tuple[int
     for index, item in enumerate(listed or []):
         if not _typed(item):
             return None
-        groups[item["type"]].setdefault(item["name"], (index, item))
+        if first_wins(item["name"]):
+            groups[item["type"]].setdefault(item["name"], (index, item))
+        else:
+            groups[item["type"]][item["name"]] = (index, item)
     return groups
 
 
@@ -140,7 +144,7 @@ def _prerequisites(data: dict[str, Any]) -> Iterator[Finding]:
         if not _typed(item):
             continue
         key = (item["type"], item["name"])
-        if key in seen:
+        if key in seen and first_wins(key[1]):
             yield finding("E301", pointer_of("prerequisites", index, "name"),
                           f"duplicate {key[0]} prerequisite '{key[1]}' (first defined at /prerequisites/{seen[key]})",
                           "rename or remove one of them; OpenPAI rejects a job with two prerequisites of the same "
@@ -157,7 +161,7 @@ def _deployments(data: dict[str, Any]) -> Iterator[Finding]:
         named = isinstance(name, str)
         # A deployment without a usable name is still checked; messages then say where it is.
         shown = f"'{name}'" if named else f"at /deployments/{index}"
-        if named and name in seen:
+        if named and name in seen and first_wins(name):
             yield finding("E302", pointer_of("deployments", index, "name"),
                           f"duplicate deployment '{name}' (first defined at /deployments/{seen[name]})",
                           "rename or remove one of them; OpenPAI rejects a job with two deployments of one name")

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
+from .names import ABSENT_SELECTION, first_wins
 from .templates import OBJECT_PROTOTYPE_NAMES
 
 
@@ -78,7 +79,9 @@ def rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[tuple[Any,
     prerequisites = data.get("prerequisites")
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("type"), str):
-            by_type.setdefault(item["type"], {}).setdefault(item["name"], item)
+            group = by_type.setdefault(item["type"], {})
+            if not first_wins(item["name"]) or item["name"] not in group:
+                group[item["name"]] = item
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
             if isinstance(value, str):
@@ -98,7 +101,8 @@ def rendered_views(data: dict[str, Any]) -> Iterator[tuple[list[tuple[tuple[Any,
                     pieces.append(((*where, number), command))
         view = {"$parameters": data.get("parameters")}
         for root, field in (("$script", "script"), ("$output", "output"), ("$data", "data")):
-            view[root] = by_type.get(field, {}).get(role.get(field)) if isinstance(role.get(field), str) else None
+            selected = role.get(field, ABSENT_SELECTION)
+            view[root] = by_type.get(field, {}).get(selected) if isinstance(selected, str) else None
         yield pieces, view
 
 
@@ -108,7 +112,8 @@ def default_deployment(data: dict[str, Any]) -> tuple[int, dict[str, Any], str |
     defaults = data.get("defaults")
     wanted = defaults.get("deployment") if isinstance(defaults, dict) else None
     deployments = data.get("deployments")
-    for index, deployment in enumerate(deployments if isinstance(deployments, list) else []):
+    listed = list(enumerate(deployments if isinstance(deployments, list) else []))
+    for index, deployment in listed if first_wins(wanted) else reversed(listed):
         if isinstance(deployment, dict) and deployment.get("name") == wanted and wanted is not None:
             roles = deployment.get("taskRoles")
             broken = None if isinstance(roles, (dict, list)) else kind_of(roles)

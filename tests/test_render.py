@@ -153,6 +153,16 @@ def test_unselected_roots_stay_literal():
     assert entry(["<% $data.uri %> <% $script.name %>"]) == "<% $data.uri %> <% $script.name %>"
 
 
+def test_a_role_without_the_field_selects_the_prerequisite_named_undefined():
+    """Upstream renders with `prerequisites.script[role.script]`: an absent field is `undefined`, a key JavaScript
+    writes as the text "undefined" (the role that names its own data keeps it)."""
+    prerequisites = [{"name": "undefined", "type": "script", "uri": "s"},
+                     {"name": "undefined", "type": "data", "uri": ["d"]}, {"name": "mine", "type": "data", "uri": ["m"]}]
+    assert entry(["<% $script.uri %> <% $data.uri[0] %> <% $output.uri %>"], prerequisites=prerequisites) == \
+        "s d <% $output.uri %>"
+    assert entry(["<% $data.uri[0] %>"], prerequisites=prerequisites, role={"data": "mine"}) == "m"
+
+
 def test_whole_objects_print_as_javascript_does():
     assert entry(["<% $parameters.o %> <% $parameters %> <% . %>"], {"o": {"k": 1}}) == \
         "[object Object] [object Object] [object Object]"

@@ -129,6 +129,30 @@ def test_e302_duplicate_deployment():
     assert f.pointer == "/deployments/1/name" and "'prod'" in f.message
 
 
+def test_no_e301_or_e302_for_two_of_the_name_proto_and_the_last_is_used():
+    """Upstream regroups with `prerequisites[type][name] = item` after a `hasOwnProperty` check: for `__proto__`
+    that sets the object's prototype, so the second is no duplicate (the job runs) and a lookup finds the last."""
+    from paictl.compiler.render import render_entrypoint
+    from paictl.protocol.model import job_from_data
+
+    data = job(taskRoles__worker__script="__proto__", defaults__deployment="__proto__")
+    data["prerequisites"] += [{"name": "__proto__", "type": "script", "uri": "first"},
+                              {"name": "__proto__", "type": "script", "uri": "second", "version": "v2"}]
+    data["deployments"] = [{"name": "__proto__", "taskRoles": {"worker": {"preCommands": ["echo one"]}}},
+                           {"name": "__proto__", "taskRoles": {"worker": {"preCommands": ["echo two"]}}}]
+    assert [f.code for f in check_semantics(data) if f.code in ("E301", "E302")] == []
+    entrypoint = render_entrypoint(job_from_data(data), "worker")
+    assert entrypoint.startswith("echo two\ngit clone second && git checkout v2\n")
+    # only the last one's commands are rendered upstream, so only they must parse
+    from paictl.protocol.validate import validate_text
+
+    text = Path(__file__).parent.joinpath("cases", "semantic", "E302-duplicate-deployment.yaml").read_text()
+    assert not validate_text(text, "job.yaml").ok
+    text = text.replace("- pip install -r requirements.txt", "- '<% #unclosed %>'")  # the first one's
+    proto = text.replace("name: prod", "name: __proto__").replace("deployment: prod", "deployment: __proto__")
+    assert proto.count("__proto__") == 3 and validate_text(proto, "job.yaml").ok
+
+
 def test_e303_unknown_role_prerequisite_with_suggestion():
     [f] = only(check_semantics(job(taskRoles__worker__prerequisites=["code", "datset"])), "E303")
     assert f.pointer == "/taskRoles/worker/prerequisites/1"
