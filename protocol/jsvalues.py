@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from .jsstring import js_string
 from .timestamps import Timestamp
+from .yamltags import JSBuffer
 
 
 class JsThrow(Exception):
@@ -236,6 +237,10 @@ def _own(value: Any, key: str) -> Any:
         return value[key] if key in value else UNDEFINED
     if isinstance(value, Timestamp):
         return UNDEFINED
+    if isinstance(value, JSBuffer) and (key == "length" or _is_index(key)):
+        # a Node Buffer (!!binary) counts and indexes its bytes, each a number (its text is only how it prints)
+        data = value.buffer_bytes
+        return len(data) if key == "length" else data[int(key)] if int(key) < len(data) else UNDEFINED
     if isinstance(value, str):
         if key == "length" or _is_index(key):
             units = _utf16(value) if not value.isascii() else value

@@ -62,7 +62,7 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
                               hint="write a date (2020-01-01) or a date and time, or remove the tag")
         return _timestamp(raw, event.start_mark)
     if tag == "binary":
-        return binary(raw, position(event.start_mark))
+        return binary(raw, position(event.start_mark), empty_node=raw == "" and event.style in ("", None))
     if tag == "null" and raw == "" and event.style in _QUOTED:
         # js-yaml resolves !!null from the scalar's text, and a quoted '' is text, not the empty node null is
         raise LoadProblem("E101", "this value cannot be read as !!null", *position(event.start_mark),

@@ -32,6 +32,26 @@ def pair_list(tag: str, items: list[Any], at: tuple[int, int]) -> list[Any]:
     return [[key, value] for item in items for key, value in item.items()]
 
 
+def _js_yaml_base64(digits: str) -> bytes:
+    """js-yaml 3's decoding of any text its !!binary accepts, padding (`=`, anywhere) taken out first: three bytes a
+    group of four digits, the bits of a group carried into the next, three NUL bytes when nothing is left over
+    (so an empty text is three NULs), two or one for a tail of three or two digits, none for a tail of one."""
+    out = bytearray()
+    bits = 0
+    for index, digit in enumerate(digits):
+        if index and index % 4 == 0:
+            out += bytes(((bits >> 16) & 0xFF, (bits >> 8) & 0xFF, bits & 0xFF))
+        bits = ((bits << 6) | _BASE64.index(digit)) & 0xFFFFFF
+    tail = len(digits) % 4
+    if tail == 0:
+        out += bytes(((bits >> 16) & 0xFF, (bits >> 8) & 0xFF, bits & 0xFF))
+    elif tail == 3:
+        out += bytes(((bits >> 10) & 0xFF, (bits >> 2) & 0xFF))
+    elif tail == 2:
+        out.append((bits >> 4) & 0xFF)
+    return bytes(out)
+
+
 class JSBuffer(str):
     """A !!binary value: js-yaml makes a Node Buffer of the decoded bytes, which a placeholder prints as their UTF-8
     text (invalid sequences as U+FFFD): that text is this string's value. ajv sees an object, not a string
@@ -42,20 +62,20 @@ class JSBuffer(str):
     buffer_bytes: bytes = b""
 
 
-def binary(raw: str, at: tuple[int, int]) -> str:
-    """The JSBuffer of a !!binary scalar. Line breaks are skipped as js-yaml skips them."""
+def binary(raw: str, at: tuple[int, int], *, empty_node: bool = False) -> str:
+    """The JSBuffer of a !!binary scalar, decoded as js-yaml decodes it. Line breaks are skipped as js-yaml skips
+    them. `empty_node`: the scalar is plain and empty, which js-yaml holds as null, and its !!binary refuses that."""
     import base64
-    import binascii
 
     data = raw.replace("\n", "").replace("\r", "")
-    if any(c not in _BASE64 for c in data) or len(data) % 4:  # js-yaml counts 6 bits a character, `=` too
+    if empty_node or any(c not in _BASE64 for c in data) or len(data) % 4:  # 6 bits a character, `=` too
         raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *at,
                           hint="write base64 text, or remove the tag")
-    try:
-        decoded = base64.b64decode(data)
-    except binascii.Error:
-        raise LoadProblem("E101", "this value cannot be read as !!binary (base64)", *at,
-                          hint="write base64 text, or remove the tag") from None
+    digits = data.rstrip("=")
+    if digits and "=" not in digits and len(digits) % 4 != 1:
+        decoded = base64.b64decode(data)  # canonical base64: what js-yaml's decoder gives too
+    else:
+        decoded = _js_yaml_base64(data.replace("=", ""))
     buffer = JSBuffer(decoded.decode("utf-8", "replace"))
     buffer.buffer_bytes = decoded
     return buffer

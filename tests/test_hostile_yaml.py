@@ -36,6 +36,23 @@ def test_scalars_read_as_js_yaml_reads_them(text, expected):
     assert value(text) == expected and type(value(text)) is type(expected)
 
 
+@pytest.mark.parametrize("text, data", [
+    ("!!binary aGk=", b"hi"), ("!!binary 'aA=='", b"h"), ("!!binary ''", b"\0\0\0"), ("!!binary '===='", b"\0\0\0"),
+    ("!!binary 'aGk=aGk='", bytes([104, 105, 26, 26])), ("!!binary 'a==='", b""), ("!!binary |\n  aGk=\n  aGk=\n", None),
+])
+def test_binary_is_decoded_as_js_yaml_3_decodes_it(text, data):
+    """js-yaml 3.14.2 (npm) for this table: its decoder drops `=` wherever it is, carries a group's bits into the
+    next, and writes three NULs for a text with nothing left over (an empty one too)."""
+    expected = bytes([104, 105, 26, 26]) if data is None else data
+    assert value(text).buffer_bytes == expected
+
+
+def test_an_empty_plain_binary_is_null_to_js_yaml_and_refused():
+    with pytest.raises(DocumentError) as caught:
+        load_located("a: 1\nv: !!binary\n", "j")
+    assert [d.code for d in caught.value.diagnostics] == ["E101"]
+
+
 def test_infinity_and_nan():
     assert value(".inf") == math.inf and value("-.Inf") == -math.inf and math.isnan(value(".NaN"))
 

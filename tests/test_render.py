@@ -163,6 +163,16 @@ def test_a_role_without_the_field_selects_the_prerequisite_named_undefined():
     assert entry(["<% $data.uri[0] %>"], prerequisites=prerequisites, role={"data": "mine"}) == "m"
 
 
+def test_a_binary_value_counts_and_indexes_its_bytes():
+    """A !!binary value is a Node Buffer: `.length` is its byte count, `.0` a byte's number (it prints as text)."""
+    job = load_job_text("protocolVersion: 2\nname: t\ntype: job\nparameters: {b: !!binary w6k=}\nprerequisites:\n"
+                        "  - {name: i, type: dockerimage, uri: x}\ntaskRoles:\n  m:\n    dockerImage: i\n"
+                        "    resourcePerInstance: {cpu: 1, memoryMB: 1, gpu: 0}\n"
+                        "    commands: ['<% $parameters.b %> <% $parameters.b.length %> <% $parameters.b.1 %> "
+                        "<% $parameters.b.2 %>']\n")
+    assert render_entrypoint(job, "m") == "\u00e9 2 169 <% $parameters.b.2 %>"
+
+
 def test_whole_objects_print_as_javascript_does():
     assert entry(["<% $parameters.o %> <% $parameters %> <% . %>"], {"o": {"k": 1}}) == \
         "[object Object] [object Object] [object Object]"
