@@ -88,8 +88,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
     "E801": (E, "taskRoles, or a task role, is not a mapping (OpenPAI's rest-server crashes; a list's roles 0, 1, "
                  "... its runtime cannot find)"),
-    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion "
-                 "outside -1..int32; or an infinite count or resource, which JSON carries as null"),
+    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32 (or, "
+                 "without gang allocation, a taskRetryCount below -2), completion outside -1..int32; or an infinite "
+                 "count or resource, which JSON carries as null"),
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "a runtime plugin the runtime fails on: the list or an entry is no mapping, no `plugin` name, or `parameters` a number or boolean"),
     "W804": (W, "a runtime plugin's parameters that is a string or list: the plugin reads no setting from it"),

@@ -290,7 +290,8 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "taskRoles: null",
              "write taskRoles as a mapping of role names to roles"),
     "E802": ("A count FrameworkController cannot hold: more than 10,000 instances in a role, a retry count above "
-             "2,147,483,647, or a completion count below -1.",
+             "2,147,483,647, a taskRetryCount below -2 in a job with `extras.gangAllocation: false` (it becomes "
+             "the task's maxRetryCount), or a completion count below -1.",
              "taskRoles:\n  train:\n    instances: 20000",
              "use a count within FrameworkController's limits"),
     "E803": ("A rendered field (a command, pre/postCommand, registry auth) has a `<%` tag OpenPAI's mustache parser "

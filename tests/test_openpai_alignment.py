@@ -323,3 +323,30 @@ def test_a_negative_gpu_count_gets_no_hived_device_variables():
     objects = _compile_hived(text)
     names = [e["name"] for e in pod_spec(objects)["containers"][0]["env"]]
     assert "NVIDIA_VISIBLE_DEVICES" not in names and "HIVED_VISIBLE_DEVICES" not in names  # `=== 0` nor `> 0`
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# untuned jobs: features the corpus never combines
+
+@pytest.mark.parametrize("retry", [-3, -100])
+def test_a_task_retry_count_framework_controller_refuses_is_a_located_error(retry):
+    # k8s.js generateTaskRole: with gangAllocation false, maxRetryCount = taskRetryCount || 0; FrameworkController's
+    # CRD refuses a maxRetryCount below -2 (before: the output check called it a bug in paictl, exit 70)
+    text = BASE.replace("    instances: 2\n", f"    instances: 2\n    taskRetryCount: {retry}\n", 1)
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job((text + "extras: {gangAllocation: false}\n").encode(), profile="openpai", name="job.yaml")
+    [error] = [d for d in caught.value.diagnostics if d.is_error]
+    assert (error.code, error.line, error.column) == ("E802", 9, 21)
+    assert f"taskRetryCount {retry} is below -2" in error.message
+
+
+@pytest.mark.parametrize("retry, gang, expected", [
+    (-2, "false", {"fancyRetryPolicy": True, "maxRetryCount": -2}),
+    (-1, "false", {"fancyRetryPolicy": True, "maxRetryCount": -1}),
+    (-7, "true", {"fancyRetryPolicy": False, "maxRetryCount": 0}),  # gang allocation on: the count is not used
+])
+def test_task_retry_counts_framework_controller_takes_are_compiled(retry, gang, expected):
+    text = BASE.replace("    instances: 2\n", f"    instances: 2\n    taskRetryCount: {retry}\n", 1)
+    objects = compile_job((text + f"extras: {{gangAllocation: {gang}}}\n").encode(), profile="openpai",
+                          name="job.yaml").objects
+    assert framework(objects)["spec"]["taskRoles"][0]["task"]["retryPolicy"] == expected
