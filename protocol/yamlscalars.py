@@ -137,7 +137,9 @@ def _js_int(raw: str) -> int | None:
             return None
         return sign * _checked_int(digits.replace("_", ""), 8)
     head, colon, tail = body.partition(":")
-    if not head or head.endswith("_") or any(c not in "0123456789_" for c in head) or not head.replace("_", ""):
+    # js-yaml's resolveYamlInteger: a decimal neither starts nor ends with `_` (`_1` is a string)
+    if head[:1] in ("", "_") or head.endswith("_") or any(c not in "0123456789_" for c in head) \
+            or not head.replace("_", ""):
         return None
     if colon:
         if not re.fullmatch(r"(?::[0-5]?[0-9])+", ":" + tail):

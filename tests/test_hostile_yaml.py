@@ -30,7 +30,7 @@ def value(text: str):
     ("2020-01-01", Timestamp("2020-01-01", datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))),
     ("'2020-01-01'", "2020-01-01"), ("'010'", "010"), ("!!str 010", "010"), ("!!int '7'", 7), ("!!float 1", 1),
     ("!!bool true", True), ("!!null", None), ("!!null ~", None), ("!!map {a: 1}", {"a": 1}), ("!!seq [1]", [1]),
-    ("!!set {a, b}", {"a": None, "b": None}), ("1_", "1_"), ("_1", 1),
+    ("!!set {a, b}", {"a": None, "b": None}), ("1_", "1_"), ("_1", "_1"),  # no leading `_` (js-yaml int.js)
 ])
 def test_scalars_read_as_js_yaml_reads_them(text, expected):
     assert value(text) == expected and type(value(text)) is type(expected)

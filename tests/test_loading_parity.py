@@ -109,6 +109,8 @@ def test_fast_path_and_located_loader_read_every_scalar_alike(scalar):
     ("0X1f", "0X1f"), ("0O17", "0O17"), ("0B11", "0B11"), ("0x1F", 31), ("0b11", 3), ("0o17", "0o17"), ("017", 15),
     (".iNf", ".iNf"), (".Inf", math.inf), ("-.INF", -math.inf), ("nUll", "nUll"), ("NULL", None), ("Yes", "Yes"),
     ("on", "on"), ("y", "y"), ("TRUE", True), ("tRUE", "tRUE"), ("1:30", 90), ("1_0", 10), ("0x_1", 1),
+    # a decimal may not start with `_` (resolveYamlInteger): these were read as 1, -1, 10 and 90
+    ("_1", "_1"), ("-_1", "-_1"), ("+_1_0", "+_1_0"), ("_1:30", "_1:30"),
 ])
 def test_scalars_read_as_js_yaml_3_reads_them_on_both_paths(scalar, value):
     """Read by js-yaml 3.14.2 (npm) for this table; both paths must give it, whatever else the file holds."""
