@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import every_corpus_job
-from openpai_oracle.npm_peers import IN_CI, JsYaml, installed, plain_of, unavailable
+from openpai_oracle.npm_peers import JsYaml, plain_of, required
 from paictl.protocol.loading import DocumentError, load_fast, load_located
 
 EXAMPLES = int(os.environ.get("PAICTL_PARITY_EXAMPLES", "600"))
@@ -154,12 +154,7 @@ def test_the_corpus_reads_alike_on_both_paths():
 
 @pytest.fixture(scope="module")
 def js_yaml():
-    why = unavailable()
-    if why is not None:
-        if IN_CI:
-            pytest.fail(f"the js-yaml peer cannot run in CI: {why}")
-        pytest.skip(why)
-    peer = JsYaml(installed())
+    peer = JsYaml(required())
     yield peer
     peer.close()
 

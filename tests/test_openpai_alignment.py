@@ -350,3 +350,30 @@ def test_task_retry_counts_framework_controller_takes_are_compiled(retry, gang, 
     objects = compile_job((text + f"extras: {{gangAllocation: {gang}}}\n").encode(), profile="openpai",
                           name="job.yaml").objects
     assert framework(objects)["spec"]["taskRoles"][0]["task"]["retryPolicy"] == expected
+
+
+def test_affinity_group_members_follow_the_order_of_hived_task_roles():
+    # hived.js pushes a group's members while walking `Object.keys(hivedConfig.taskRoles)`, not the job's task roles
+    extra = ("extras:\n  hivedScheduler:\n    taskRoles:\n      ps: {affinityGroupName: g 1}\n"
+             "      worker: {affinityGroupName: g 1}\n")
+    spec = ("virtualCluster: default\npriority: 10\npinnedCellId: null\nleafCellType: null\nleafCellNumber: 1\n"
+            "affinityGroup:\n  name: alice~facts/g 1\n  members:\n    - podNumber: 1\n      leafCellNumber: 1\n"
+            "    - podNumber: 2\n      leafCellNumber: 1\n")
+    objects = compiled(extra, hived=True)
+    assert hived_spec(objects, 0) == spec == hived_spec(objects, 1)
+
+
+@pytest.mark.parametrize("group, pinned, written", [
+    # k8s.js stores yaml.safeDump(spec): js-yaml 3 quotes only what would not read back as the same string
+    ("组", "组", "pinnedCellId: 组\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n  name: alice~facts/组\n"),
+    ("'1'", "'1'", "pinnedCellId: '1'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: alice~facts/1\n"),
+    ("'a: b'", "'#1'", "pinnedCellId: '#1'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: 'alice~facts/a: b'\n"),
+    ("'😀'", "'y'", "pinnedCellId: 'y'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: \"alice~facts/\\U0001F600\"\n"),
+])
+def test_hived_spec_strings_are_quoted_as_js_yaml_quotes_them(group, pinned, written):
+    extra = f"extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {{affinityGroupName: {group}, " \
+            f"pinnedCellId: {pinned}}}\n"
+    assert written in hived_spec(compiled(extra, hived=True))
