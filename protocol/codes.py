@@ -77,7 +77,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E601": (E, "the job names a storage the cluster profile does not have"),
     "E602": (E, "HiveD: a task role's skuType is not in the cluster's SKU table"),
     "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),
-    "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node)"),
+    "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node), "
+                 "or no cell at all (no gpu, cpu or memory)"),
     "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
     "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),

@@ -214,7 +214,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "train: {skuType: K80, pinnedCellId: cell-1}",
              "keep only one of them"),
     "E604": ("HiveD: the task role asks for more than the cluster's cells give (GPUs on a CPU SKU, more than a "
-             "node holds).",
+             "node holds), or for nothing at all: OpenPAI then gives it 0 leaf cells, and HiveD refuses the pod.",
              "resourcePerInstance: {gpu: 16}   # nodes have 8",
              "ask for at most what one node of that SKU has"),
     "E605": ("HiveD: extras.hivedScheduler names an unknown task role or priority class, or its affinity groups "

@@ -377,3 +377,14 @@ def test_hived_spec_strings_are_quoted_as_js_yaml_quotes_them(group, pinned, wri
     extra = f"extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {{affinityGroupName: {group}, " \
             f"pinnedCellId: {pinned}}}\n"
     assert written in hived_spec(compiled(extra, hived=True))
+
+
+@pytest.mark.parametrize("resources", ["{cpu: 0, memoryMB: 0, gpu: 0}", "{cpu: -1, memoryMB: 0, gpu: 0}"])
+def test_a_task_role_requesting_nothing_is_refused_with_hived(resources):
+    # hived.js: leafCellNumber = max(0 or ceil(gpu/cell), ...) = 0 (it was written as 1); HiveD refuses it
+    text = BASE.replace("{cpu: 1, memoryMB: 1024, gpu: 0}", resources)
+    with pytest.raises(InvalidJobError) as caught:
+        _compile_hived(text)
+    [error] = caught.value.diagnostics
+    assert (error.code, error.line) == ("E604", 15) and "leafCellNumber is 0" in error.message
+    assert compiled("", hived=True)  # the base job, whose roles request something, compiles

@@ -158,8 +158,10 @@ def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tup
                    f"{sku.name if sku else '(any)'} does not configure GPU.")
     terms = [math.ceil(request / per_cell) for request, per_cell in
              ((res.gpu, unit.gpu), (res.cpu, unit.cpu), (res.memory_mb, unit.memory_mb)) if per_cell > 0]
-    # HiveD rejects a non-positive leafCellNumber; a task role requesting nothing still occupies one cell.
-    count = max([*terms, 1])
+    count = max(terms) if terms else 0
+    if count <= 0:  # hived.js writes it as computed; HiveD refuses a pod whose leafCellNumber is not positive
+        return count, (f"Taskrole {role.name} requests no gpu, cpu or memory, so its leafCellNumber is {count}; "
+                       "HiveD refuses such a pod and would never schedule it")
     limits = [sku.cells_per_node] if sku else [s.cells_per_node for s in skus.values()]
     if limits and all(limit is not None for limit in limits) and count > max(limits):
         return count, (f"Taskrole {role.name} needs {count} leaf cells per instance, but no node has more than "
