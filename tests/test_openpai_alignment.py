@@ -388,3 +388,20 @@ def test_a_task_role_requesting_nothing_is_refused_with_hived(resources):
     [error] = caught.value.diagnostics
     assert (error.code, error.line) == ("E604", 15) and "leafCellNumber is 0" in error.message
     assert compiled("", hived=True)  # the base job, whose roles request something, compiles
+
+
+def test_registry_credentials_are_collected_in_javascript_key_order_and_written_as_json_stringify_writes_them():
+    # k8s.js put(): Object.values(prerequisites.dockerimage), an object keyed by name, so "2" and "10" come first;
+    # for one registry the last credential wins; JSON.stringify leaves non-ASCII characters as they are
+    extra = ("secrets: {p: 'pä:ss'}\nprerequisites:\n"
+             "  - {name: img, type: dockerimage, uri: ubuntu, auth: {username: zed, password: '<% $secrets.p %>', "
+             "registryuri: régistry.io}}\n"
+             "  - {name: '10', type: dockerimage, uri: b, auth: {username: ten, password: x, registryuri: régistry.io}}\n"
+             "  - {name: '2', type: dockerimage, uri: c, auth: {username: two, password: y}}\n")
+    text = BASE.replace("prerequisites:\n  - {name: img, type: dockerimage, uri: ubuntu}\n", "") + extra
+    objects = compile_job(text.encode(), profile="openpai", name="job.yaml").objects
+    secret = next(o for o in objects if o.get("type") == "kubernetes.io/dockerconfigjson")
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    expected = ('{"auths":{"https://index.docker.io/v1/":{"auth":"%s"},"régistry.io":{"auth":"%s"}}}'
+                % (b64("two:y"), b64("zed:pä:ss")))
+    assert base64.b64decode(secret["data"][".dockerconfigjson"]).decode() == expected

@@ -24,7 +24,6 @@ _ESCAPES = {0x00: "\\0", 0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0
 #: c-indicator characters, which no plain scalar may start with.
 _NOT_FIRST = frozenset("-?:,[]{}#&*!|=>'\"%@`")
 _FLOW = frozenset(",[]{}")
-_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
 _PLAIN, _SINGLE, _LITERAL, _FOLDED, _DOUBLE = range(5)
 
 
@@ -69,21 +68,15 @@ def _number(value: int | float) -> str:
     return js_number(value)
 
 
-def _js_keys(mapping: Mapping[str, Any]) -> list[Any]:
-    """Object.keys order: array-index keys first, in numeric order, then the others as inserted."""
-    def index(key: Any) -> int | None:
-        text = key if isinstance(key, str) else str(key)
-        return int(text) if _ARRAY_INDEX.fullmatch(text) and int(text) < 2 ** 32 - 1 else None
-
-    indexed = sorted((k for k in mapping if index(k) is not None), key=index)
-    return indexed + [k for k in mapping if index(k) is None]
-
-
 def _mapping(mapping: Mapping[Any, Any], level: int, compact: bool) -> str:
+    from paictl.protocol.jsstring import object_keys
+
+    texts = {key if isinstance(key, str) else str(key): key for key in mapping}
     out = []
-    for position, key in enumerate(_js_keys(mapping)):
+    for position, text in enumerate(object_keys(texts)):
+        key = texts[text]
         pair = "" if compact and position == 0 else "\n" + " " * (_INDENT * level)
-        key_text = _scalar(key if isinstance(key, str) else str(key), level + 1, key=True)
+        key_text = _scalar(text, level + 1, key=True)
         explicit = len(_utf16(key_text)) > 1024
         if explicit:
             pair += ("?" if key_text.startswith("\n") else "? ") + key_text + "\n" + " " * (_INDENT * level)
