@@ -396,7 +396,8 @@ def test_registry_credentials_are_collected_in_javascript_key_order_and_written_
     extra = ("secrets: {p: 'pä:ss'}\nprerequisites:\n"
              "  - {name: img, type: dockerimage, uri: ubuntu, auth: {username: zed, password: '<% $secrets.p %>', "
              "registryuri: régistry.io}}\n"
-             "  - {name: '10', type: dockerimage, uri: b, auth: {username: ten, password: x, registryuri: régistry.io}}\n"
+             "  - {name: '10', type: dockerimage, uri: b, auth: {username: ten, password: x, "
+             "registryuri: régistry.io}}\n"
              "  - {name: '2', type: dockerimage, uri: c, auth: {username: two, password: y}}\n")
     text = BASE.replace("prerequisites:\n  - {name: img, type: dockerimage, uri: ubuntu}\n", "") + extra
     objects = compile_job(text.encode(), profile="openpai", name="job.yaml").objects
