@@ -153,9 +153,12 @@ def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tup
         cpu=min(s.cpu for s in skus.values()), memory_mb=min(s.memory_mb for s in skus.values()),
         gpu=min(s.gpu for s in skus.values()))
     res = role.resources
-    if res.gpu > 0 and unit.gpu == 0:
-        return 0, (f"Taskrole {role.name} requests {res.gpu} GPU, but SKU "
-                   f"{sku.name if sku else '(any)'} does not configure GPU.")
+    # hived.js checks gpu, then cpu, then memory, and reports the first a cell has none of
+    for request, per_cell, what in ((res.gpu, unit.gpu, "GPU"), (res.cpu, unit.cpu, "CPU"),
+                                    (res.memory_mb, unit.memory_mb, "memory")):
+        if request > 0 and per_cell == 0:
+            return 0, (f"Taskrole {role.name} requests {request} {what}, but SKU "
+                       f"{sku.name if sku else '(any)'} does not configure {what}.")
     terms = [math.ceil(request / per_cell) for request, per_cell in
              ((res.gpu, unit.gpu), (res.cpu, unit.cpu), (res.memory_mb, unit.memory_mb)) if per_cell > 0]
     count = max(terms) if terms else 0
