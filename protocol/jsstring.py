@@ -118,3 +118,15 @@ def object_keys(keys: Iterable[str]) -> list[str]:
 
     indexed = sorted((key for key in keys if index(key) is not None), key=index)
     return indexed + [key for key in keys if index(key) is None]
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript's truthiness of plain data: null, false, 0, NaN and "" are false; every other value, an empty list
+    or mapping and a date among them, is true (Python's `bool` says the opposite of empty collections)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value == value and value != 0  # NaN is falsy
+    if type(value) is str:
+        return value != ""
+    return True  # an object: a mapping, a list, a Date, a Buffer

@@ -406,3 +406,13 @@ def test_registry_credentials_are_collected_in_javascript_key_order_and_written_
     expected = ('{"auths":{"https://index.docker.io/v1/":{"auth":"%s"},"régistry.io":{"auth":"%s"}}}'
                 % (b64("two:y"), b64("zed:pä:ss")))
     assert base64.b64decode(secret["data"][".dockerconfigjson"]).decode() == expected
+
+
+@pytest.mark.parametrize("value, rdma", [("[]", True), ("{}", True), ("'false'", True), ("0", False), ("''", False),
+                                         ("null", False), ("true", True)])
+def test_infiniband_is_requested_when_javascript_finds_the_value_true(value, rdma):
+    # k8s.js generateTaskRole: Boolean(extraContainerOptions.infiniband) adds rdma/hca: 1 (an empty list is true)
+    options = f"    extraContainerOptions: {{infiniband: {value}}}\n"
+    text = BASE.replace("    dockerImage: img\n", "    dockerImage: img\n" + options, 1)
+    objects = compile_job(text.encode(), profile="openpai", name="job.yaml").objects
+    assert ("rdma/hca" in pod_spec(objects)["containers"][0]["resources"]["limits"]) is rdma
