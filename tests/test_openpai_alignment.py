@@ -338,6 +338,7 @@ def test_a_task_retry_count_framework_controller_refuses_is_a_located_error(retr
     [error] = [d for d in caught.value.diagnostics if d.is_error]
     assert (error.code, error.line, error.column) == ("E802", 9, 21)
     assert f"taskRetryCount {retry} is below -2" in error.message
+    assert "W202" not in {d.code for d in validate_text(text + "extras: {gangAllocation: false}\n", "j").diagnostics}
 
 
 @pytest.mark.parametrize("retry, gang, expected", [
