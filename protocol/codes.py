@@ -77,7 +77,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E601": (E, "the job names a storage the cluster profile does not have"),
     "E602": (E, "HiveD: a task role's skuType is not in the cluster's SKU table"),
     "E603": (E, "HiveD: a task role sets both skuType and pinnedCellId"),
-    "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node)"),
+    "E604": (E, "HiveD: a task role needs more than the cluster's cells can give (GPUs on a CPU SKU, more cells than a node), "
+                 "or no cell at all (no gpu, cpu or memory)"),
     "E605": (E, "HiveD: extras.hivedScheduler names an unknown task role or priority class, or an inconsistent affinity group"),
     "E606": (E, "a converted task role name is empty, too long or clashes (FrameworkController names)"),
     "E607": (E, "native runtime: the job's ports do not fit in the profile's portRange"),
@@ -88,8 +89,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     # Compiling any job for any target (protocol/compile_checks.py): upstream crashes or FrameworkController refuses
     "E801": (E, "taskRoles, or a task role, is not a mapping (OpenPAI's rest-server crashes; a list's roles 0, 1, "
                  "... its runtime cannot find)"),
-    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32, completion "
-                 "outside -1..int32; or an infinite count or resource, which JSON carries as null"),
+    "E802": (E, "a count FrameworkController refuses: instances above 10,000, a retry count above int32 (or, "
+                 "without gang allocation, a taskRetryCount below -2), completion outside -1..int32; or an infinite "
+                 "count or resource, which JSON carries as null"),
     "E803": (E, "a rendered field (command, pre/postCommand, registry auth) that OpenPAI's template parser cannot parse"),
     "E804": (E, "a runtime plugin the runtime fails on: the list or an entry is no mapping, no `plugin` name, or `parameters` a number or boolean"),
     "W804": (W, "a runtime plugin's parameters that is a string or list: the plugin reads no setting from it"),

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
 from .placeholders import PLUGIN_KEY
-from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, RESOURCE_BOUNDS
+from .platform_limits import LABEL_VALUE, MAX_INSTANCES, MAX_INT32, MIN_RETRY_COUNT, RESOURCE_BOUNDS
 from .template_checks import (default_deployment, render_failures, rendered_views, task_roles,
                               template_findings)
 
@@ -163,6 +163,9 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
     if _is_number(retry) and math.isfinite(retry) and retry > MAX_INT32:
         yield finding("E802", pointer_of("jobRetryCount"), f"jobRetryCount {retry} is above {MAX_INT32}, "
                       "FrameworkController's largest retry count")
+    extras = data.get("extras")
+    # k8s.js copies taskRetryCount into the task's retryPolicy only when gang allocation is exactly false.
+    retried = isinstance(extras, dict) and extras.get("gangAllocation") is False
     for name, role in task_roles(data):
         instances = role.get("instances", 1)
         if _is_infinite(instances):
@@ -176,6 +179,11 @@ def _counts(data: dict[str, Any]) -> Iterator[Finding]:
         if _is_number(retry) and math.isfinite(retry) and retry > MAX_INT32:
             yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is above "
                           f"{MAX_INT32}, FrameworkController's largest retry count")
+        elif retried and _is_number(retry) and math.isfinite(retry) and retry < MIN_RETRY_COUNT:
+            yield finding("E802", pointer_of("taskRoles", name, "taskRetryCount"), f"taskRetryCount {retry} is below "
+                          f"{MIN_RETRY_COUNT}; with gangAllocation false it becomes the task's maxRetryCount, which "
+                          "FrameworkController refuses below -2",
+                          "use 0 (no retry), a number of retries, -1 (no limit) or -2 (always retry)")
         resources = role.get("resourcePerInstance")
         for key, bound, unit in RESOURCE_BOUNDS:
             value = resources.get(key) if isinstance(resources, dict) else None

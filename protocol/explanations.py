@@ -214,7 +214,7 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "train: {skuType: K80, pinnedCellId: cell-1}",
              "keep only one of them"),
     "E604": ("HiveD: the task role asks for more than the cluster's cells give (GPUs on a CPU SKU, more than a "
-             "node holds).",
+             "node holds), or for nothing at all: OpenPAI then gives it 0 leaf cells, and HiveD refuses the pod.",
              "resourcePerInstance: {gpu: 16}   # nodes have 8",
              "ask for at most what one node of that SKU has"),
     "E605": ("HiveD: extras.hivedScheduler names an unknown task role or priority class, or its affinity groups "
@@ -290,7 +290,8 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "taskRoles: null",
              "write taskRoles as a mapping of role names to roles"),
     "E802": ("A count FrameworkController cannot hold: more than 10,000 instances in a role, a retry count above "
-             "2,147,483,647, or a completion count below -1.",
+             "2,147,483,647, a taskRetryCount below -2 in a job with `extras.gangAllocation: false` (it becomes "
+             "the task's maxRetryCount), or a completion count below -1.",
              "taskRoles:\n  train:\n    instances: 20000",
              "use a count within FrameworkController's limits"),
     "E803": ("A rendered field (a command, pre/postCommand, registry auth) has a `<%` tag OpenPAI's mustache parser "

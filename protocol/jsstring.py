@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Iterable
 
 #: Integers up to this magnitude are exact doubles; beyond it JavaScript holds (and prints) the nearest double.
 _EXACT_INT = 2**53
@@ -103,3 +103,30 @@ def _layout(digits: str, point: int) -> str:
     exponent = point - 1
     mantissa = digits[0] + ("." + digits[1:] if count > 1 else "")
     return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
+
+
+def object_keys(keys: Iterable[str]) -> list[str]:
+    """`Object.keys` order of an object built with `keys` in this order: the array-index keys ("0", "7", "10", up to
+    2**32 - 2, written canonically) first, ascending, then the others as they were inserted. JavaScript walks an
+    object so when it serialises it or collects its values (k8s.js keys dockerimage prerequisites by name)."""
+    keys = list(keys)
+
+    def index(key: str) -> int | None:
+        if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < 2 ** 32 - 1:
+            return int(key)
+        return None
+
+    indexed = sorted((key for key in keys if index(key) is not None), key=index)
+    return indexed + [key for key in keys if index(key) is None]
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript's truthiness of plain data: null, false, 0, NaN and "" are false; every other value, an empty list
+    or mapping and a date among them, is true (Python's `bool` says the opposite of empty collections)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value == value and value != 0  # NaN is falsy
+    if type(value) is str:
+        return value != ""
+    return True  # an object: a mapping, a list, a Date, a Buffer

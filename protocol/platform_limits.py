@@ -12,6 +12,8 @@ import re
 MAX_INSTANCES = 10_000
 #: FrameworkController's counts are int32.
 MAX_INT32 = 2 ** 31 - 1
+#: The least maxRetryCount FrameworkController's CRD takes (-1: no limit, -2: always retry).
+MIN_RETRY_COUNT = -2
 #: The largest cpu, gpu and memoryMB whose Kubernetes quantity fits its int64 unit (milli-units for cpu and
 #: extended resources such as GPUs, bytes for memory); JavaScript also prints memoryMB from 1e21 on as "1e+21Mi",
 #: which is no quantity at all.

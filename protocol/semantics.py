@@ -305,7 +305,7 @@ def _role_values(name: str, role: dict[str, Any], gang: bool) -> Iterator[Findin
                           "extraContainerOptions has only shmMB and infiniband", Anchor.KEY)
     retries = role.get("taskRetryCount")
     # Exactly an int: a bool is no count (and an integral float, which the schema accepts, is left unchecked).
-    if type(retries) is int and retries < 0:
+    if type(retries) is int and retries < 0 and (gang or retries >= -2):  # below -2 without gang: E802
         yield finding("W202", pointer_of(*base, "taskRetryCount"),
                       f"taskRetryCount is {retries}; {_negative_retry_effect(retries, gang)}",
                       "use 0 (no retry) or a positive number of retries")
@@ -353,9 +353,7 @@ def _negative_retry_effect(retries: int, gang: bool) -> str:
         return "OpenPAI accepts it and ignores it (gang allocation is on, so tasks are never retried)"
     if retries == -1:
         return "with gangAllocation false, FrameworkController reads -1 as 'retry failed tasks without limit'"
-    if retries == -2:
-        return "with gangAllocation false, FrameworkController reads -2 as 'always retry, even after success'"
-    return "with gangAllocation false, FrameworkController rejects a retry count below -2"
+    return "with gangAllocation false, FrameworkController reads -2 as 'always retry, even after success'"
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
+from .jsstring import js_truthy
 from .placeholders import PLUGIN_KEY
 from .timestamps import is_timestamp
 
@@ -33,7 +34,7 @@ def requested_storages(extras: Any) -> tuple[Any, tuple[Any, ...]]:
     storages = extras.get("storages")
     if is_timestamp(storages):  # a truthy Date: upstream iterates it and crashes
         return Crash(f"storages is the unquoted date {storages}"), ("extras", "storages")
-    if _truthy(storages):
+    if js_truthy(storages):
         return storages, ("extras", "storages")
     plugins = extras.get(PLUGIN_KEY)
     found: tuple[Any, tuple[Any, ...]] = (None, ())
@@ -44,7 +45,7 @@ def requested_storages(extras: Any) -> tuple[Any, tuple[Any, ...]]:
             if parameters is None:  # upstream reads `null.storageConfigNames` and crashes
                 return Crash("the teamwise_storage plugin's parameters are null"), base
             names = parameters.get("storageConfigNames") if isinstance(parameters, dict) else None
-            if _truthy(names):
+            if js_truthy(names):
                 if not isinstance(names, list):  # upstream calls `names.map` and crashes
                     shown = f"the unquoted date {names}" if is_timestamp(names) else kind_of(names)
                     return Crash(f"storageConfigNames is {shown}"), (*base, "storageConfigNames")
@@ -58,16 +59,9 @@ class Crash(str):
     """What upstream crashes on while reading the storages (the text says what it is)."""
 
 
-def _truthy(value: Any) -> bool:
-    """JavaScript truthiness of plain data: every list and mapping is truthy, "" 0 false null are not."""
-    if isinstance(value, (list, dict)):
-        return True
-    return bool(value) and value == value  # NaN is falsy
-
-
 def storage_name(entry: Any) -> Any:
     """The entry's name if upstream mounts it (a truthy `name`), else None (skipped)."""
-    if isinstance(entry, dict) and _truthy(entry.get("name")):
+    if isinstance(entry, dict) and js_truthy(entry.get("name")):
         return entry["name"]
     return None
 
@@ -92,7 +86,7 @@ def storage_problems(data: dict[str, Any]) -> Iterator[Finding]:
         if name is None:
             continue
         mount_path = entry.get("mountPath")
-        if _truthy(mount_path) and (not isinstance(mount_path, str) or is_timestamp(mount_path)):
+        if js_truthy(mount_path) and (not isinstance(mount_path, str) or is_timestamp(mount_path)):
             yield finding("E808", pointer_of(*where, "mountPath"), f"mountPath of storage {index} is "
                           f"{kind_of(mount_path)}; Kubernetes refuses a mount path that is not a string",
                           "quote the path")

@@ -14,7 +14,11 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
+<<<<<<< HEAD
 from .names import ABSENT_SELECTION, first_wins
+=======
+from .jsstring import js_truthy
+>>>>>>> h-framework
 from .templates import OBJECT_PROTOTYPE_NAMES
 
 
@@ -177,6 +181,7 @@ def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
+<<<<<<< HEAD
             if isinstance(value, JSBuffer):
                 shown = "a !!binary value (a Node Buffer to OpenPAI, not text)"
             elif is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
@@ -195,3 +200,11 @@ def _js_truthy(value: Any) -> bool:
     if isinstance(value, (int, float)):
         return value == value and value != 0
     return True
+=======
+            if is_timestamp(value) or (not isinstance(value, str) and js_truthy(value)):
+                shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
+                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
+                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
+                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
+                              "quote the value, or remove the key")
+>>>>>>> h-framework

@@ -88,6 +88,15 @@ def _resolve_tagged(raw: str, tag: str | None, plain: bool, event) -> Any:
     raise tag_problem(event.tag, event.start_mark)
 
 
+def reads_as_string(text: str) -> bool:
+    """Whether js-yaml reads `text`, written as a plain scalar, as this very string (not null, a boolean, a number or
+    a date): what its dumper asks before writing a string plain."""
+    try:
+        return type(_js_implicit(text, None)) is str
+    except LoadProblem:  # a date beyond the years paictl holds: still a date to js-yaml
+        return False
+
+
 def _js_implicit(raw: str, mark) -> Any:
     if raw in _NULLS:
         return None

@@ -323,3 +323,97 @@ def test_a_negative_gpu_count_gets_no_hived_device_variables():
     objects = _compile_hived(text)
     names = [e["name"] for e in pod_spec(objects)["containers"][0]["env"]]
     assert "NVIDIA_VISIBLE_DEVICES" not in names and "HIVED_VISIBLE_DEVICES" not in names  # `=== 0` nor `> 0`
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# untuned jobs: features the corpus never combines
+
+@pytest.mark.parametrize("retry", [-3, -100])
+def test_a_task_retry_count_framework_controller_refuses_is_a_located_error(retry):
+    # k8s.js generateTaskRole: with gangAllocation false, maxRetryCount = taskRetryCount || 0; FrameworkController's
+    # CRD refuses a maxRetryCount below -2 (before: the output check called it a bug in paictl, exit 70)
+    text = BASE.replace("    instances: 2\n", f"    instances: 2\n    taskRetryCount: {retry}\n", 1)
+    with pytest.raises(InvalidJobError) as caught:
+        compile_job((text + "extras: {gangAllocation: false}\n").encode(), profile="openpai", name="job.yaml")
+    [error] = [d for d in caught.value.diagnostics if d.is_error]
+    assert (error.code, error.line, error.column) == ("E802", 9, 21)
+    assert f"taskRetryCount {retry} is below -2" in error.message
+    assert "W202" not in {d.code for d in validate_text(text + "extras: {gangAllocation: false}\n", "j").diagnostics}
+
+
+@pytest.mark.parametrize("retry, gang, expected", [
+    (-2, "false", {"fancyRetryPolicy": True, "maxRetryCount": -2}),
+    (-1, "false", {"fancyRetryPolicy": True, "maxRetryCount": -1}),
+    (-7, "true", {"fancyRetryPolicy": False, "maxRetryCount": 0}),  # gang allocation on: the count is not used
+])
+def test_task_retry_counts_framework_controller_takes_are_compiled(retry, gang, expected):
+    text = BASE.replace("    instances: 2\n", f"    instances: 2\n    taskRetryCount: {retry}\n", 1)
+    objects = compile_job((text + f"extras: {{gangAllocation: {gang}}}\n").encode(), profile="openpai",
+                          name="job.yaml").objects
+    assert framework(objects)["spec"]["taskRoles"][0]["task"]["retryPolicy"] == expected
+
+
+def test_affinity_group_members_follow_the_order_of_hived_task_roles():
+    # hived.js pushes a group's members while walking `Object.keys(hivedConfig.taskRoles)`, not the job's task roles
+    extra = ("extras:\n  hivedScheduler:\n    taskRoles:\n      ps: {affinityGroupName: g 1}\n"
+             "      worker: {affinityGroupName: g 1}\n")
+    spec = ("virtualCluster: default\npriority: 10\npinnedCellId: null\nleafCellType: null\nleafCellNumber: 1\n"
+            "affinityGroup:\n  name: alice~facts/g 1\n  members:\n    - podNumber: 1\n      leafCellNumber: 1\n"
+            "    - podNumber: 2\n      leafCellNumber: 1\n")
+    objects = compiled(extra, hived=True)
+    assert hived_spec(objects, 0) == spec == hived_spec(objects, 1)
+
+
+@pytest.mark.parametrize("group, pinned, written", [
+    # k8s.js stores yaml.safeDump(spec): js-yaml 3 quotes only what would not read back as the same string
+    ("组", "组", "pinnedCellId: 组\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n  name: alice~facts/组\n"),
+    ("'1'", "'1'", "pinnedCellId: '1'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: alice~facts/1\n"),
+    ("'a: b'", "'#1'", "pinnedCellId: '#1'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: 'alice~facts/a: b'\n"),
+    ("'😀'", "'y'", "pinnedCellId: 'y'\nleafCellType: null\nleafCellNumber: 1\naffinityGroup:\n"
+     "  name: \"alice~facts/\\U0001F600\"\n"),
+])
+def test_hived_spec_strings_are_quoted_as_js_yaml_quotes_them(group, pinned, written):
+    extra = f"extras:\n  hivedScheduler:\n    taskRoles:\n      worker: {{affinityGroupName: {group}, " \
+            f"pinnedCellId: {pinned}}}\n"
+    assert written in hived_spec(compiled(extra, hived=True))
+
+
+@pytest.mark.parametrize("resources", ["{cpu: 0, memoryMB: 0, gpu: 0}", "{cpu: -1, memoryMB: 0, gpu: 0}"])
+def test_a_task_role_requesting_nothing_is_refused_with_hived(resources):
+    # hived.js: leafCellNumber = max(0 or ceil(gpu/cell), ...) = 0 (it was written as 1); HiveD refuses it
+    text = BASE.replace("{cpu: 1, memoryMB: 1024, gpu: 0}", resources)
+    with pytest.raises(InvalidJobError) as caught:
+        _compile_hived(text)
+    [error] = caught.value.diagnostics
+    assert (error.code, error.line) == ("E604", 15) and "leafCellNumber is 0" in error.message
+    assert compiled("", hived=True)  # the base job, whose roles request something, compiles
+
+
+def test_registry_credentials_are_collected_in_javascript_key_order_and_written_as_json_stringify_writes_them():
+    # k8s.js put(): Object.values(prerequisites.dockerimage), an object keyed by name, so "2" and "10" come first;
+    # for one registry the last credential wins; JSON.stringify leaves non-ASCII characters as they are
+    extra = ("secrets: {p: 'pä:ss'}\nprerequisites:\n"
+             "  - {name: img, type: dockerimage, uri: ubuntu, auth: {username: zed, password: '<% $secrets.p %>', "
+             "registryuri: régistry.io}}\n"
+             "  - {name: '10', type: dockerimage, uri: b, auth: {username: ten, password: x, "
+             "registryuri: régistry.io}}\n"
+             "  - {name: '2', type: dockerimage, uri: c, auth: {username: two, password: y}}\n")
+    text = BASE.replace("prerequisites:\n  - {name: img, type: dockerimage, uri: ubuntu}\n", "") + extra
+    objects = compile_job(text.encode(), profile="openpai", name="job.yaml").objects
+    secret = next(o for o in objects if o.get("type") == "kubernetes.io/dockerconfigjson")
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    expected = ('{"auths":{"https://index.docker.io/v1/":{"auth":"%s"},"régistry.io":{"auth":"%s"}}}'
+                % (b64("two:y"), b64("zed:pä:ss")))
+    assert base64.b64decode(secret["data"][".dockerconfigjson"]).decode() == expected
+
+
+@pytest.mark.parametrize("value, rdma", [("[]", True), ("{}", True), ("'false'", True), ("0", False), ("''", False),
+                                         ("null", False), ("true", True)])
+def test_infiniband_is_requested_when_javascript_finds_the_value_true(value, rdma):
+    # k8s.js generateTaskRole: Boolean(extraContainerOptions.infiniband) adds rdma/hca: 1 (an empty list is true)
+    options = f"    extraContainerOptions: {{infiniband: {value}}}\n"
+    text = BASE.replace("    dockerImage: img\n", "    dockerImage: img\n" + options, 1)
+    objects = compile_job(text.encode(), profile="openpai", name="job.yaml").objects
+    assert ("rdma/hca" in pod_spec(objects)["containers"][0]["resources"]["limits"]) is rdma

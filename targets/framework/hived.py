@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from paictl.protocol.diagnostics import Anchor
@@ -84,13 +83,16 @@ def hived_specs(job: Job, profile: Profile, virtual_cluster: str) -> tuple[dict[
         if problem:
             findings.append(finding("E604", f"/taskRoles/{role.name}/resourcePerInstance", problem))
         cells[role.name] = count
+    # hived.js lists a group's members in the order of `hivedScheduler.taskRoles`, not of the job's task roles.
+    for name in (n for n in roles_config if n in cells):
+        role_config = roles_config[name] if isinstance(roles_config[name], Mapping) else {}
         group = role_config.get("affinityGroupName")
         if group is not None:
             members = groups.setdefault(group, [])
             if members and _placement(roles_config.get(members[0])) != _placement(role_config):
-                findings.append(finding("E605", f"{where}/affinityGroupName",
+                findings.append(finding("E605", f"{base}/taskRoles/{name}/affinityGroupName",
                                         f"AffinityGroup {group} has inconsistent skuType or pinnedCellId."))
-            members.append(role.name)
+            members.append(name)
     requested = sum(role.instances * cells.get(role.name, 0) for role in job.task_roles)
     if requested > _MAX_SAFE_INTEGER and job.extras.get("gangAllocation", True) is True and priority_class != "oppo":
         # upstream's best-effort quota check; without HiveD's web service the quota is JavaScript's largest integer
@@ -151,13 +153,18 @@ def _leaf_cells(role: TaskRole, sku: Sku | None, skus: Mapping[str, Sku]) -> tup
         cpu=min(s.cpu for s in skus.values()), memory_mb=min(s.memory_mb for s in skus.values()),
         gpu=min(s.gpu for s in skus.values()))
     res = role.resources
-    if res.gpu > 0 and unit.gpu == 0:
-        return 0, (f"Taskrole {role.name} requests {res.gpu} GPU, but SKU "
-                   f"{sku.name if sku else '(any)'} does not configure GPU.")
+    # hived.js checks gpu, then cpu, then memory, and reports the first a cell has none of
+    for request, per_cell, what in ((res.gpu, unit.gpu, "GPU"), (res.cpu, unit.cpu, "CPU"),
+                                    (res.memory_mb, unit.memory_mb, "memory")):
+        if request > 0 and per_cell == 0:
+            return 0, (f"Taskrole {role.name} requests {request} {what}, but SKU "
+                       f"{sku.name if sku else '(any)'} does not configure {what}.")
     terms = [math.ceil(request / per_cell) for request, per_cell in
              ((res.gpu, unit.gpu), (res.cpu, unit.cpu), (res.memory_mb, unit.memory_mb)) if per_cell > 0]
-    # HiveD rejects a non-positive leafCellNumber; a task role requesting nothing still occupies one cell.
-    count = max([*terms, 1])
+    count = max(terms) if terms else 0
+    if count <= 0:  # hived.js writes it as computed; HiveD refuses a pod whose leafCellNumber is not positive
+        return count, (f"Taskrole {role.name} requests no gpu, cpu or memory, so its leafCellNumber is {count}; "
+                       "HiveD refuses such a pod and would never schedule it")
     limits = [sku.cells_per_node] if sku else [s.cells_per_node for s in skus.values()]
     if limits and all(limit is not None for limit in limits) and count > max(limits):
         return count, (f"Taskrole {role.name} needs {count} leaf cells per instance, but no node has more than "
@@ -177,46 +184,8 @@ def _sku_hint(sku_type: str, skus: Mapping[str, Sku]) -> str | None:
     return f"did you mean {guess!r}?" if guess else f"the cluster profile's SKUs: {', '.join(skus) or 'none'}"
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The annotation text: js-yaml `safeDump`, which is what the rest-server writes.
-
-_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_.~/-]*$")
-_RESERVED = re.compile(r"^(?:true|false|null|yes|no|on|off|y|n|~)$", re.IGNORECASE)
-
-
 def dump_spec(spec: Mapping[str, Any]) -> str:
-    """A spec as js-yaml 3 `safeDump` prints it (2-space indent, sequences indented under their key)."""
-    return "".join(_lines(spec, 0))
+    """The annotation's text: the spec as js-yaml 3 `safeDump` writes it, which is what the rest-server stores."""
+    from paictl.targets.framework.jsyaml import safe_dump
 
-
-def _lines(mapping: Mapping[str, Any], indent: int):
-    pad = " " * indent
-    for key, value in mapping.items():
-        if isinstance(value, Mapping) and value:
-            yield f"{pad}{key}:\n"
-            yield from _lines(value, indent + 2)
-        elif isinstance(value, list) and value:
-            yield f"{pad}{key}:\n"
-            for item in value:
-                first, *rest = list(_lines(item, indent + 4))
-                yield f"{pad}  - {first.lstrip()}"
-                yield from rest
-        else:
-            yield f"{pad}{key}: {_scalar(value)}\n"
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, Mapping):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    text = str(value)
-    if _PLAIN.match(text) and not _RESERVED.match(text):
-        return text
-    return "'" + text.replace("'", "''") + "'"
+    return safe_dump(spec)

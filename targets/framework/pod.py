@@ -13,6 +13,7 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
+from paictl.protocol.jsstring import js_truthy
 from paictl.protocol.names import convert_name
 
 from paictl.targets.framework.env import app_env, init_env, task_role_env
@@ -145,7 +146,7 @@ def _limits(ctx: PodContext, role: TaskRole) -> dict[str, Any]:
         limits[ENABLE_RESOURCE] = 1  # HiveD assigns the GPUs; the device plugin's resource must not be requested
     else:
         limits[profile.gpu_resource] = res.gpu
-    if role.extra_container_options.get("infiniband"):
+    if js_truthy(role.extra_container_options.get("infiniband")):  # k8s.js: Boolean(...infiniband)
         limits["rdma/hca"] = 1
     return limits
 

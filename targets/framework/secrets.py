@@ -176,13 +176,19 @@ def config_secret(name: str, job: Job, profile: Profile) -> dict[str, Any]:
 
 
 def registry_auths(job: Job) -> dict[str, str]:
-    """Registry URI -> base64 `user:password`, for every dockerimage prerequisite with `auth` (later ones win)."""
-    from paictl.compiler.render import render_with_secrets
+    """Registry URI -> base64 `user:password`, for every dockerimage prerequisite with `auth`.
 
+    k8s.js walks `Object.values(prerequisites.dockerimage)`, an object keyed by prerequisite name: names that are
+    array indexes ("2", "10") come first, in numeric order, and a later entry for the same registry wins.
+    """
+    from paictl.compiler.render import render_with_secrets
+    from paictl.protocol.jsstring import object_keys
+
+    images = {p.name: p for p in job.prerequisites if p.type == "dockerimage"}
     auths: dict[str, str] = {}
-    for prerequisite in job.prerequisites:
+    for prerequisite in (images[name] for name in object_keys(images)):
         auth = prerequisite.auth
-        if prerequisite.type != "dockerimage" or auth is None:
+        if auth is None:
             continue
         values = [render_with_secrets(v, job.secrets) if isinstance(v, str) else ("" if v is None else str(v))
                   for v in (auth.username, auth.password, auth.registry_uri)]
@@ -195,7 +201,9 @@ def docker_secret(name: str, job: Job, profile: Profile) -> dict[str, Any] | Non
     auths = registry_auths(job)
     if not auths:
         return None
-    config = json.dumps({"auths": {uri: {"auth": value} for uri, value in auths.items()}}, separators=(",", ":"))
+    # JSON.stringify: no blanks, and characters beyond ASCII as they are (UTF-8 once encoded)
+    config = json.dumps({"auths": {uri: {"auth": value} for uri, value in auths.items()}}, separators=(",", ":"),
+                        ensure_ascii=False)
     return {
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": f"{name}-regcred", "namespace": profile.namespace},

@@ -81,6 +81,20 @@ def unavailable() -> str | None:
     return None
 
 
+def required() -> Path:
+    """The provisioned folder, for a test that needs a peer: it fails under CI without one, and skips elsewhere."""
+    import pytest
+
+    why = unavailable()
+    if why is not None:
+        if IN_CI:
+            pytest.fail(f"the js-yaml peer cannot run in CI: {why}")
+        pytest.skip(why)
+    folder = installed()
+    assert folder is not None
+    return folder
+
+
 class JsYaml:
     """`load(text)`: what js-yaml 3's safeLoad makes of a text, in plain_of()'s encoding, or ("error", message)."""
 

@@ -162,6 +162,17 @@ def test_gpu_on_a_cpu_sku_is_rejected():
         compile_text(JOB.replace("skuType: K81", "skuType: K80"), hived(load_profile("openpai"), gpu=0))
 
 
+@pytest.mark.parametrize("empty, message", [({"cpu": 0}, "requests 4 CPU, but SKU K80 does not configure CPU."),
+                                            ({"memory_mb": 0}, "requests 8192 memory, but SKU K80 does not configure "
+                                                               "memory.")])
+def test_cpu_or_memory_on_a_sku_without_it_is_rejected(empty, message):
+    # hived.js refuses these as it refuses a GPU on a CPU SKU (it wrote a leaf cell count from the other resources)
+    with pytest.raises(InvalidJobError) as caught:
+        compile_text(JOB.replace("skuType: K81", "skuType: K80"), hived(load_profile("openpai"), **empty))
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "E604" and diagnostic.message == f"Taskrole worker {message}"
+
+
 def test_unknown_storage_is_located():
     text = JOB.replace("extras:\n", "extras:\n  storages: [{name: confignfs}, {name: scratch}]\n")
     with pytest.raises(InvalidJobError) as caught:
