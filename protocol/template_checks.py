@@ -14,11 +14,8 @@ from typing import Any, Iterator
 
 from .codes import finding
 from .diagnostics import Finding, kind_of, pointer_of
-<<<<<<< HEAD
-from .names import ABSENT_SELECTION, first_wins
-=======
 from .jsstring import js_truthy
->>>>>>> h-framework
+from .names import ABSENT_SELECTION, first_wins
 from .templates import OBJECT_PROTOTYPE_NAMES
 
 
@@ -181,10 +178,9 @@ def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
     for index, item in enumerate(prerequisites if isinstance(prerequisites, list) else []):
         auth = item.get("auth") if isinstance(item, dict) else None
         for key, value in (auth.items() if isinstance(auth, dict) else []):
-<<<<<<< HEAD
             if isinstance(value, JSBuffer):
                 shown = "a !!binary value (a Node Buffer to OpenPAI, not text)"
-            elif is_timestamp(value) or (not isinstance(value, str) and _js_truthy(value)):
+            elif is_timestamp(value) or (not isinstance(value, str) and js_truthy(value)):
                 shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
             else:
                 continue
@@ -192,19 +188,3 @@ def _auth_values(data: dict[str, Any]) -> Iterator[Finding]:
                           f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
                           "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
                           "quote the value, or remove the key")
-
-
-def _js_truthy(value: Any) -> bool:
-    if value is None or value is False:
-        return False
-    if isinstance(value, (int, float)):
-        return value == value and value != 0
-    return True
-=======
-            if is_timestamp(value) or (not isinstance(value, str) and js_truthy(value)):
-                shown = f"the unquoted date {value}" if is_timestamp(value) else kind_of(value)
-                yield finding("E803", pointer_of("prerequisites", index, "auth", key), f"auth value '{key}' is "
-                              f"{shown}; OpenPAI renders every auth value as a template, and its template parser "
-                              "(mustache.js) throws on anything but text (null, false or 0 render as empty)",
-                              "quote the value, or remove the key")
->>>>>>> h-framework
