@@ -17,8 +17,9 @@ FrameworkController's as OpenPAI configures it (`minFailedInstances` default 1, 
     minSucceededInstances s < inst.    | Job `successPolicy.rules: [{succeededCount: s}]`        | exact per role
     "any role reaching its count ends  | JobSet `successPolicy: {operator: Any,                  | exact
      the job succeeded" (OR of roles)  |   targetReplicatedJobs: roles whose s is not -1}`       |
-    every role s = -1 (or > instances) | `successPolicy: {operator: All}`                        | W902
-    "all tasks finished -> succeeded"  | none (the targeted Jobs must complete)                  | W902
+    every role s = -1 (or > instances) | `successPolicy: {operator: All}`                        | exact; W902
+    "all tasks finished -> succeeded"  | the targeted Jobs (or all) complete: the same, unless   | when a role
+                                       | a tolerated failure (W901) kept a role from its count   | tolerates failures
     jobRetryCount n > 0                | `failurePolicy: {maxRestarts: n, BlockingRecreate}`:    | exact
                                        | a failed Job recreates all of them, the old ones gone   |
                                        | first, as a new FrameworkAttempt                        |
@@ -137,6 +138,12 @@ def _can_trigger_success(role: TaskRole) -> bool:
     return 1 <= succeeded <= role.instances
 
 
+def _tolerates_failures(role: TaskRole) -> bool:
+    """FrameworkController goes on past a failed task of this role: minFailedInstances -1, or above 1."""
+    failed = min_failed(role)
+    return failed == -1 or failed > 1
+
+
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
     """What a JobSet cluster will do differently from OpenPAI (W901-W904), located; raised under --strict."""
     return located_all(semantic_findings(job, profile), document, _path(document))
@@ -148,10 +155,11 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
 
     findings: list[Finding] = []
     targeted = [role for role in job.task_roles if _can_trigger_success(role)]
+    tolerating = [role for role in job.task_roles if _tolerates_failures(role)]
     for role in job.task_roles:
         pointer = "/taskRoles/" + role.name.replace("~", "~0").replace("/", "~1")
         failed = min_failed(role)
-        if failed == -1 or failed > 1:
+        if _tolerates_failures(role):
             tolerated = "every failed instance" if failed == -1 else f"up to {failed - 1} failed instance(s)"
             findings.append(finding(
                 "W901", pointer + ("/completion/minFailedInstances" if role.completion.min_failed_instances
@@ -163,7 +171,9 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
                 + (f" (the Job still fails at once at {failed} failures, as OpenPAI)" if failed > 1 else ""),
                 hint="make failures fatal (minFailedInstances: 1), or make the commands exit 0 on a failure the job "
                      "can live with"))
-        if not _can_trigger_success(role):
+        if not _can_trigger_success(role) and tolerating:
+            # Without a tolerated failure, "every task finished" means every task succeeded: then a targeted role's
+            # Job completed too (Any), or every Job did (All), and the JobSet succeeds exactly when OpenPAI does.
             succeeded = min_succeeded(role)
             why = "-1" if succeeded == -1 else f"{succeeded}, above its {role.instances} instance(s),"
             if targeted:
