@@ -11,6 +11,8 @@ FrameworkController's as OpenPAI configures it (`minFailedInstances` default 1, 
     instances                          | Indexed Job, `completions = parallelism = instances`    | exact
     taskRetryCount r (no gang)         | `backoffLimitPerIndex: r`, pod `restartPolicy: Never`   | exact
     taskRetryCount under gang          | `backoffLimitPerIndex: 0` (OpenPAI ignores it, W405)    | exact
+    transient pod failures (preempted, | `podFailurePolicy` Ignore on the pod condition          | the outcome
+     evicted, node lost): not counted  | DisruptionTarget: the pod is replaced, not counted      |
     minFailedInstances k >= 1          | `maxFailedIndexes: k - 1` (at most `instances`)         | exact for k = 1;
                                        |                                                         | W901 for k > 1
     minFailedInstances -1              | no limit; a failed index still fails the Job at its end | W901
@@ -119,8 +121,22 @@ def job_spec(job: Job, role: TaskRole, pod: dict[str, Any]) -> dict[str, Any]:
     succeeded = min_succeeded(role)
     if 1 <= succeeded < instances:
         spec["successPolicy"] = {"rules": [{"succeededCount": succeeded}]}
+    spec["podFailurePolicy"] = _disruptions_ignored()
     spec["template"] = pod
     return spec
+
+
+def _disruptions_ignored() -> dict[str, Any]:
+    """A pod the cluster took away (preempted, evicted, its node drained or lost: the pod condition DisruptionTarget,
+    kubernetes pkg/apis/core/types.go) is replaced without counting as a failure of its index.
+
+    FrameworkController calls these failures transient (PodEvicted, PodNodeLost, PodPreemptedForCriticalPod) and
+    OpenPAI's fancyRetryPolicy retries them without counting; a Job counts them against backoffLimitPerIndex unless
+    a podFailurePolicy ignores them, so with taskRetryCount 0 one preemption would fail the task's index, its Job and
+    the JobSet. podFailurePolicy needs restartPolicy Never, which the pods have, and makes a replacement wait until
+    the old pod is gone (podReplacementPolicy Failed), as FrameworkController waits for a task's old pod.
+    """
+    return {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
 
 
 def success_policy(job: Job, rjobs: Mapping[str, str]) -> dict[str, Any]:
