@@ -404,8 +404,9 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "fails its role's Job.",
              "completion:\n  minFailedInstances: 2",
              "accept the stricter behaviour, or use the framework target; --strict refuses the job"),
-    "W902": ("JobSet: OpenPAI's fallback (every task finished, so the job succeeded) has no JobSet equivalent.",
-             "completion:\n  minSucceededInstances: -1",
+    "W902": ("JobSet: OpenPAI's fallback (every task finished, so the job succeeded) has no JobSet equivalent; it "
+             "matters only when a task role tolerates failures (W901).",
+             "completion:\n  minSucceededInstances: -1\n  minFailedInstances: -1",
              "set minSucceededInstances on the role that decides success"),
     "W903": ("JobSet: gang allocation needs a cluster add-on (Kueue) and the profile names no queue, so pods start "
              "as they are scheduled.",

@@ -103,7 +103,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
     from paictl.protocol.loading import Document, decode_source
 
-    from . import TARGETS, get_target
+    from . import RUNS_ON, TARGETS, get_target
     from .output_check import check_objects
 
     if target not in TARGETS:
@@ -112,6 +112,8 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     chosen = load_profile(profile)
     if user is not None:
         chosen = chosen.with_user(user)
+    if RUNS_ON.get(target) == "kube":
+        _check_user_label(chosen.user, "--user" if user is not None else f"the profile's user ({profile})")
     if namespace is not None:
         chosen = dataclasses.replace(chosen, namespace=namespace)
     if barrier_rbac:  # the service account, Role and RoleBinding the FrameworkBarrier needs (framework target)
@@ -166,6 +168,17 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects, warnings=tuple(warnings))
+
+
+def _check_user_label(user: str, where: str) -> None:
+    """The Kubernetes targets label their objects and pods `userName: <user>`, as OpenPAI labels a Framework: a user
+    no label value can hold would have the API server refuse them (and paictl's own output check call it a bug)."""
+    from paictl.protocol.platform_limits import LABEL_VALUE
+
+    if len(user) > 63 or not LABEL_VALUE.fullmatch(user):
+        raise UsageError(f"{where} {user!r} cannot be a Kubernetes label value (at most 63 letters, digits, '-', "
+                         "'_' or '.', starting and ending with a letter or digit), and the Kubernetes targets label "
+                         "their objects and pods userName: <user>")
 
 
 def _text_order(diagnostic: Diagnostic) -> tuple:

@@ -110,3 +110,25 @@ def test_unknown_target_and_profile_are_usage_errors(run_cli):
     assert code == 2 and "unknown target" in err
     code, _, err = run_cli("compile", PS, "--profile", "no-such-profile")
     assert code == 2
+
+
+def test_a_user_no_label_value_can_hold_is_a_usage_error_for_the_kubernetes_targets(run_cli, tmp_path):
+    """The Kubernetes targets label their objects and pods `userName: <user>`; a user the profile schema and
+    `--user` allow (`_alice`, `alice.`, 64 characters) but no label value can hold was compiled into objects the API
+    server refuses, which paictl's output check reported as a bug of its own (exit 70)."""
+    mars = str(EXAMPLES / "mars-dataframe.yaml")
+    for user in ("_alice", "alice.", "a" * 64):
+        for target, job in (("framework", PS), ("jobset", PS), ("mars", mars)):
+            code, out, err = run_cli("compile", job, "--target", target, "--user", user)
+            assert (code, out) == (2, ""), (target, user, err)
+            assert err.count("\n") == 1 and f"--user {user!r} cannot be a Kubernetes label value" in err
+    profile = tmp_path / "p.yaml"
+    profile.write_text((ROOT / "compiler" / "profiles" / "default.yaml").read_text().replace(
+        "\nuser: paictl", "\nuser: _alice"))
+    assert "user: _alice" in profile.read_text()
+    code, _, err = run_cli("compile", PS, "--target", "jobset", "--profile", str(profile))
+    assert code == 2 and f"the profile's user ({profile}) '_alice'" in err
+    code, out, err = run_cli("compile", PS, "--target", "local", "--user", "_alice")  # no label there
+    assert code == 0, err
+    for user in ("alice", "a.b_c-d", "a" * 63):
+        assert run_cli("compile", PS, "--target", "jobset", "--user", user)[0] == 0

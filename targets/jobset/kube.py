@@ -22,7 +22,8 @@ from paictl.targets.states import JobState, JobView
 
 def workload() -> Workload:
     return Workload(resource=JOBSET, pod_selector=lambda name: f"{status.JOBSET_LABEL}={name}",
-                    view=status.job_view, pod_task=status.pod_task, read=read_jobset)
+                    view=status.job_view, pod_task=status.pod_task, read=read_jobset,
+                    event_objects=status.event_objects)
 
 
 def read_jobset(cluster: Cluster, jobset: Mapping[str, Any], pods: list) -> JobView:

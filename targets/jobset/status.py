@@ -143,6 +143,20 @@ def job_view(jobset: Mapping[str, Any], pods: list[Mapping[str, Any]], *, kubect
                    where=f"{KIND} {namespace}/{dig(jobset, 'metadata', 'name')}")
 
 
+def event_objects(jobset: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Where a JobSet without pods says why: the JobSet (the JobSet controller's JobCreationFailed) and its Jobs
+    `<js>-<rjob>-<i>` (the Job controller's FailedCreate: the namespace's quota, an admission webhook)."""
+    name = str(dig(jobset, "metadata", "name"))
+    jobs = [("Job", f"{name}-{rjob.get('name')}-{index}") for rjob in dig(jobset, "spec", "replicatedJobs") or ()
+            if isinstance(rjob, Mapping) for index in range(_replicas(rjob))]
+    return [("JobSet", name), *jobs]
+
+
+def _replicas(rjob: Mapping[str, Any]) -> int:
+    replicas = rjob.get("replicas", 1)
+    return replicas if isinstance(replicas, int) and 0 <= replicas <= 1024 else 1
+
+
 def deactivated_workloads(jobset: Mapping[str, Any]) -> list[str]:
     """The Kueue Workloads `paictl stop --suspend` deactivated, as its annotation on the JobSet names them."""
     annotations = dig(jobset, "metadata", "annotations") or {}

@@ -11,14 +11,17 @@ FrameworkController's as OpenPAI configures it (`minFailedInstances` default 1, 
     instances                          | Indexed Job, `completions = parallelism = instances`    | exact
     taskRetryCount r (no gang)         | `backoffLimitPerIndex: r`, pod `restartPolicy: Never`   | exact
     taskRetryCount under gang          | `backoffLimitPerIndex: 0` (OpenPAI ignores it, W405)    | exact
+    transient pod failures (preempted, | `podFailurePolicy` Ignore on the pod condition          | the outcome
+     evicted, node lost): not counted  | DisruptionTarget: the pod is replaced, not counted      |
     minFailedInstances k >= 1          | `maxFailedIndexes: k - 1` (at most `instances`)         | exact for k = 1;
                                        |                                                         | W901 for k > 1
     minFailedInstances -1              | no limit; a failed index still fails the Job at its end | W901
     minSucceededInstances s < inst.    | Job `successPolicy.rules: [{succeededCount: s}]`        | exact per role
     "any role reaching its count ends  | JobSet `successPolicy: {operator: Any,                  | exact
      the job succeeded" (OR of roles)  |   targetReplicatedJobs: roles whose s is not -1}`       |
-    every role s = -1 (or > instances) | `successPolicy: {operator: All}`                        | W902
-    "all tasks finished -> succeeded"  | none (the targeted Jobs must complete)                  | W902
+    every role s = -1 (or > instances) | `successPolicy: {operator: All}`                        | exact; W902
+    "all tasks finished -> succeeded"  | the targeted Jobs (or all) complete: the same, unless   | when a role
+                                       | a tolerated failure (W901) kept a role from its count   | tolerates failures
     jobRetryCount n > 0                | `failurePolicy: {maxRestarts: n, BlockingRecreate}`:    | exact
                                        | a failed Job recreates all of them, the old ones gone   |
                                        | first, as a new FrameworkAttempt                        |
@@ -118,8 +121,22 @@ def job_spec(job: Job, role: TaskRole, pod: dict[str, Any]) -> dict[str, Any]:
     succeeded = min_succeeded(role)
     if 1 <= succeeded < instances:
         spec["successPolicy"] = {"rules": [{"succeededCount": succeeded}]}
+    spec["podFailurePolicy"] = _disruptions_ignored()
     spec["template"] = pod
     return spec
+
+
+def _disruptions_ignored() -> dict[str, Any]:
+    """A pod the cluster took away (preempted, evicted, its node drained or lost: the pod condition DisruptionTarget,
+    kubernetes pkg/apis/core/types.go) is replaced without counting as a failure of its index.
+
+    FrameworkController calls these failures transient (PodEvicted, PodNodeLost, PodPreemptedForCriticalPod) and
+    OpenPAI's fancyRetryPolicy retries them without counting; a Job counts them against backoffLimitPerIndex unless
+    a podFailurePolicy ignores them, so with taskRetryCount 0 one preemption would fail the task's index, its Job and
+    the JobSet. podFailurePolicy needs restartPolicy Never, which the pods have, and makes a replacement wait until
+    the old pod is gone (podReplacementPolicy Failed), as FrameworkController waits for a task's old pod.
+    """
+    return {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
 
 
 def success_policy(job: Job, rjobs: Mapping[str, str]) -> dict[str, Any]:
@@ -137,6 +154,12 @@ def _can_trigger_success(role: TaskRole) -> bool:
     return 1 <= succeeded <= role.instances
 
 
+def _tolerates_failures(role: TaskRole) -> bool:
+    """FrameworkController goes on past a failed task of this role: minFailedInstances -1, or above 1."""
+    failed = min_failed(role)
+    return failed == -1 or failed > 1
+
+
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
     """What a JobSet cluster will do differently from OpenPAI (W901-W904), located; raised under --strict."""
     return located_all(semantic_findings(job, profile), document, _path(document))
@@ -148,10 +171,11 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
 
     findings: list[Finding] = []
     targeted = [role for role in job.task_roles if _can_trigger_success(role)]
+    tolerating = [role for role in job.task_roles if _tolerates_failures(role)]
     for role in job.task_roles:
         pointer = "/taskRoles/" + role.name.replace("~", "~0").replace("/", "~1")
         failed = min_failed(role)
-        if failed == -1 or failed > 1:
+        if _tolerates_failures(role):
             tolerated = "every failed instance" if failed == -1 else f"up to {failed - 1} failed instance(s)"
             findings.append(finding(
                 "W901", pointer + ("/completion/minFailedInstances" if role.completion.min_failed_instances
@@ -163,7 +187,9 @@ def semantic_findings(job: Job, profile: Profile) -> list[Finding]:
                 + (f" (the Job still fails at once at {failed} failures, as OpenPAI)" if failed > 1 else ""),
                 hint="make failures fatal (minFailedInstances: 1), or make the commands exit 0 on a failure the job "
                      "can live with"))
-        if not _can_trigger_success(role):
+        if not _can_trigger_success(role) and tolerating:
+            # Without a tolerated failure, "every task finished" means every task succeeded: then a targeted role's
+            # Job completed too (Any), or every Job did (All), and the JobSet succeeds exactly when OpenPAI does.
             succeeded = min_succeeded(role)
             why = "-1" if succeeded == -1 else f"{succeeded}, above its {role.instances} instance(s),"
             if targeted:

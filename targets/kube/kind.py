@@ -25,6 +25,9 @@ class Workload:
     #: `paictl stop --suspend` left under Kueue: the Workloads it deactivated) and whose advice names the cluster as
     #: the user did (`Cluster.kubectl`). None: `view` says it all.
     read: Optional[Callable[[Cluster, Mapping[str, Any], list], JobView]] = None
+    #: job → (kind, name) of the objects whose Warning events say why it has no pod yet (its controllers record
+    #: a pod or child they could not create there, not on any pod). None: the job object's own status says it.
+    event_objects: Optional[Callable[[Mapping[str, Any]], list[tuple[str, str]]]] = None
 
     def view_on(self, cluster: Cluster, job: Mapping[str, Any], pods: list) -> JobView:
         """The job's view as read on `cluster` (`read`, else `view`)."""

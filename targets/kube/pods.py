@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 from paictl.targets.kube.client import POD, Cluster
 from paictl.targets.states import JobState, JobView
 
-from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning
+from .events import EVENTS_AFTER, EVENTS_EVERY, latest_warning, latest_warning_of
 
 if TYPE_CHECKING:
     from .kind import Workload
@@ -41,14 +41,24 @@ class PodDiagnoser:
         """`reason: message` of the pod's latest Warning event, or "" (also when events cannot be read: they are
         an explanation, never a reason to fail)."""
         name, uid = pod["metadata"]["name"], str(pod["metadata"].get("uid") or "")
-        key = f"{name}/{uid}"  # a later attempt's pod of the same name starts afresh
+        # a later attempt's pod of the same name starts afresh
+        return self._event(f"{name}/{uid}", lambda: latest_warning(self.cluster, self.namespace, name, uid))
+
+    def _job_event(self, job: Mapping[str, Any], objects: list[tuple[str, str]]) -> str:
+        """Why a job has no pod yet, from its controllers' Warning events on `objects` (kind, name), or ""."""
+        meta = job.get("metadata") or {}
+        return self._event(f"job/{meta.get('name')}/{meta.get('uid') or ''}", lambda: latest_warning_of(
+            self.cluster, self.namespace, objects, str(meta.get("creationTimestamp") or "")))
+
+    def _event(self, key: str, read: Callable[[], str]) -> str:
+        """`read()` once its subject has waited `events_after` seconds, then at most every EVENTS_EVERY."""
         now = time.monotonic()
         if now - self._pending_since.setdefault(key, now) < self.events_after:
             return ""
         cached = self._events.get(key)
         if cached is not None and now - cached[0] < EVENTS_EVERY:
             return cached[1]
-        text = latest_warning(self.cluster, self.namespace, name, uid)
+        text = read()
         self._events[key] = (now, text)
         return text
 
@@ -100,6 +110,12 @@ class PodDiagnoser:
         message = view.message
         if waiting and not view.state.is_final and view.state is not JobState.RUNNING:
             message = "; ".join(waiting)
+        elif not pods and job and view.state is JobState.PENDING and self.workload.event_objects is not None:
+            # No pod at all: a controller that cannot create them (quota, an admission webhook) says so only in
+            # events on the job object or its children, and the job would read as waiting for nothing in particular.
+            event = self._job_event(job, self.workload.event_objects(job))
+            if event and event not in message:
+                message = f"{message} (event {event})" if message else f"event {event}"
         return dataclasses.replace(view, tasks=tuple(tasks), message=message)
 
     def _log_tail(self, pod: Mapping[str, Any], container: str) -> str:

@@ -27,7 +27,7 @@ def _mars() -> Workload:
     from paictl.targets.mars import status
 
     return Workload(resource=MARSJOB, pod_selector=lambda name: f"job-name={name}", view=status.job_view,
-                    pod_task=_mars_pod_task)
+                    pod_task=_mars_pod_task, event_objects=status.event_objects)
 
 
 def _framework_pod_task(pod: dict) -> Optional[tuple[str, int]]:

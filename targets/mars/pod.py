@@ -103,10 +103,22 @@ def resources(parts: PodParts, role: TaskRole, replica_type: str) -> dict[str, A
 
 def _cache_on_shm(settings: MarsSettings, role: TaskRole, replica_type: str) -> bool:
     """KubeDL mounts the worker cache at plasmaStore (default /dev/shm): a /dev/shm volume of ours would collide."""
-    policy = settings.memory_policy
-    if replica_type != "Worker" or policy is None or cache_mb(policy, role.resources.memory_mb) is None:
-        return False
-    return policy.get("plasmaStore", "/dev/shm") == "/dev/shm"
+    return replica_type == "Worker" and kubedl_mounts(settings, role).get(CACHE_MOUNT_OF_KUBEDL) == "/dev/shm"
+
+
+#: What `kubedl_mounts` calls KubeDL's worker cache volume (controllers/mars/mars.go mountSharedCacheToPath).
+CACHE_MOUNT_OF_KUBEDL = "mars-shared-cache"
+
+
+def kubedl_mounts(settings: MarsSettings, role: TaskRole) -> dict[str, str]:
+    """Volume name -> mount path of what KubeDL adds to a Worker's `mars` container (marsjob_controller.go
+    SetClusterSpec): `mars-empty-dir-<i>` at each spill directory, and the shared cache at plasmaStore (default
+    /dev/shm) only when the cache has a size above 0 bytes (`cacheSize > 0`)."""
+    policy = settings.memory_policy or {}
+    mounts = {f"mars-empty-dir-{i}": str(path) for i, path in enumerate(policy.get("spillDirs") or ())}
+    if cache_mb(policy, role.resources.memory_mb):
+        mounts[CACHE_MOUNT_OF_KUBEDL] = str(policy.get("plasmaStore") or "/dev/shm")
+    return mounts
 
 
 def _env(parts: PodParts, role: TaskRole) -> list[dict[str, Any]]:

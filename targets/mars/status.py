@@ -90,6 +90,12 @@ def job_view(marsjob: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> JobVi
                    where=f"{KIND} {namespace}/{dig(marsjob, 'metadata', 'name')}")
 
 
+def event_objects(marsjob: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Where a MarsJob without pods says why: KubeDL records a pod it could not create (FailedCreatePod) and a
+    Service (FailedCreateService) on the MarsJob itself (pkg/job_controller/pod_control.go, service_control.go)."""
+    return [(KIND, str(dig(marsjob, "metadata", "name")))]
+
+
 def _decide(marsjob: Mapping[str, Any]) -> tuple[JobState, Mapping[str, Any] | None]:
     """The state and the condition that decided it (None when no condition did)."""
     conditions = [c for c in dig(marsjob, "status", "conditions") or () if isinstance(c, Mapping)]

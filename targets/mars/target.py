@@ -99,6 +99,10 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
             "restartPolicy": restart_policy(job, role, replica_type, settings),
             "template": pod_template(parts, role, replica_type, commands, substitutions),
         }
+    worker = types.get("Worker")
+    if worker is not None:
+        raise_if_any(_mount_findings(job, replica_specs["Worker"]["template"], settings, worker), document,
+                     document.path if document is not None else "<job>")
     spec: dict[str, Any] = dict(settings.run_policy)
     if "backoffLimit" not in spec and job.job_retry_count > 0:
         spec["backoffLimit"] = job.job_retry_count
@@ -221,6 +225,33 @@ def _port_findings(job: Job, ports: Mapping[str, Mapping[str, tuple[int, ...]]])
                     f"{MARS_PORT} for its '{label}' ports, and Mars binds that port itself",
                     hint="use a profile whose portRange does not include 11111", anchor=Anchor.KEY)
             for role in job.task_roles for label, numbers in ports.get(role.name, {}).items() if MARS_PORT in numbers]
+
+
+def _mount_findings(job: Job, template: Mapping[str, Any], settings: MarsSettings,
+                    worker: TaskRole) -> list[Finding]:
+    """E705 for a spill directory or a cache path (plasmaStore) where the Worker's `mars` container already has a
+    mount: KubeDL adds its volumes there when it creates each pod, and the API server refuses a container with two
+    mounts at one path ("must be unique"), so no worker pod would ever be created (KubeDL only records an event)."""
+    from paictl.protocol.codes import finding
+    from paictl.targets.mars.extras import BASE, KEY, MEMORY_POLICY, TUTORIAL_NAME
+    from paictl.targets.mars.pod import CACHE_MOUNT_OF_KUBEDL, kubedl_mounts
+
+    taken = {str(m.get("mountPath")): f"the container's mount of {m.get('name')}"
+             for c in template["spec"]["containers"] for m in c.get("volumeMounts") or () if c.get("name") == CONTAINER}
+    raw = job.extras.get(KEY)
+    key = TUTORIAL_NAME if isinstance(raw, Mapping) and TUTORIAL_NAME in raw else MEMORY_POLICY
+    findings: list[Finding] = []
+    for volume, path in kubedl_mounts(settings, worker).items():
+        where = f"{BASE}/{key}/" + ("plasmaStore" if volume == CACHE_MOUNT_OF_KUBEDL
+                                    else f"spillDirs/{volume.rsplit('-', 1)[1]}")
+        what = "the worker cache (plasmaStore)" if volume == CACHE_MOUNT_OF_KUBEDL else "spill directory"
+        if path in taken:
+            findings.append(finding("E705", where, f"{what} {path} is also {taken[path]}; KubeDL mounts a volume "
+                                    "there as it creates each worker pod, and the API server refuses a container "
+                                    "with two mounts at one path, so no worker would ever start",
+                                    hint="choose another directory"))
+        taken.setdefault(path, "the worker cache" if volume == CACHE_MOUNT_OF_KUBEDL else "a spill directory")
+    return findings
 
 
 def _role_pointer(role: TaskRole) -> str:

@@ -17,7 +17,7 @@ from .store import Event
 SCENARIOS = {
     "Framework": ("succeeded", "failed", "stopped", "stuck-pending", "running"),
     "MarsJob": ("succeeded", "failed", "stuck-pending", "running"),
-    "JobSet": ("succeeded", "failed", "restarted", "stuck-pending", "running"),
+    "JobSet": ("succeeded", "failed", "restarted", "stuck-pending", "running", "forbidden"),
 }
 
 

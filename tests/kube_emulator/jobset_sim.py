@@ -16,6 +16,9 @@ Scenarios:
   + 1); once maxRestarts are used up, Failed (ReachedMaxRestarts). So "failed" fails every attempt.
 - restarted: the first `failures` attempts (default 1) fail as above, the next one succeeds.
 - stuck-pending: pods stay Pending with ImagePullBackOff.
+- forbidden: the Job controller cannot create any pod (a namespace ResourceQuota, as `quota` says): the Jobs stay
+  active with no pod, each with the Warning event FailedCreate the Job controller records on it
+  (kubernetes pkg/controller/controller_utils.go: "Error creating: <the API server's refusal>").
 - running: runs for `seconds` (default forever), then succeeds; without `seconds`, `spec.suspend: true` suspends it
   (pods deleted, condition Suspended, reason SuspendedJobs).
 When the JobSet finishes, its still-active Jobs are deleted (their pods with them); finished ones stay.
@@ -80,7 +83,15 @@ class JobSetRun(Kubelet, Run):
             self._condition("Suspended", "False", "ResumeJobs", "jobset is resumed")
             js = self.current()
         while True:
-            self._create_jobs(js, attempt)
+            self._create_jobs(js, attempt, pods=scenario != "forbidden")
+            if scenario == "forbidden":
+                for rjob in self.rjobs:
+                    self._job_event(f"{self.name}-{rjob['name']}-0", "FailedCreate", (
+                        f'Error creating: pods "{self.name}-{rjob["name"]}-0-0-x7k2p" is forbidden: exceeded quota: '
+                        + p.get("quota", "compute, requested: limits.cpu=1, used: limits.cpu=4, limited: "
+                                         "limits.cpu=4")))
+                self.wait(None)
+                return
             if scenario == "stuck-pending":
                 self._pull_backoff(self._pods())
                 self.wait(None)
@@ -165,7 +176,17 @@ class JobSetRun(Kubelet, Run):
                 PREFIX + "job-key": hashlib.sha1(f"{self.namespace}/{job_name}".encode()).hexdigest(),
                 INDEX: str(index), "batch.kubernetes.io/job-name": job_name, "job-name": job_name}
 
-    def _create_jobs(self, js: dict, attempt: int) -> None:
+    def _job_event(self, job: str, reason: str, message: str) -> None:
+        """A Warning event about the Job `job`, as the Job controller records one."""
+        now = self.emu.clock.stamp()
+        self.emu.store.create(self.emu.registry.by_kind("v1", "Event"), self.namespace, {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{job}.{random.getrandbits(64):016x}", "namespace": self.namespace},
+            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": job, "namespace": self.namespace},
+            "reason": reason, "message": message, "type": "Warning", "count": 1, "firstTimestamp": now,
+            "lastTimestamp": now, "source": {"component": "job-controller"}}, "kube-controller-manager")
+
+    def _create_jobs(self, js: dict, attempt: int, pods: bool = True) -> None:
         for rjob, counts in zip(self.rjobs, self.status["replicatedJobsStatus"]):
             template = copy.deepcopy(rjob["template"])
             job_name = f"{self.name}-{rjob['name']}-0"
@@ -177,7 +198,7 @@ class JobSetRun(Kubelet, Run):
                              "annotations": dict(labels), "ownerReferences": self._owner()},
                 "spec": {**template["spec"], "template": template["spec"]["template"]}}, self.manager)
             completions = int(template["spec"].get("completions") or 1)
-            for index in range(completions):
+            for index in range(completions if pods else 0):
                 self._create_pod(rjob, template["spec"]["template"], job, attempt, index)
             counts.update(active=1, ready=0, succeeded=0, failed=0)
         self.write_status(copy.deepcopy(self.status))

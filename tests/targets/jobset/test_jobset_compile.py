@@ -85,11 +85,12 @@ def test_one_indexed_job_per_task_role_with_openpai_defaults():
     jobset = compiled(BASE)[-1]
     assert jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
     assert [(r["name"], r["replicas"]) for r in jobset["spec"]["replicatedJobs"]] == [("master", 1), ("worker", 1)]
+    ignored = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]}
     assert rjob_specs(jobset) == {
         "master": {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "backoffLimitPerIndex": 0,
-                   "maxFailedIndexes": 0},
+                   "maxFailedIndexes": 0, "podFailurePolicy": ignored},
         "worker": {"completionMode": "Indexed", "completions": 4, "parallelism": 4, "backoffLimitPerIndex": 0,
-                   "maxFailedIndexes": 0},
+                   "maxFailedIndexes": 0, "podFailurePolicy": ignored},
     }
     # OpenPAI's default: the first role whose instances all succeed ends the job succeeded (an OR across roles).
     assert jobset["spec"]["successPolicy"] == {"operator": "Any", "targetReplicatedJobs": ["master", "worker"]}
@@ -107,6 +108,23 @@ def test_task_retry_count_is_the_per_index_backoff_limit_without_gang_allocation
     assert rjob_specs(compiled(text)[-1])["a"]["backoffLimitPerIndex"] == 3
     # under gang allocation OpenPAI ignores it (W405), and so does the JobSet
     assert rjob_specs(compiled(job(role("a", "taskRetryCount: 3")))[-1])["a"]["backoffLimitPerIndex"] == 0
+
+
+@pytest.mark.parametrize("extras", ["", "  gangAllocation: false\n"])
+def test_a_pod_the_cluster_took_away_is_replaced_without_failing_its_index(extras):
+    """FrameworkController calls an evicted, preempted or node-lost pod a transient failure, which OpenPAI's
+    fancyRetryPolicy retries without counting (reference frameworkcontroller.md: -1000 PodEvicted, -1001
+    PodNodeLost, -1003 PodPreemptedForCriticalPod, all Transient); a Job counts such a pod against its index's
+    backoffLimitPerIndex unless a podFailurePolicy ignores the DisruptionTarget condition the cluster puts on it.
+    Without the rule one preemption failed a task with taskRetryCount 0, its Job and the JobSet. The rule is what
+    Kubernetes validates when the JobSet controller creates the Job (pkg/apis/batch/validation): restartPolicy Never,
+    a condition status, no podReplacementPolicy other than Failed."""
+    text = job(role("a", "taskRetryCount: 2"), role("b", instances=3), extras=extras)
+    for rjob in compiled(text)[-1]["spec"]["replicatedJobs"]:
+        spec = rjob["template"]["spec"]
+        assert spec["podFailurePolicy"] == {"rules": [{"action": "Ignore", "onPodConditions": [
+            {"type": "DisruptionTarget", "status": "True"}]}]}
+        assert spec["template"]["spec"]["restartPolicy"] == "Never" and "podReplacementPolicy" not in spec
 
 
 @pytest.mark.parametrize("min_failed, expected", [(1, 0), (2, 1), (3, 2), (5, 3), (-1, None)])

@@ -118,6 +118,30 @@ def test_stuck_pending_times_out(emulator):
                      r"Back-off pulling image", done.stderr), done.stderr
 
 
+def test_a_jobset_whose_pods_cannot_be_created_says_why(emulator):
+    """A namespace's ResourceQuota (or an admission webhook) refuses the pods: the Jobs exist, no pod does, and the
+    only word of it is the Job controller's FailedCreate event on each Job (kubernetes pkg/controller/
+    controller_utils.go). The JobSet's status says only that its Jobs are active, so paictl read it as waiting for
+    nothing in particular, and a follow timed out without a reason."""
+    emulator.scenario("JobSet", "*", "forbidden")
+    done, name = submit(emulator, JOB)
+    assert done.returncode == 0, done.stderr
+    wait_for(lambda: len(emulator.list_objects("v1", "Event", "default")) == 2)
+    shown = paictl(emulator, "status", name, "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    view = json.loads(shown.stdout)
+    assert view["state"] == "pending"
+    assert re.fullmatch(  # both Jobs' events are of the same second: either is the newest
+        rf'param-server: 1 active; worker: 1 active \(event FailedCreate: Error creating: pods "{name}-'
+        r'(param-server|worker)-0-0-x7k2p" is forbidden: exceeded quota: compute, requested: limits.cpu=1, used: '
+        r"limits.cpu=4, limited: limits.cpu=4\)", view["message"]), view["message"]
+    events = [r for r in emulator.requests if r.path.endswith("/events")]
+    assert len(events) == 2  # the JobSet's, then its Jobs' (one request for every Job)
+    followed = paictl(emulator, "status", name, "--follow", "--pending-timeout", "4")
+    assert followed.returncode == 3
+    assert f"still pending after 4s: param-server: 1 active; worker: 1 active (event FailedCreate" in followed.stderr
+
+
 def test_logs_by_role_and_index(emulator):
     emulator.scenario("JobSet", "*", "succeeded", logs={})
     done, name = submit(emulator, JOB, "--follow")

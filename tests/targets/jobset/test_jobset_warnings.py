@@ -42,19 +42,38 @@ def test_min_failed_above_one_is_w901_and_says_the_early_failure_holds():
 
 
 def test_the_all_finished_fallback_is_w902_for_a_role_that_cannot_trigger_success():
-    text = job(role("a", "completion: {minSucceededInstances: -1}"), role("b"), extras=NO_GANG)
-    assert warnings_of(text) == [
+    text = job(role("a", "completion: {minSucceededInstances: -1}"), role("b"),
+               role("c", "completion: {minFailedInstances: 2}"), extras=NO_GANG)
+    assert warnings_of(text)[0] == (
         "12:41 W902 minSucceededInstances -1 of task role 'a' leaves the job to OpenPAI's fallback (every task "
-        "finished, so the job succeeded), which JobSet does not have: the JobSet succeeds only when one of 'b' "
-        "completes"]
+        "finished, so the job succeeded), which JobSet does not have: the JobSet succeeds only when one of 'b', 'c' "
+        "completes")
+    assert [w.split()[1] for w in warnings_of(text)] == ["W902", "W901"]
 
 
 def test_w902_when_no_role_can_trigger_success():
-    text = job(role("a", "completion: {minSucceededInstances: 3}"), extras=NO_GANG)
-    assert warnings_of(text) == [
+    text = job(role("a", "completion: {minSucceededInstances: 3, minFailedInstances: -1}"), extras=NO_GANG)
+    assert warnings_of(text)[1] == (
         "12:41 W902 minSucceededInstances 3, above its 2 instance(s), of task role 'a' leaves the job to OpenPAI's "
         "fallback (every task finished, so the job succeeded), which JobSet does not have: the JobSet succeeds "
-        "only when the Jobs of all task roles complete without a failure"]
+        "only when the Jobs of all task roles complete without a failure")
+
+
+@pytest.mark.parametrize("completions", [
+    ["{minSucceededInstances: -1}", ""],                                   # Any over 'b'
+    ["{minSucceededInstances: -1}", "{minSucceededInstances: -1}"],         # All
+    ["{minSucceededInstances: 5, minFailedInstances: 1}", "{minSucceededInstances: 1}"],
+])
+def test_no_w902_when_no_role_tolerates_a_failure(completions):
+    """FrameworkController's fallback (rule 5: all tasks completed, no trigger, so Succeeded) needs every task
+    finished without a failure trigger; with minFailedInstances 1 everywhere that means every task succeeded, and
+    then a targeted role's Job (Any) or every Job (All) completed too: the JobSet succeeds exactly when OpenPAI does,
+    and a warning (an error under --strict) would claim a difference there is none."""
+    roles = [role(name, f"completion: {completion}" if completion else "")
+             for name, completion in zip("ab", completions)]
+    text = job(*roles, extras=NO_GANG)
+    assert warnings_of(text) == []
+    compiled(text)
 
 
 def test_gang_allocation_without_a_queue_is_w903():

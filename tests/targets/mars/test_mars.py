@@ -209,6 +209,8 @@ def test_the_worker_cache_replaces_our_dev_shm():
     assert mounts("workerMemoryTuningPolicy: {spillDirs: [/mnt/s]}") == [{"name": "dshm", "mountPath": "/dev/shm"}]
     assert mounts("workerMemoryTuningPolicy: {plasmaStore: /mnt/p, workerCachePercentage: 10}") == [
         {"name": "dshm", "mountPath": "/dev/shm"}]
+    # a cache of 0 bytes is none: KubeDL mounts it only when `cacheSize > 0`, so /dev/shm stays the job's own size
+    assert mounts("workerMemoryTuningPolicy: {workerCacheSize: '0'}") == [{"name": "dshm", "mountPath": "/dev/shm"}]
 
 
 def test_secrets_stay_in_the_secret_and_are_filled_in_at_start():

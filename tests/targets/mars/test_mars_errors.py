@@ -95,6 +95,29 @@ def test_a_port_range_that_hands_out_the_mars_port():
                       "port itself"]
 
 
+@pytest.mark.parametrize("extras, expected", [
+    ("workerMemoryTuningPolicy: {spillDirs: [/mnt/a, /dev/shm]}",
+     "18:52 E705 spill directory /dev/shm is also the container's mount of dshm; KubeDL mounts a volume there as it "
+     "creates each worker pod, and the API server refuses a container with two mounts at one path, so no worker "
+     "would ever start"),
+    ("memoryTuningPolicy: {spillDirs: [/usr/local/pai/secrets]}",
+     "18:38 E705 spill directory /usr/local/pai/secrets is also the container's mount of job-secrets; KubeDL mounts "
+     "a volume there as it creates each worker pod, and the API server refuses a container with two mounts at one "
+     "path, so no worker would ever start"),
+    ("workerMemoryTuningPolicy: {spillDirs: [/mnt/p], plasmaStore: /mnt/p, workerCachePercentage: 10}",
+     "18:66 E705 the worker cache (plasmaStore) /mnt/p is also a spill directory; KubeDL mounts a volume there as "
+     "it creates each worker pod, and the API server refuses a container with two mounts at one path, so no worker "
+     "would ever start"),
+])
+def test_a_kubedl_volume_where_the_worker_already_mounts_one(extras, expected):
+    """KubeDL adds `mars-empty-dir-<i>` at each spill directory and its cache volume at plasmaStore when it creates
+    a worker pod (controllers/mars/mars.go injectSpillDirsByGivenPaths, mountSharedCacheToPath); the API server
+    refuses a container with two mounts at one path (pkg/apis/core/validation: mountPath "must be unique"), and
+    KubeDL only records the refusal as an event: the MarsJob would wait forever with no worker."""
+    text = with_extras(extras, BASE.replace("type: job\n", "type: job\nsecrets: {token: t}\n"))
+    assert [e for e in errors_of(text) if "E705" in e] == [expected.replace("18:", "19:", 1)]
+
+
 def test_errors_are_reported_together():
     text = with_extras("webHost: mars.example.com\ncleanPodPolicy: never",
                        BASE.replace("  scheduler:\n", "  scheduler:\n    instances: 3\n"))

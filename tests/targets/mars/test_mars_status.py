@@ -129,3 +129,44 @@ def test_messages_are_one_line():
 def test_identity():
     assert API_VERSIONS == ("training.kubedl.io/v1alpha1", "kubedl.io/v1alpha1")
     assert (KIND, PLURAL) == ("MarsJob", "marsjobs")
+
+
+class EventsOnly:
+    """A cluster that answers event lists only (what PodDiagnoser asks of a MarsJob without pods)."""
+
+    def __init__(self, events):
+        self.events, self.asked = events, []
+
+    def json(self, method, path, query=()):
+        assert method == "GET" and path == "/api/v1/namespaces/team/events", path
+        self.asked.append(dict(query)["fieldSelector"])
+        return {"items": self.events}
+
+
+def event(name, reason, message, stamp, kind="MarsJob"):
+    return {"involvedObject": {"kind": kind, "name": name}, "type": "Warning", "reason": reason, "message": message,
+            "lastTimestamp": stamp}
+
+
+def test_a_marsjob_without_pods_says_why_from_kubedls_events_on_it():
+    """KubeDL records a pod it could not create on the MarsJob (pkg/job_controller/pod_control.go: FailedCreatePod,
+    "Error creating: <the API server's refusal>"); the MarsJob's own status stays Created, which read as waiting
+    for the operator. An event from before the MarsJob was created is about an earlier one of that name."""
+    from paictl.targets.kube.pods import PodDiagnoser
+    from paictl.targets.kube.workloads import workload
+
+    refused = event(NAME, "FailedCreatePod", 'Error creating: pods "mars-demo-1a2b3c4d-scheduler-0" is forbidden: '
+                    "exceeded quota: compute", "2026-11-22T05:00:07Z")
+    stale = event(NAME, "FailedCreateService", "an earlier MarsJob's", "2026-11-22T04:10:00Z")
+    other = event("another", "FailedCreatePod", "not this MarsJob's", "2026-11-22T05:00:09Z")
+    cluster = EventsOnly([stale, refused, other])
+    job = marsjob(CREATED, creationTimestamp="2026-11-22T05:00:00Z", uid="u-1")
+    diagnoser = PodDiagnoser(cluster, "team", workload("mars"), None, events_after=0)
+    view = diagnoser.enrich(job_view(job, []), [], job)
+    assert view.state is JobState.PENDING
+    assert view.message == (f"JobCreated: MarsJob {NAME} is created. (event FailedCreatePod: Error creating: pods "
+                            '"mars-demo-1a2b3c4d-scheduler-0" is forbidden: exceeded quota: compute)')
+    assert cluster.asked == [f"involvedObject.kind=MarsJob,type=Warning,involvedObject.name={NAME}"]
+    running = marsjob(CREATED, RUNNING, creationTimestamp="2026-11-22T05:00:00Z", uid="u-1")
+    assert diagnoser.enrich(job_view(running, []), [], running).message == f"JobRunning: MarsJob {NAME} is running."
+    assert len(cluster.asked) == 1  # a job that is not pending costs no request
