@@ -262,7 +262,7 @@ class OpenPaiBackend:
         while True:
             params = {**({} if every_user else {"username": self.user}), "offset": len(rows), "limit": LIST_PAGE,
                       "order": "submissionTime,DESC"}  # a stable order, so pages neither skip nor repeat a job
-            page = self.client.get("/api/v2/jobs", params=params, what="list jobs").body
+            page = self.client.get("/api/v2/jobs", params=params, what="list jobs", expect=(list, dict)).body
             if isinstance(page, dict):  # withTotalCount form
                 page = page.get("data") or []
             page = page if isinstance(page, list) else []

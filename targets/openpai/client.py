@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from paictl.errors import ClusterError, NotFoundError, display_url
+from paictl.http_answers import decoded, page_text, read_within
 
 from .reach import CONNECT_TIMEOUT, Redactor, connect_error, unreachable_message
 
@@ -42,6 +43,10 @@ ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further at
 REST_PREFIX = "/rest-server"
 #: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
 _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
+#: What most REST answers are (a JSON object), and the words a message uses for each JSON type.
+JSON_OBJECT: tuple[type, ...] = (dict,)
+_JSON_NAMES = {dict: "object", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
 #: The logger retries are announced on (`logging.getLogger(LOGGER)`); logging is imported once httpx is, not
 #: before: an unreachable cluster's answer (cli/entry.py) needs neither.
 LOGGER = "paictl.openpai"
@@ -127,10 +132,12 @@ class OpenPaiClient:
     # -- requests ---------------------------------------------------------------------------------------------
 
     def get(self, path: str, *, params: Optional[Mapping[str, Any]] = None, etag: Optional[str] = None,
-            what: str = "") -> Reply:
-        """GET, retried. With `etag`, a 304 comes back as Reply(status=304) for the caller to reuse its copy."""
+            what: str = "", expect: tuple[type, ...] = JSON_OBJECT) -> Reply:
+        """GET, retried. With `etag`, a 304 comes back as Reply(status=304) for the caller to reuse its copy.
+        `expect`: the JSON types the REST server answers this request with; any other 2xx answer (a proxy's or a
+        login page, an empty body) is a one-line ClusterError, not a value the caller would misread."""
         headers = {"If-None-Match": etag} if etag else {}
-        return self._send("GET", path, params=params, headers=headers, idempotent=True, what=what)
+        return self._send("GET", path, params=params, headers=headers, idempotent=True, what=what, expect=expect)
 
     def put_json(self, path: str, body: Any, *, what: str = "") -> Reply:
         """PUT of a whole value (e.g. executionType STOP): idempotent, so retried like a GET."""
@@ -139,7 +146,8 @@ class OpenPaiClient:
 
     def post(self, path: str, *, content: bytes, content_type: str, what: str = "",
              auth: bool = True) -> Reply:
-        """POST, never repeated: after a dropped connection the server may have acted on it."""
+        """POST, never repeated: after a dropped connection the server may have acted on it. Only the REST
+        server's own JSON answer is success: a 2xx page from something in front of it did not submit anything."""
         return self._send("POST", path, content=content, idempotent=False, what=what, auth=auth,
                           headers={"Content-Type": content_type})
 
@@ -183,8 +191,10 @@ class OpenPaiClient:
                 continue
             try:
                 if status >= 400 and status != 416:
-                    response.read()
-                    raise self._error(status, response.text, what or "GET log", retry_after=wait)
+                    text = decoded(response, read_within(response, time.monotonic() + self.timeout))
+                    raise self._error(status, text, what or "GET log", retry_after=wait)
+                if 300 <= status < 400:  # never followed: its body is no log
+                    raise self._redirected(status, response.headers.get("Location"), url, what or "GET log")
                 yield response
             except httpx.TransportError as exc:
                 raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
@@ -199,7 +209,7 @@ class OpenPaiClient:
 
     def _send(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
-              what: str, auth: bool = True, raw: bool = False) -> Reply:
+              what: str, auth: bool = True, raw: bool = False, expect: tuple[type, ...] = JSON_OBJECT) -> Reply:
         http = self._client()  # first: an unreachable server fails before httpx loads
         import logging
 
@@ -209,12 +219,17 @@ class OpenPaiClient:
         delay, started = self.backoff, time.monotonic()
         for attempt in range(1, self.attempts + 1):
             last = attempt == self.attempts or not idempotent
+            deadline = time.monotonic() + self.timeout  # for the whole answer, not only each read of it
             try:
                 request = http.build_request(method, path, params=params, headers=request_headers,
                                              content=content)
                 if not auth or not self.owns(str(request.url)):
                     request.headers.pop("Authorization", None)
-                response = http.send(request)
+                response = http.send(request, stream=True)
+                try:
+                    data = read_within(response, deadline)
+                finally:
+                    response.close()
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
                 # nothing was sent: the server is not there (or not at this address); asking again only waits
                 raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
@@ -228,7 +243,7 @@ class OpenPaiClient:
                 wait = _retry_after(response.headers.get("Retry-After"))
                 if response.status_code not in RETRY_STATUSES or last or wait > MAX_BACKOFF:
                     # a rate limiter's window (the REST server's are a minute or an hour) outlasts any retry
-                    return self._reply(response, what or f"{method} {path}", raw=raw)
+                    return self._reply(response, data, what or f"{method} {path}", raw=raw, expect=expect)
                 reason = f"HTTP {response.status_code}"
                 delay = max(delay, wait)
             if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
@@ -239,26 +254,48 @@ class OpenPaiClient:
             delay = min(delay * 2, MAX_BACKOFF)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reply(self, response: Any, what: str, *, raw: bool) -> Reply:
-        text = response.text
-        if response.status_code == 304:
+    def _reply(self, response: Any, data: bytes, what: str, *, raw: bool, expect: tuple[type, ...]) -> Reply:
+        text, status = decoded(response, data), response.status_code
+        if status == 304:
             return Reply(status=304, body=None, etag=response.headers.get("ETag"))
-        if response.status_code >= 400:
-            raise self._error(response.status_code, text, what,
-                              retry_after=_retry_after(response.headers.get("Retry-After")))
+        if status >= 400:
+            raise self._error(status, text, what, retry_after=_retry_after(response.headers.get("Retry-After")))
+        if status >= 300:
+            raise self._redirected(status, response.headers.get("Location"), str(response.url), what)
         body: Any = text
         if not raw:
             try:
-                body = json.loads(text) if text else None
+                body = json.loads(text)
             except ValueError:
-                body = text
-        return Reply(status=response.status_code, body=body, etag=response.headers.get("ETag"), text=text)
+                raise self._not_the_server(status, text, response.headers.get("Content-Type"), what) from None
+            if expect and not isinstance(body, expect):
+                wanted = " or ".join(_JSON_NAMES[kind] for kind in expect)
+                raise ClusterError(self.redact(
+                    f"OpenPAI {self.alias}: {what}: HTTP {status}, but the answer is a JSON {_JSON_NAMES[type(body)]}, "
+                    f"not the JSON {wanted} the REST server sends"))
+        return Reply(status=status, body=body, etag=response.headers.get("ETag"), text=text)
 
     # -- errors -----------------------------------------------------------------------------------------------
 
     def _unreachable(self, exc: Exception, what: str, attempts: int, idempotent: bool) -> str:
         return self.redact(unreachable_message(self.alias, self.url, exc, what=what, attempts=attempts,
                                                idempotent=idempotent))
+
+    def _redirected(self, status: int, location: Optional[str], url: str, what: str) -> ClusterError:
+        """A 3xx: never followed (the token would go along, and a redirected POST loses its body)."""
+        where = display_url(urljoin(url, location)) if location else "nowhere (no Location)"
+        return ClusterError(self.redact(
+            f"OpenPAI {self.alias}: {what}: HTTP {status} redirects to {where} (paictl follows no redirect: if the "
+            f"cluster moved, give its new address to `paictl openpai add {self.alias}`)"))
+
+    def _not_the_server(self, status: int, text: str, content_type: Optional[str], what: str) -> ClusterError:
+        """A 2xx answer that is not JSON: something in front of the REST server (a proxy, a login page) answered,
+        and the request did not reach it, or the address is not the REST API's."""
+        shown = page_text(text) or "an empty body"
+        return ClusterError(self.redact(
+            f"OpenPAI {self.alias}: {what}: HTTP {status}, but the answer is not the REST server's JSON "
+            f"({content_type or 'no content type'}: {shown}); is {display_url(self.url)} the REST API, with no "
+            f"login page or proxy answering in its place?"))
 
     def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
         code, message = server_error(text)
@@ -288,8 +325,7 @@ def server_error(text: str) -> tuple[str, str]:
     if isinstance(data, dict) and ("message" in data or "code" in data):
         message = " ".join(str(data.get("message") or "").split())
         return str(data.get("code") or ""), message or "(no message)"
-    first = " ".join((text or "").strip().splitlines()[:1])
-    return "", (first[:200] or "(empty response)")
+    return "", page_text(text) or "(empty response)"
 
 
 def _origin_of(parts: Any) -> tuple[str, str, Optional[int]]:

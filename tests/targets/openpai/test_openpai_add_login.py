@@ -48,7 +48,8 @@ def test_a_site_root_stored_unchecked_says_what_to_do(pai_user):
     result = pai_user.paictl("status", "--target", "openpai")
     assert result.returncode == 3
     line, = result.stderr.strip().splitlines()
-    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: list jobs: HTTP 404: <html>")
+    # the page's words (its title), not its first line (`<html>`)
+    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: list jobs: HTTP 404: 404 Not Found; ")
     assert line.endswith(f"; {site} answers, but not as an OpenPAI REST API: give the cluster's address to "
                          "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
 
