@@ -256,21 +256,26 @@ class OpenPaiBackend:
     def list(self) -> list[JobView]:
         """Every job of the user, page by page: without `limit` the server answers its first 5,000 rows and nothing
         in the answer says more exist (recordings/openpai job-list-5012), so paictl asks for pages until a short
-        one."""
+        one. Newest first: a job submitted while the pages are read pushes every row one place down, so the next
+        page starts with a row already listed; each job is listed once (a job that new is on no page read)."""
         every_user = bool(self.options.extra.get("all_namespaces"))  # -A: every user's jobs the server shows
-        rows: list[Any] = []
+        rows: dict[tuple[str, str], Any] = {}
+        offset = 0
         while True:
-            params = {**({} if every_user else {"username": self.user}), "offset": len(rows), "limit": LIST_PAGE,
+            params = {**({} if every_user else {"username": self.user}), "offset": offset, "limit": LIST_PAGE,
                       "order": "submissionTime,DESC"}  # a stable order, so pages neither skip nor repeat a job
             page = self.client.get("/api/v2/jobs", params=params, what="list jobs", expect=(list, dict)).body
             if isinstance(page, dict):  # withTotalCount form
                 page = page.get("data") or []
             page = page if isinstance(page, list) else []
-            rows += page
+            offset += len(page)
+            for row in page:
+                if isinstance(row, dict):
+                    rows.setdefault((str(row.get("username")), str(row.get("name"))), row)
             if len(page) < LIST_PAGE:
                 break
-        return [summary_view(row, where=self._where(row.get("virtualCluster")), owner=every_user) for row in rows
-                if isinstance(row, dict)]
+        return [summary_view(row, where=self._where(row.get("virtualCluster")), owner=every_user)
+                for row in rows.values()]
 
     def stop(self, name: str) -> StopResult:
         full = "~".join(self._full_name(name))
