@@ -270,9 +270,8 @@ class OpenPaiClient:
                 raise self._not_the_server(status, text, response.headers.get("Content-Type"), what) from None
             if expect and not isinstance(body, expect):
                 wanted = " or ".join(_JSON_NAMES[kind] for kind in expect)
-                raise ClusterError(self.redact(
-                    f"OpenPAI {self.alias}: {what}: HTTP {status}, but the answer is a JSON {_JSON_NAMES[type(body)]}, "
-                    f"not the JSON {wanted} the REST server sends"))
+                raise self._failure(what, f"HTTP {status}, but the answer is a JSON {_JSON_NAMES[type(body)]}, not "
+                                          f"the JSON {wanted} the REST server sends", status=status)
         return Reply(status=status, body=body, etag=response.headers.get("ETag"), text=text)
 
     # -- errors -----------------------------------------------------------------------------------------------
@@ -281,39 +280,46 @@ class OpenPaiClient:
         return self.redact(unreachable_message(self.alias, self.url, exc, what=what, attempts=attempts,
                                                idempotent=idempotent))
 
+    def _failure(self, what: str, reason: str, advice: str = "", *, status: int = 0, code: str = "") -> ClusterError:
+        """The one line for an answer that is no success: `OpenPAI ALIAS: WHAT: REASON[; ADVICE]`. The error keeps
+        `status`, `code` and `reason` (the answer alone, for a caller that words the rest itself)."""
+        line = f"OpenPAI {self.alias}: {what}: {reason}" + (f"; {advice}" if advice else "")
+        error = (NotFoundError if status == 404 else ClusterError)(self.redact(line))
+        error.status, error.code, error.reason = status, code, self.redact(reason)  # type: ignore[attr-defined]
+        return error
+
     def _redirected(self, status: int, location: Optional[str], url: str, what: str) -> ClusterError:
         """A 3xx: never followed (the token would go along, and a redirected POST loses its body)."""
         where = display_url(urljoin(url, location)) if location else "nowhere (no Location)"
-        return ClusterError(self.redact(
-            f"OpenPAI {self.alias}: {what}: HTTP {status} redirects to {where} (paictl follows no redirect: if the "
-            f"cluster moved, give its new address to `paictl openpai add {self.alias}`)"))
+        # the address is not the last thing on the line: a `token=` redaction runs to the end of a word
+        return self._failure(what, f"HTTP {status} redirects to {where} (paictl follows no redirect)",
+                             f"if the cluster moved, give its new address to `paictl openpai add {self.alias}`",
+                             status=status)
 
     def _not_the_server(self, status: int, text: str, content_type: Optional[str], what: str) -> ClusterError:
         """A 2xx answer that is not JSON: something in front of the REST server (a proxy, a login page) answered,
         and the request did not reach it, or the address is not the REST API's."""
         shown = page_text(text) or "an empty body"
-        return ClusterError(self.redact(
-            f"OpenPAI {self.alias}: {what}: HTTP {status}, but the answer is not the REST server's JSON "
-            f"({content_type or 'no content type'}: {shown}); is {display_url(self.url)} the REST API, with no "
-            f"login page or proxy answering in its place?"))
+        return self._failure(what, f"HTTP {status}, but the answer is not the REST server's JSON "
+                                   f"({content_type or 'no content type'}: {shown})",
+                             f"is {display_url(self.url)} the REST API, with no login page or proxy answering in "
+                             "its place?", status=status)
 
     def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
         code, message = server_error(text)
-        line = f"OpenPAI {self.alias}: {what}: HTTP {status}" + (f" {code}" if code else "") + f": {message}"
+        reason, advice = f"HTTP {status}" + (f" {code}" if code else "") + f": {message}", ""
         if status == 429 and retry_after:
-            line = line.rstrip(".") + f"; the server's rate limit lets this through again in {retry_after:.0f} s"
+            reason = reason.rstrip(".")
+            advice = f"the server's rate limit lets this through again in {retry_after:.0f} s"
         elif status == 401:
-            line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
-                                       f"`paictl openpai login {self.alias}`")
+            reason, advice = reason.rstrip("."), (f"the token is missing, wrong or expired: run "
+                                                  f"`paictl openpai login {self.alias}`")
         elif status == 404 and not code and text.lstrip().startswith("<"):
             # an HTML page, not the REST server's {code, message}: the address is a web site, e.g. the cluster's
             # site root, whose REST API is under /rest-server
-            line += (f"; {display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
-                     "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
-        cls = NotFoundError if status == 404 else ClusterError
-        error = cls(self.redact(line))
-        error.status, error.code = status, code  # type: ignore[attr-defined]
-        return error
+            advice = (f"{display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
+                      "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
+        return self._failure(what, reason, advice, status=status, code=code)
 
 
 def server_error(text: str) -> tuple[str, str]:

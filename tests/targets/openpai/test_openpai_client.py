@@ -209,7 +209,7 @@ def test_a_rate_limit_longer_than_the_retries_is_one_line_at_once():
     ("login", "HTTP 200, but the answer is not the REST server's JSON (text/html; charset=utf-8: Sign in); is "),
     ("empty", "HTTP 200, but the answer is not the REST server's JSON (no content type: an empty body); is "),
     ("sso", "HTTP 302 redirects to https://sso.example.invalid/login?next=***&token=*** (paictl follows no "
-            "redirect: if the cluster moved, give its new address to `paictl openpai add testpai`)"),
+            "redirect); if the cluster moved, give its new address to `paictl openpai add testpai`"),
 ])
 def test_an_answer_from_something_in_front_of_the_rest_server_is_one_line(server, fault, says):
     """A login page, an empty 200 or a redirect to single sign-on (which quotes the token) is no REST answer:
