@@ -455,6 +455,14 @@ class OpenPaiBackend:
             if missing == "error":
                 yield LogLine(role=role, index=index, text=f"paictl: {message}", stream="error")
             return
+        except ClusterError as error:
+            if missing != "skip" or done or getattr(error, "status", None) is not None:
+                raise
+            # following, and the log-manager's connection broke off (or could not be made): the cursor holds every
+            # byte that arrived, so the next poll reads on from there; an answer it gave (a status) is no such thing
+            yield LogLine(role=role, index=index, stream="note",
+                          text=f"paictl: {label}: reading the {cursor.file} log broke off; reading on at the next poll")
+            return
         if done:
             for line in cursor.rest():
                 yield self._line(role, index, line)

@@ -165,8 +165,9 @@ class OpenPaiClient:
     def open_link(self, link: str, *, headers: Optional[Mapping[str, str]] = None, what: str = "") -> Iterator[Any]:
         """GET a link the server handed out as a stream: the httpx response (200, 206, or 416 for a range past the
         end), whose body the caller reads in chunks (`iter_bytes`), so a log of any size costs a chunk of memory.
-        Any other status is the usual one-line error (a 404 is NotFoundError); 429/5xx before the body are retried
-        as `get` retries them; a connection that drops mid-body is a one-line ClusterError."""
+        Any other status is the usual one-line error (a 404 is NotFoundError); 429/5xx, and a connection dropped
+        before the answer, are retried as `get` retries them; a connection that drops mid-body is a one-line
+        ClusterError naming the link's server."""
         http = self._client()
         import httpx
 
@@ -179,9 +180,13 @@ class OpenPaiClient:
             try:
                 response = http.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
-                raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
-            except httpx.TransportError as exc:
-                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+                raise UnreachableError(self._link_unreachable(exc, url, what, attempt)) from None
+            except httpx.TransportError as exc:  # dropped before an answer (a kept-alive connection closed): again
+                if attempt == self.attempts or isinstance(exc, httpx.TimeoutException):
+                    raise ClusterError(self._link_unreachable(exc, url, what, attempt)) from None
+                self.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF)
+                continue
             status = response.status_code
             wait = _retry_after(response.headers.get("Retry-After"))
             if status in RETRY_STATUSES and attempt < self.attempts and wait <= MAX_BACKOFF:
@@ -196,8 +201,8 @@ class OpenPaiClient:
                 if 300 <= status < 400:  # never followed: its body is no log
                     raise self._redirected(status, response.headers.get("Location"), url, what or "GET log")
                 yield response
-            except httpx.TransportError as exc:
-                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+            except httpx.TransportError as exc:  # mid-answer: what the caller has read may already be shown
+                raise ClusterError(self._link_unreachable(exc, url, what, attempt)) from None
             finally:
                 response.close()
             return
@@ -279,6 +284,18 @@ class OpenPaiClient:
     def _unreachable(self, exc: Exception, what: str, attempts: int, idempotent: bool) -> str:
         return self.redact(unreachable_message(self.alias, self.url, exc, what=what, attempts=attempts,
                                                idempotent=idempotent))
+
+    def _link_unreachable(self, exc: Exception, url: str, what: str, attempts: int) -> str:
+        """The line for a link that could not be read: it names the link's own server (a node's log-manager) when
+        that is not the REST server."""
+        if self.owns(url):
+            return self._unreachable(exc, what, attempts, True)
+        parts = urlsplit(url)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        tries = f" (tried {attempts} times)" if attempts > 1 else ""
+        server = display_url(f"{parts.scheme}://{parts.netloc}")
+        return self.redact(f"cannot read from {server}{tries}, where a link of the OpenPAI REST server {self.alias} "
+                           f"points: {what}: {reason}")
 
     def _failure(self, what: str, reason: str, advice: str = "", *, status: int = 0, code: str = "") -> ClusterError:
         """The one line for an answer that is no success: `OpenPAI ALIAS: WHAT: REASON[; ADVICE]`. The error keeps

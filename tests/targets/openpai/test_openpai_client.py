@@ -260,3 +260,24 @@ def test_a_redirected_log_link_is_not_taken_for_the_log(server):
                                            r"https://sso\.example\.invalid/login\?next=\*\*\*&token=\*\*\* "):
         with _client(server).open_link(f"{server.url}/log-manager-link", what="all log of main-0"):
             pass
+
+
+def test_a_link_to_another_server_that_cannot_be_read_is_named_as_that_server(server):
+    """A log-manager link whose node refuses: the line names that node, not the REST server, which answered."""
+    port = _dead_port()
+    slept: list[float] = []
+    client = _client(server, sleep=slept.append)
+    with pytest.raises(UnreachableError) as caught:
+        with client.open_link(f"/log-manager/127.0.0.1:{port}/api/v1/logs/user.pai.all?token=abc",
+                              what="all log of main-0"):
+            pass
+    assert str(caught.value).startswith(f"cannot read from http://127.0.0.1:{port}, where a link of the OpenPAI REST "
+                                        "server testpai points: all log of main-0: [Errno ")
+    assert slept == []  # refused: nothing was sent, nothing to ask again
+
+
+def test_a_link_dropped_before_its_answer_is_asked_again(server):
+    server.faults.append(("/api/v2/info", "drop"))
+    with _client(server).open_link(f"{server.url}/api/v2/info", what="all log of main-0") as response:
+        assert response.status_code == 200 and b"PAI RESTful API" in response.read()
+    assert len([r for r in server.requests if r.path == "/api/v2/info"]) == 2

@@ -324,3 +324,27 @@ def test_a_failure_excerpt_reads_only_the_log_s_tail(pai_user):
     assert "progress 000000" not in shown.stdout
     assert manager.sent - before <= 16384
     assert any("tail-mode=true" in path for _, path, _ in manager.requests)
+
+
+def test_a_follow_reads_on_after_the_log_manager_breaks_off_mid_answer(pai_user):
+    """The log-manager's connection drops halfway through two answers: the follower says so on standard error and
+    reads on from the last byte that arrived at its next poll; every line shows once, in order, and it exits 0."""
+    job = submitted(pai_user, "broken", instances=1)
+    double = pai_user.job(job)
+    manager = pai_user.server.log_manager
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log="".join(f"line {n}\n" for n in range(1, 41)))
+
+    def moves():
+        after_reads(manager, 2)
+        with pai_user.server.lock:
+            manager.breaks = 2
+            double.write_log("worker", 0, "".join(f"line {n}\n" for n in range(41, 81)))
+        after_reads(manager, 8)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    followed = follow_while(pai_user, job, moves)
+    assert followed.stdout.splitlines() == [f"line {n}" for n in range(1, 81)], followed.stderr
+    assert manager.breaks == 0
+    assert followed.stderr.count("reading the all log broke off; reading on at the next poll") == 2, followed.stderr
