@@ -398,9 +398,10 @@ class _Routes:
                 if method == verb and path.startswith(prefix) and path[len(prefix):] and "/" not in path[len(prefix):]:
                     handler, rest = candidate, path[len(prefix):]
                     break
-        job = _JOB.match(path)
+        # express matches a route on the path as sent and decodes each parameter: `alice~a%2Fb` is the job `a/b`
+        job = _JOB.match(self.raw_path)
         if handler is None and job is not None:
-            return self.job_route(job.group(1), job.group(2) or "")
+            return self.job_route(unquote(job.group(1)), job.group(2) or "")
         if handler is None:
             raise self.not_found()
         user = self.authenticate()
@@ -620,6 +621,7 @@ class _Routes:
                 raise _error(404, "NoJobError", f"JobAttemptId {number} is not found in {full}.")
             raise self.ok(200, job.detail(job.attempts[number]))
         job_attempt, role, index, task_attempt = match.groups()
+        role = unquote(role)
         found = job.find_task(int(job_attempt), role, int(index))
         if found is None:
             raise _error(500, "UnknownError", "Failed to get log list")
