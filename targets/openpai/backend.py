@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 from urllib.parse import quote
 
 from paictl.errors import ClusterError, NotFoundError, PaictlError, UsageError
@@ -34,6 +34,7 @@ LOG_PREFERENCE = ("all", "stdout", "stderr")
 EXCERPT_LINES = 20
 #: Rows asked for per job-list request: the server's own page when no limit is given (its maximum is 50,000).
 LIST_PAGE = 5000
+Answer = TypeVar("Answer")
 
 
 class OpenPaiBackend:
@@ -237,7 +238,7 @@ class OpenPaiBackend:
         interval = self.min_interval
         started = time.monotonic()
         while True:
-            reply = self.client.get(path, etag=etag, what=what)
+            reply = self._patiently(lambda: self.client.get(path, etag=etag, what=what))
             self.requests += 1
             if reply.status != 304 or detail is None:
                 detail, etag = reply.body, reply.etag
@@ -252,6 +253,25 @@ class OpenPaiBackend:
             interval = self.min_interval if view != last else min(interval * POLL_SLOWDOWN, ceiling)
             last = view
             self.sleep(interval)
+
+    def _patiently(self, ask: Callable[[], Answer]) -> Answer:
+        """`ask()` for a follower, waiting out the REST server's rate limit when it answers 429 with a Retry-After
+        longer than the client's own retries (the API limiter counts per client address, so users behind one
+        address share it): a follow polls for as long as the job runs, and a full minute's quota is no reason to
+        stop. The wait is said on standard error (the client's logger, as its retries are)."""
+        import logging
+
+        from .client import LOGGER
+
+        while True:
+            try:
+                return ask()
+            except ClusterError as error:
+                wait = getattr(error, "retry_after", 0.0)
+                if getattr(error, "status", None) != 429 or not wait:
+                    raise
+                logging.getLogger(LOGGER).warning(f"paictl: {error}; following on then")
+                self.sleep(wait)
 
     def list(self) -> list[JobView]:
         """Every job of the user, page by page: without `limit` the server answers its first 5,000 rows and nothing
@@ -383,7 +403,7 @@ class OpenPaiBackend:
             if done:
                 return
             self.sleep(self.min_interval)
-            detail = self._detail(name)
+            detail = self._patiently(lambda: self._detail(name))
             job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
             tasks = self._select_tasks(detail, role, index)
 

@@ -297,12 +297,15 @@ class OpenPaiClient:
         return self.redact(f"cannot read from {server}{tries}, where a link of the OpenPAI REST server {self.alias} "
                            f"points: {what}: {reason}")
 
-    def _failure(self, what: str, reason: str, advice: str = "", *, status: int = 0, code: str = "") -> ClusterError:
+    def _failure(self, what: str, reason: str, advice: str = "", *, status: int = 0, code: str = "",
+                 retry_after: float = 0.0) -> ClusterError:
         """The one line for an answer that is no success: `OpenPAI ALIAS: WHAT: REASON[; ADVICE]`. The error keeps
-        `status`, `code` and `reason` (the answer alone, for a caller that words the rest itself)."""
+        `status`, `code`, `reason` (the answer alone, for a caller that words the rest itself) and `retry_after`
+        (seconds, from a 429's Retry-After)."""
         line = f"OpenPAI {self.alias}: {what}: {reason}" + (f"; {advice}" if advice else "")
-        error = (NotFoundError if status == 404 else ClusterError)(self.redact(line))
-        error.status, error.code, error.reason = status, code, self.redact(reason)  # type: ignore[attr-defined]
+        error: Any = (NotFoundError if status == 404 else ClusterError)(self.redact(line))
+        error.status, error.code, error.reason = status, code, self.redact(reason)
+        error.retry_after = retry_after
         return error
 
     def _redirected(self, status: int, location: Optional[str], url: str, what: str) -> ClusterError:
@@ -336,7 +339,7 @@ class OpenPaiClient:
             # site root, whose REST API is under /rest-server
             advice = (f"{display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
                       "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
-        return self._failure(what, reason, advice, status=status, code=code)
+        return self._failure(what, reason, advice, status=status, code=code, retry_after=retry_after)
 
 
 def server_error(text: str) -> tuple[str, str]:
