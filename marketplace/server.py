@@ -14,12 +14,12 @@ it back gets it replaced by `***`.
 from __future__ import annotations
 
 import base64
-import html
 import json
-import re
+import time
 from typing import Any
 
 from paictl.errors import ClusterError, NotFoundError, display_url
+from paictl.http_answers import decoded, page_text, read_within
 from paictl.protocol.diagnostics import one_line
 
 from .query import ItemQuery, in_listing_order
@@ -65,37 +65,44 @@ class MarketplaceServer:
 
         content = None if body is None else encode_body(body)
         headers = None if body is None else {"Content-Type": "application/json"}
+        timeout = self._client.timeout.read
+        deadline = time.monotonic() + timeout  # the whole answer's: a server trickling bytes is no answer
         try:
-            response = self._client.request(method, route.lstrip("/"), params=params, content=content,
-                                            headers=headers)
+            request = self._client.build_request(method, route.lstrip("/"), params=params, content=content,
+                                                 headers=headers)
+            response = self._client.send(request, stream=True)
+            try:
+                answer = decoded(response, read_within(response, deadline))
+            finally:
+                response.close()
         except httpx.TimeoutException:
             raise ClusterError(f"marketplace {self.shown}: {method} {route} timed out (no answer within "
-                               f"{self._client.timeout.read:g} s; --request-timeout sets the limit)") from None
+                               f"{timeout:g} s; --request-timeout sets the limit)") from None
         except httpx.HTTPError as exc:
             reason = self._redacted(str(exc)) or type(exc).__name__
             raise ClusterError(f"marketplace {self.shown}: cannot reach the server: {reason}") from None
         if response.status_code >= 400:
-            raise self._error(method, route, response)
+            raise self._error(method, route, response, answer)
         if response.status_code >= 300:  # not followed: a redirected POST or PUT would lose its body
             where = self._redacted(response.headers.get("location", "elsewhere"))
             raise ClusterError(f"marketplace {self.shown}: {method} {route} answered {response.status_code}, "
                                f"a redirect to {one_line(where)}; give that URL as the target")
         if "json" not in response.headers.get("content-type", ""):
-            return response.text
+            return answer
         try:
-            return response.json()
+            return json.loads(answer)
         except ValueError:
             raise ClusterError(f"marketplace {self.shown}: {method} {route} answered invalid JSON") from None
 
-    def _error(self, method: str, route: str, response) -> ServerError:
-        text = self._redacted(answer_text(response.text))[:300] or response.reason_phrase
+    def _error(self, method: str, route: str, response, answer: str) -> ServerError:
+        text = self._redacted(answer_text(answer))[:300] or response.reason_phrase
         message = f"marketplace {self.shown}: {method} {route} answered {response.status_code}: {text}"
         if response.status_code == 401:
             message += (" (check the token; reading needs the JWT token OpenPAI issues, which the server decodes "
                         "to find the user)")
         elif response.status_code == 413:
             message += f" (the server takes request bodies up to {BODY_LIMIT_BYTES} bytes)"
-        elif response.status_code == 404 and "<" in response.text[:200]:
+        elif response.status_code == 404 and "<" in answer[:200]:
             message += " (no such route: is the URL the marketplace's API root, e.g. https://CLUSTER/marketplace/api?)"
         kind = NotFoundAnswer if response.status_code == 404 else ServerError
         return kind(message, response.status_code, text)
@@ -202,15 +209,8 @@ def oldest(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return min(documents, key=lambda d: (str(d.get("createdAt") or ""), str(d.get("id"))))
 
 
-_TAG = re.compile(r"<[^>]*>")
-_PRE = re.compile(r"<pre>(.*?)</pre>", re.S | re.I)
-
-
 def answer_text(text: str) -> str:
-    """An error answer as one line: express' HTML error page becomes its message ("Cannot GET /x")."""
+    """An error answer as one line: express' HTML error page becomes its message ("Cannot GET /x"), a proxy's page
+    its title; the server's own plain-text answers stay whole."""
     text = text.strip()
-    if text.startswith("<"):
-        pre = _PRE.search(text)
-        text = html.unescape(_TAG.sub(" ", pre.group(1) if pre else text))
-        text = " ".join(text.split())
-    return one_line(text)
+    return page_text(text) if text.startswith("<") else one_line(text)

@@ -1,6 +1,6 @@
-"""The layout the README promises: imports point one way (errors and schemas <- protocol <- compiler <- targets and
-marketplace <- lsp <- cli), no two modules need each other (no circle, counting type-only and function-level imports),
-no private name crosses a module, the CLI holds no backend logic (it reaches backends only through the registry), and
+"""The layout the README promises: imports point one way (errors, http_answers and schemas <- protocol <- compiler <-
+targets and marketplace <- lsp <- cli), no two modules need each other (no circle, counting type-only and
+function-level imports), no private name crosses a module, the CLI holds no backend logic (it reaches backends only through the registry), and
 no module in a target package repeats the package's name as a prefix."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ PACKAGE_DIRS = {"paictl": ROOT / "src" / "paictl", "paictl.protocol": ROOT / "pr
 #: The whole order, ground first: a module may import its own layer and the layers of lower floors only. Layers on
 #: one floor (targets, marketplace) do not import each other. The package's own `__init__` (the lazy Python API)
 #: and `__main__` stand above everything.
-FLOORS = [("errors", "schemas"), ("protocol",), ("compiler",), ("targets", "marketplace"), ("lsp",), ("cli",)]
+FLOORS = [("errors", "http_answers", "schemas"), ("protocol",), ("compiler",), ("targets", "marketplace"), ("lsp",),
+          ("cli",)]
 
 LAYERS = {"protocol": ROOT / "protocol", "compiler": ROOT / "compiler", "targets": ROOT / "targets",
           "cli": ROOT / "src" / "paictl" / "cli"}

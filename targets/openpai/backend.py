@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 from urllib.parse import quote
 
 from paictl.errors import ClusterError, NotFoundError, PaictlError, UsageError
@@ -34,6 +34,7 @@ LOG_PREFERENCE = ("all", "stdout", "stderr")
 EXCERPT_LINES = 20
 #: Rows asked for per job-list request: the server's own page when no limit is given (its maximum is 50,000).
 LIST_PAGE = 5000
+Answer = TypeVar("Answer")
 
 
 class OpenPaiBackend:
@@ -237,7 +238,7 @@ class OpenPaiBackend:
         interval = self.min_interval
         started = time.monotonic()
         while True:
-            reply = self.client.get(path, etag=etag, what=what)
+            reply = self._patiently(lambda: self.client.get(path, etag=etag, what=what))
             self.requests += 1
             if reply.status != 304 or detail is None:
                 detail, etag = reply.body, reply.etag
@@ -253,24 +254,48 @@ class OpenPaiBackend:
             last = view
             self.sleep(interval)
 
+    def _patiently(self, ask: Callable[[], Answer]) -> Answer:
+        """`ask()` for a follower, waiting out the REST server's rate limit when it answers 429 with a Retry-After
+        longer than the client's own retries (the API limiter counts per client address, so users behind one
+        address share it): a follow polls for as long as the job runs, and a full minute's quota is no reason to
+        stop. The wait is said on standard error (the client's logger, as its retries are)."""
+        import logging
+
+        from .client import LOGGER
+
+        while True:
+            try:
+                return ask()
+            except ClusterError as error:
+                wait = getattr(error, "retry_after", 0.0)
+                if getattr(error, "status", None) != 429 or not wait:
+                    raise
+                logging.getLogger(LOGGER).warning(f"paictl: {error}; following on then")
+                self.sleep(wait)
+
     def list(self) -> list[JobView]:
         """Every job of the user, page by page: without `limit` the server answers its first 5,000 rows and nothing
         in the answer says more exist (recordings/openpai job-list-5012), so paictl asks for pages until a short
-        one."""
+        one. Newest first: a job submitted while the pages are read pushes every row one place down, so the next
+        page starts with a row already listed; each job is listed once (a job that new is on no page read)."""
         every_user = bool(self.options.extra.get("all_namespaces"))  # -A: every user's jobs the server shows
-        rows: list[Any] = []
+        rows: dict[tuple[str, str], Any] = {}
+        offset = 0
         while True:
-            params = {**({} if every_user else {"username": self.user}), "offset": len(rows), "limit": LIST_PAGE,
+            params = {**({} if every_user else {"username": self.user}), "offset": offset, "limit": LIST_PAGE,
                       "order": "submissionTime,DESC"}  # a stable order, so pages neither skip nor repeat a job
-            page = self.client.get("/api/v2/jobs", params=params, what="list jobs").body
+            page = self.client.get("/api/v2/jobs", params=params, what="list jobs", expect=(list, dict)).body
             if isinstance(page, dict):  # withTotalCount form
                 page = page.get("data") or []
             page = page if isinstance(page, list) else []
-            rows += page
+            offset += len(page)
+            for row in page:
+                if isinstance(row, dict):
+                    rows.setdefault((str(row.get("username")), str(row.get("name"))), row)
             if len(page) < LIST_PAGE:
                 break
-        return [summary_view(row, where=self._where(row.get("virtualCluster")), owner=every_user) for row in rows
-                if isinstance(row, dict)]
+        return [summary_view(row, where=self._where(row.get("virtualCluster")), owner=every_user)
+                for row in rows.values()]
 
     def stop(self, name: str) -> StopResult:
         full = "~".join(self._full_name(name))
@@ -378,7 +403,7 @@ class OpenPaiBackend:
             if done:
                 return
             self.sleep(self.min_interval)
-            detail = self._detail(name)
+            detail = self._patiently(lambda: self._detail(name))
             job_attempt = int((detail.get("jobStatus") or {}).get("attemptId") or 0)
             tasks = self._select_tasks(detail, role, index)
 
@@ -449,6 +474,14 @@ class OpenPaiBackend:
                 raise NotFoundError(message) from None
             if missing == "error":
                 yield LogLine(role=role, index=index, text=f"paictl: {message}", stream="error")
+            return
+        except ClusterError as error:
+            if missing != "skip" or done or getattr(error, "status", None) is not None:
+                raise
+            # following, and the log-manager's connection broke off (or could not be made): the cursor holds every
+            # byte that arrived, so the next poll reads on from there; an answer it gave (a status) is no such thing
+            yield LogLine(role=role, index=index, stream="note",
+                          text=f"paictl: {label}: reading the {cursor.file} log broke off; reading on at the next poll")
             return
         if done:
             for line in cursor.rest():

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from paictl.errors import ClusterError, NotFoundError, display_url
+from paictl.http_answers import decoded, page_text, read_within
 
 from .reach import CONNECT_TIMEOUT, Redactor, connect_error, unreachable_message
 
@@ -42,6 +43,10 @@ ANNOUNCE_AFTER = 1.0           # seconds of retrying after which each further at
 REST_PREFIX = "/rest-server"
 #: pylon's route to a node's log-manager (`location ~ ^/log-manager/([^/]+):(\d+)/(.*)$`).
 _LOG_MANAGER_LINK = re.compile(r"^/log-manager/([^/]+):(\d+)(/.*)?$")
+#: What most REST answers are (a JSON object), and the words a message uses for each JSON type.
+JSON_OBJECT: tuple[type, ...] = (dict,)
+_JSON_NAMES = {dict: "object", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
 #: The logger retries are announced on (`logging.getLogger(LOGGER)`); logging is imported once httpx is, not
 #: before: an unreachable cluster's answer (cli/entry.py) needs neither.
 LOGGER = "paictl.openpai"
@@ -127,10 +132,12 @@ class OpenPaiClient:
     # -- requests ---------------------------------------------------------------------------------------------
 
     def get(self, path: str, *, params: Optional[Mapping[str, Any]] = None, etag: Optional[str] = None,
-            what: str = "") -> Reply:
-        """GET, retried. With `etag`, a 304 comes back as Reply(status=304) for the caller to reuse its copy."""
+            what: str = "", expect: tuple[type, ...] = JSON_OBJECT) -> Reply:
+        """GET, retried. With `etag`, a 304 comes back as Reply(status=304) for the caller to reuse its copy.
+        `expect`: the JSON types the REST server answers this request with; any other 2xx answer (a proxy's or a
+        login page, an empty body) is a one-line ClusterError, not a value the caller would misread."""
         headers = {"If-None-Match": etag} if etag else {}
-        return self._send("GET", path, params=params, headers=headers, idempotent=True, what=what)
+        return self._send("GET", path, params=params, headers=headers, idempotent=True, what=what, expect=expect)
 
     def put_json(self, path: str, body: Any, *, what: str = "") -> Reply:
         """PUT of a whole value (e.g. executionType STOP): idempotent, so retried like a GET."""
@@ -139,7 +146,8 @@ class OpenPaiClient:
 
     def post(self, path: str, *, content: bytes, content_type: str, what: str = "",
              auth: bool = True) -> Reply:
-        """POST, never repeated: after a dropped connection the server may have acted on it."""
+        """POST, never repeated: after a dropped connection the server may have acted on it. Only the REST
+        server's own JSON answer is success: a 2xx page from something in front of it did not submit anything."""
         return self._send("POST", path, content=content, idempotent=False, what=what, auth=auth,
                           headers={"Content-Type": content_type})
 
@@ -157,8 +165,9 @@ class OpenPaiClient:
     def open_link(self, link: str, *, headers: Optional[Mapping[str, str]] = None, what: str = "") -> Iterator[Any]:
         """GET a link the server handed out as a stream: the httpx response (200, 206, or 416 for a range past the
         end), whose body the caller reads in chunks (`iter_bytes`), so a log of any size costs a chunk of memory.
-        Any other status is the usual one-line error (a 404 is NotFoundError); 429/5xx before the body are retried
-        as `get` retries them; a connection that drops mid-body is a one-line ClusterError."""
+        Any other status is the usual one-line error (a 404 is NotFoundError); 429/5xx, and a connection dropped
+        before the answer, are retried as `get` retries them; a connection that drops mid-body is a one-line
+        ClusterError naming the link's server."""
         http = self._client()
         import httpx
 
@@ -171,9 +180,13 @@ class OpenPaiClient:
             try:
                 response = http.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
-                raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
-            except httpx.TransportError as exc:
-                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+                raise UnreachableError(self._link_unreachable(exc, url, what, attempt)) from None
+            except httpx.TransportError as exc:  # dropped before an answer (a kept-alive connection closed): again
+                if attempt == self.attempts or isinstance(exc, httpx.TimeoutException):
+                    raise ClusterError(self._link_unreachable(exc, url, what, attempt)) from None
+                self.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF)
+                continue
             status = response.status_code
             wait = _retry_after(response.headers.get("Retry-After"))
             if status in RETRY_STATUSES and attempt < self.attempts and wait <= MAX_BACKOFF:
@@ -183,11 +196,13 @@ class OpenPaiClient:
                 continue
             try:
                 if status >= 400 and status != 416:
-                    response.read()
-                    raise self._error(status, response.text, what or "GET log", retry_after=wait)
+                    text = decoded(response, read_within(response, time.monotonic() + self.timeout))
+                    raise self._error(status, text, what or "GET log", retry_after=wait)
+                if 300 <= status < 400:  # never followed: its body is no log
+                    raise self._redirected(status, response.headers.get("Location"), url, what or "GET log")
                 yield response
-            except httpx.TransportError as exc:
-                raise ClusterError(self._unreachable(exc, what, attempt, True)) from None
+            except httpx.TransportError as exc:  # mid-answer: what the caller has read may already be shown
+                raise ClusterError(self._link_unreachable(exc, url, what, attempt)) from None
             finally:
                 response.close()
             return
@@ -199,7 +214,7 @@ class OpenPaiClient:
 
     def _send(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, content: Optional[bytes] = None, idempotent: bool,
-              what: str, auth: bool = True, raw: bool = False) -> Reply:
+              what: str, auth: bool = True, raw: bool = False, expect: tuple[type, ...] = JSON_OBJECT) -> Reply:
         http = self._client()  # first: an unreachable server fails before httpx loads
         import logging
 
@@ -209,12 +224,17 @@ class OpenPaiClient:
         delay, started = self.backoff, time.monotonic()
         for attempt in range(1, self.attempts + 1):
             last = attempt == self.attempts or not idempotent
+            deadline = time.monotonic() + self.timeout  # for the whole answer, not only each read of it
             try:
                 request = http.build_request(method, path, params=params, headers=request_headers,
                                              content=content)
                 if not auth or not self.owns(str(request.url)):
                     request.headers.pop("Authorization", None)
-                response = http.send(request)
+                response = http.send(request, stream=True)
+                try:
+                    data = read_within(response, deadline)
+                finally:
+                    response.close()
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
                 # nothing was sent: the server is not there (or not at this address); asking again only waits
                 raise UnreachableError(self._unreachable(exc, what, attempt, True)) from None
@@ -228,7 +248,7 @@ class OpenPaiClient:
                 wait = _retry_after(response.headers.get("Retry-After"))
                 if response.status_code not in RETRY_STATUSES or last or wait > MAX_BACKOFF:
                     # a rate limiter's window (the REST server's are a minute or an hour) outlasts any retry
-                    return self._reply(response, what or f"{method} {path}", raw=raw)
+                    return self._reply(response, data, what or f"{method} {path}", raw=raw, expect=expect)
                 reason = f"HTTP {response.status_code}"
                 delay = max(delay, wait)
             if time.monotonic() - started + delay >= ANNOUNCE_AFTER:
@@ -239,20 +259,25 @@ class OpenPaiClient:
             delay = min(delay * 2, MAX_BACKOFF)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _reply(self, response: Any, what: str, *, raw: bool) -> Reply:
-        text = response.text
-        if response.status_code == 304:
+    def _reply(self, response: Any, data: bytes, what: str, *, raw: bool, expect: tuple[type, ...]) -> Reply:
+        text, status = decoded(response, data), response.status_code
+        if status == 304:
             return Reply(status=304, body=None, etag=response.headers.get("ETag"))
-        if response.status_code >= 400:
-            raise self._error(response.status_code, text, what,
-                              retry_after=_retry_after(response.headers.get("Retry-After")))
+        if status >= 400:
+            raise self._error(status, text, what, retry_after=_retry_after(response.headers.get("Retry-After")))
+        if status >= 300:
+            raise self._redirected(status, response.headers.get("Location"), str(response.url), what)
         body: Any = text
         if not raw:
             try:
-                body = json.loads(text) if text else None
+                body = json.loads(text)
             except ValueError:
-                body = text
-        return Reply(status=response.status_code, body=body, etag=response.headers.get("ETag"), text=text)
+                raise self._not_the_server(status, text, response.headers.get("Content-Type"), what) from None
+            if expect and not isinstance(body, expect):
+                wanted = " or ".join(_JSON_NAMES[kind] for kind in expect)
+                raise self._failure(what, f"HTTP {status}, but the answer is a JSON {_JSON_NAMES[type(body)]}, not "
+                                          f"the JSON {wanted} the REST server sends", status=status)
+        return Reply(status=status, body=body, etag=response.headers.get("ETag"), text=text)
 
     # -- errors -----------------------------------------------------------------------------------------------
 
@@ -260,23 +285,61 @@ class OpenPaiClient:
         return self.redact(unreachable_message(self.alias, self.url, exc, what=what, attempts=attempts,
                                                idempotent=idempotent))
 
+    def _link_unreachable(self, exc: Exception, url: str, what: str, attempts: int) -> str:
+        """The line for a link that could not be read: it names the link's own server (a node's log-manager) when
+        that is not the REST server."""
+        if self.owns(url):
+            return self._unreachable(exc, what, attempts, True)
+        parts = urlsplit(url)
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        tries = f" (tried {attempts} times)" if attempts > 1 else ""
+        server = display_url(f"{parts.scheme}://{parts.netloc}")
+        return self.redact(f"cannot read from {server}{tries}, where a link of the OpenPAI REST server {self.alias} "
+                           f"points: {what}: {reason}")
+
+    def _failure(self, what: str, reason: str, advice: str = "", *, status: int = 0, code: str = "",
+                 retry_after: float = 0.0) -> ClusterError:
+        """The one line for an answer that is no success: `OpenPAI ALIAS: WHAT: REASON[; ADVICE]`. The error keeps
+        `status`, `code`, `reason` (the answer alone, for a caller that words the rest itself) and `retry_after`
+        (seconds, from a 429's Retry-After)."""
+        line = f"OpenPAI {self.alias}: {what}: {reason}" + (f"; {advice}" if advice else "")
+        error: Any = (NotFoundError if status == 404 else ClusterError)(self.redact(line))
+        error.status, error.code, error.reason = status, code, self.redact(reason)
+        error.retry_after = retry_after
+        return error
+
+    def _redirected(self, status: int, location: Optional[str], url: str, what: str) -> ClusterError:
+        """A 3xx: never followed (the token would go along, and a redirected POST loses its body)."""
+        where = display_url(urljoin(url, location)) if location else "nowhere (no Location)"
+        # the address is not the last thing on the line: a `token=` redaction runs to the end of a word
+        return self._failure(what, f"HTTP {status} redirects to {where} (paictl follows no redirect)",
+                             f"if the cluster moved, give its new address to `paictl openpai add {self.alias}`",
+                             status=status)
+
+    def _not_the_server(self, status: int, text: str, content_type: Optional[str], what: str) -> ClusterError:
+        """A 2xx answer that is not JSON: something in front of the REST server (a proxy, a login page) answered,
+        and the request did not reach it, or the address is not the REST API's."""
+        shown = page_text(text) or "an empty body"
+        return self._failure(what, f"HTTP {status}, but the answer is not the REST server's JSON "
+                                   f"({content_type or 'no content type'}: {shown})",
+                             f"is {display_url(self.url)} the REST API, with no login page or proxy answering in "
+                             "its place?", status=status)
+
     def _error(self, status: int, text: str, what: str, *, retry_after: float = 0.0) -> ClusterError:
         code, message = server_error(text)
-        line = f"OpenPAI {self.alias}: {what}: HTTP {status}" + (f" {code}" if code else "") + f": {message}"
+        reason, advice = f"HTTP {status}" + (f" {code}" if code else "") + f": {message}", ""
         if status == 429 and retry_after:
-            line = line.rstrip(".") + f"; the server's rate limit lets this through again in {retry_after:.0f} s"
+            reason = reason.rstrip(".")
+            advice = f"the server's rate limit lets this through again in {retry_after:.0f} s"
         elif status == 401:
-            line = line.rstrip(".") + (f"; the token is missing, wrong or expired: run "
-                                       f"`paictl openpai login {self.alias}`")
+            reason, advice = reason.rstrip("."), (f"the token is missing, wrong or expired: run "
+                                                  f"`paictl openpai login {self.alias}`")
         elif status == 404 and not code and text.lstrip().startswith("<"):
             # an HTML page, not the REST server's {code, message}: the address is a web site, e.g. the cluster's
             # site root, whose REST API is under /rest-server
-            line += (f"; {display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
-                     "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
-        cls = NotFoundError if status == 404 else ClusterError
-        error = cls(self.redact(line))
-        error.status, error.code = status, code  # type: ignore[attr-defined]
-        return error
+            advice = (f"{display_url(self.url)} answers, but not as an OpenPAI REST API: give the cluster's "
+                      "address to `paictl openpai add` again (it finds the API, e.g. under /rest-server)")
+        return self._failure(what, reason, advice, status=status, code=code, retry_after=retry_after)
 
 
 def server_error(text: str) -> tuple[str, str]:
@@ -288,8 +351,7 @@ def server_error(text: str) -> tuple[str, str]:
     if isinstance(data, dict) and ("message" in data or "code" in data):
         message = " ".join(str(data.get("message") or "").split())
         return str(data.get("code") or ""), message or "(no message)"
-    first = " ".join((text or "").strip().splitlines()[:1])
-    return "", (first[:200] or "(empty response)")
+    return "", page_text(text) or "(empty response)"
 
 
 def _origin_of(parts: Any) -> tuple[str, str, Optional[int]]:

@@ -360,7 +360,7 @@ def discover_api(url: str) -> tuple[str, Optional[str]]:
         except UnreachableError as error:
             return url, str(error)
         except ClusterError as error:
-            answers.append(f"{display_url(candidate)}/api/v2/info: {str(error).rsplit(': ', 1)[-1][:120]}")
+            answers.append(f"{display_url(candidate)}/api/v2/info: {getattr(error, 'reason', str(error))[:160]}")
             continue
         finally:
             client.close()

@@ -1,4 +1,5 @@
-"""Where the marketplace sits in the layout: on the protocol core (and schemas, errors), below the CLI only."""
+"""Where the marketplace sits in the layout: on the protocol core (and schemas, errors, http_answers), below the CLI
+only."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from test_layout import imported_modules
 
 from conftest import ROOT
 
-ALLOWED = {"paictl.errors", "paictl.protocol", "paictl.schemas", "paictl.marketplace"}
+ALLOWED = {"paictl.errors", "paictl.http_answers", "paictl.protocol", "paictl.schemas", "paictl.marketplace"}
 
 
 def test_marketplace_imports_only_the_protocol_core():

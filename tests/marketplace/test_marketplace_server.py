@@ -183,6 +183,25 @@ def test_an_identity_provider_that_fails_or_is_slow(peer, run_cli, tmp_path):
     assert code == 3 and "timed out" in err and err.count("\n") == 1
 
 
+def test_a_server_that_never_finishes_its_answer_times_out(peer, run_cli):
+    """A byte every 0.1 s keeps every read within any read timeout: --request-timeout bounds the whole answer."""
+    import time
+
+    from marketplace_double import FaultProxy
+
+    _, token = peer.user("patient")
+    with FaultProxy(peer.url) as proxy:
+        proxy.trickle("GET", r"^/items")
+        started = time.monotonic()
+        code, _, err = run_cli("marketplace", "list", "--from", proxy.url, "--token", token,
+                               "--request-timeout", "1")
+        took = time.monotonic() - started
+    assert code == 3 and err.count("\n") == 1, err
+    assert err == (f"paictl: error: marketplace {proxy.url}: GET /items timed out (no answer within 1 s; "
+                   "--request-timeout sets the limit)\n")
+    assert took < 10  # the deadline plus one read, and the command's own start
+
+
 def test_the_server_refuses_large_bodies_and_paictl_knows_before_sending(peer, run_cli, tmp_path):
     from paictl.marketplace.server import MarketplaceServer, ServerError
 

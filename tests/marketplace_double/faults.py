@@ -30,6 +30,7 @@ class Fault:
     delay: float
     times: int  # how many matching requests fail; -1 for all
     content_type: str = "text/html; charset=utf-8"
+    trickle: float = 0.0  # > 0: a 200 whose body never ends, one byte every `trickle` seconds
 
 
 class _Handler(LoopbackHandler):
@@ -41,6 +42,9 @@ class _Handler(LoopbackHandler):
         fault = owner._fault_for(self.command, self.path)
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+        if fault is not None and fault.trickle:
+            owner.requests.append((self.command, self.path, 200))
+            return self._trickle(fault.trickle)
         if fault is not None and fault.status is None:
             owner.requests.append((self.command, self.path, 0))
             self.close_connection = True
@@ -63,6 +67,23 @@ class _Handler(LoopbackHandler):
         self.end_headers()
         self.wfile.write(content)
 
+    def _trickle(self, every: float) -> None:
+        """A server that is alive but never finishes its answer: each read of it arrives well within any read
+        timeout. It stops when the client goes away (or after a minute)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        self.close_connection = True
+        ends = time.monotonic() + 60
+        try:
+            while time.monotonic() < ends:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(every)
+        except OSError:
+            return
+
     do_GET = do_POST = do_PUT = do_DELETE = _handle
 
 
@@ -82,6 +103,11 @@ class FaultProxy(LoopbackServer):
         """The next `times` requests `method` whose path matches `path` (re.search) get `status` and `body`
         (the server's own plain-text error form by default)."""
         self.faults.append(Fault(method, re.compile(path), status, body, delay, times, content_type))
+
+    def trickle(self, method: str, path: str, *, every: float = 0.1) -> None:
+        """Every request `method` whose path matches `path` is answered 200 with a body that never ends, one byte
+        every `every` seconds."""
+        self.faults.append(Fault(method, re.compile(path), 200, "", 0.0, -1, trickle=every))
 
     def slow(self, delay: float) -> None:
         """Every request waits `delay` seconds, then reaches the server."""

@@ -56,6 +56,7 @@ class LogManager(LoopbackServer):
         self.requests: list[tuple[str, str, dict[str, str]]] = []   # (method, path with query, headers)
         self.sent = 0   # body bytes of log text served
         self.ranges = True  # False: Range headers are ignored, as a server without range support would
+        self.breaks = 0     # the next this many answers with log text stop halfway and close (a connection reset)
 
     def folder(self, user: str, framework: str, taskrole: str, pod_uid: str) -> Path:
         return self.root / user / framework / taskrole / pod_uid
@@ -202,6 +203,12 @@ class _Handler(LoopbackHandler):
         with open(path, "rb") as source:
             source.seek(start)
             left = end - start
+            if self.owner.breaks > 0 and left > 1:  # half the promised bytes, then the connection is gone
+                self.owner.breaks -= 1
+                self.wfile.write(source.read(left // 2))
+                self.wfile.flush()
+                self.close_connection = True
+                return
             while left > 0:
                 chunk = source.read(min(left, 1 << 16))
                 if not chunk:

@@ -6,7 +6,8 @@ Routes as `deploy/pylon-config/location.conf.template` declares them (a95d9420; 
 - `^/log-manager/([^/]+):(\\d+)/(.*)$` → `http://$1:$2/$3` with the query;
 - everything else → the web portal. Its stand-in serves the portal's page at `/` and a 404 HTML page for any other
   path, which is what a REST client pointed at the site root meets.
-Bodies are buffered, not streamed: the harness's answers are small.
+Bodies are buffered, not streamed: the harness's answers are small. An upstream that breaks off mid-answer is passed
+on as nginx passes it: the head and the bytes that arrived, then the connection closes.
 """
 
 from __future__ import annotations
@@ -69,12 +70,27 @@ class _Handler(LoopbackHandler):
             upstream = http.client.HTTPConnection(host, port, timeout=60)
             upstream.request(self.command, path, body=body or None, headers=headers)
             response = upstream.getresponse()
-            data = response.read()
+            try:
+                data = response.read()
+            except http.client.IncompleteRead as broken:
+                # as nginx does when the upstream breaks off mid-answer: the head and what arrived, then close
+                upstream.close()
+                return self._broken(response, broken.partial)
             upstream.close()
         except OSError:
             return self._answer(502, b"<html><center><h1>502 Bad Gateway</h1></center></html>",
                                 [("Content-Type", "text/html")])
         self._answer(response.status, data, response.getheaders())
+
+    def _broken(self, response: http.client.HTTPResponse, partial: bytes) -> None:
+        self.send_response(response.status)
+        for key, value in response.getheaders():
+            if key.lower() not in HOP_BY_HOP:
+                self.send_header(key, value)
+        self.send_header("Content-Length", response.getheader("Content-Length") or str(len(partial) + 1))
+        self.end_headers()
+        self.wfile.write(partial)
+        self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _route
 

@@ -6,10 +6,11 @@ error codes and messages, body shapes and key order, express's weak ETags (`W/"<
 JSON body; 429 and `/api/v2/` text), the rate limiters (429 with `retry-after`, `x-ratelimit-*`), and HiveD mode
 (`hived=True`: the `hived` task fields, JOB_HISTORY=false so `/job-attempts` is 500 "Unexpected Call", the HiveD
 virtual clusters and low limits when asked). What it adds for the tests, not in any recording (said where it is
-done): faults queued by path prefix (drop the connection, answer a status, echo the credential), the password
-length rule (Joi's message, as the real server answered an earlier test of this project), the log-manager stand-in
-that serves log text (logmanager.py), the pylon stand-in in front (pylon.py: `site_url`, `api_url`), and
-FrameworkController's moves (jobs.py). Every request is recorded (method, path, headers, body, monotonic time).
+done): faults queued by path prefix (drop the connection, answer a status, echo the credential, answer as a proxy
+or login page in front would: PROXY_FAULTS), the password length rule (Joi's message, as the real server answered
+an earlier test of this project), the log-manager stand-in that serves log text (logmanager.py), the pylon stand-in
+in front (pylon.py: `site_url`, `api_url`), and FrameworkController's moves (jobs.py). Every request is recorded
+(method, path, headers, body, monotonic time).
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ class OpenPaiServer:
                          "submit": _Limiter(self.limits.submit_per_hour, 3600)}
         #: job name -> how a job of that name will move once submitted: a name of jobs.SCENARIOS, or the steps
         self.scenarios: dict[str, Union[str, list[Step]]] = {}
-        self.faults: list[tuple[str, str]] = []    # (path prefix, "drop" | "echo401" | an HTTP status)
+        #: (path prefix, "drop" | "echo401" | a PROXY_FAULTS name | an HTTP status)
+        self.faults: list[tuple[str, str]] = []
         self.requests: list[Recorded] = []
         self._httpd: Optional[ThreadingHTTPServer] = None
         self._logs_root = Path(tempfile.mkdtemp(prefix="paictl-openpai-logs-"))
@@ -276,6 +278,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault[1] == "echo401":  # a careless server quoting the credential back
             return self._send(_error(401, "UnauthorizedUserError",
                                      f"bad credential {self.headers.get('Authorization')}"))
+        if fault is not None and fault[1] in PROXY_FAULTS:  # what a proxy or login page in front may answer
+            return self._proxy_fault(fault[1])
         if fault is not None:
             return self._send(_error(int(fault[1]), "UnknownError", "Internal error message."))
         parts = urlsplit(self.path)
@@ -288,7 +292,48 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(_error(500, "UnknownError", f"the OpenPAI double failed: {error!r}"))
         raise AssertionError("every route answers with a _Reply")  # pragma: no cover
 
+    def _proxy_fault(self, kind: str) -> None:
+        """Answers no OpenPAI REST server gives, from something in front of it: a single sign-on login page (200, or
+        a 302 to it, the token in its query), an empty 200, nginx's 502 page, or a 200 whose body never ends (a
+        byte every 0.1 s for a minute: each read well within any read timeout)."""
+        self.close_connection = True
+        if kind == "trickle":
+            self.send_response(200)
+            self.send_header("Content-Type", JSON_TYPE)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            ends = time.monotonic() + 60
+            try:
+                while time.monotonic() < ends:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+            return
+        status, headers, payload = PROXY_FAULTS[kind]
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value.replace("TOKEN", self.headers.get("Authorization", "")[len("Bearer "):]))
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     do_GET = do_POST = do_PUT = do_DELETE = _dispatch
+
+
+NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
+             b"</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+LOGIN_PAGE = (b"<!DOCTYPE html>\n<html>\n<head>\n<title>Sign in</title>\n<script>var next = '/';</script>\n</head>\n"
+              b"<body><form method=\"post\"><input name=\"user\"></form></body>\n</html>\n")
+#: fault -> (status, headers, body); TOKEN in a header is replaced by the request's bearer token.
+PROXY_FAULTS: dict[str, tuple[int, dict[str, str], bytes]] = {
+    "login": (200, {"Content-Type": "text/html; charset=utf-8"}, LOGIN_PAGE),
+    "sso": (302, {"Location": "https://sso.example.invalid/login?next=%2F&token=TOKEN"}, b""),
+    "empty": (200, {}, b""),
+    "nginx502": (502, {"Content-Type": "text/html"}, NGINX_502),
+    "trickle": (200, {}, b""),
+}
 
 
 _JOB = re.compile(r"^/api/v2/jobs/([^/]+)(/.*)?$")
@@ -353,9 +398,10 @@ class _Routes:
                 if method == verb and path.startswith(prefix) and path[len(prefix):] and "/" not in path[len(prefix):]:
                     handler, rest = candidate, path[len(prefix):]
                     break
-        job = _JOB.match(path)
+        # express matches a route on the path as sent and decodes each parameter: `alice~a%2Fb` is the job `a/b`
+        job = _JOB.match(self.raw_path)
         if handler is None and job is not None:
-            return self.job_route(job.group(1), job.group(2) or "")
+            return self.job_route(unquote(job.group(1)), job.group(2) or "")
         if handler is None:
             raise self.not_found()
         user = self.authenticate()
@@ -575,6 +621,7 @@ class _Routes:
                 raise _error(404, "NoJobError", f"JobAttemptId {number} is not found in {full}.")
             raise self.ok(200, job.detail(job.attempts[number]))
         job_attempt, role, index, task_attempt = match.groups()
+        role = unquote(role)
         found = job.find_task(int(job_attempt), role, int(index))
         if found is None:
             raise _error(500, "UnknownError", "Failed to get log list")

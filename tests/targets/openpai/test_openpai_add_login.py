@@ -48,7 +48,8 @@ def test_a_site_root_stored_unchecked_says_what_to_do(pai_user):
     result = pai_user.paictl("status", "--target", "openpai")
     assert result.returncode == 3
     line, = result.stderr.strip().splitlines()
-    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: list jobs: HTTP 404: <html>")
+    # the page's words (its title), not its first line (`<html>`)
+    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: list jobs: HTTP 404: 404 Not Found; ")
     assert line.endswith(f"; {site} answers, but not as an OpenPAI REST API: give the cluster's address to "
                          "`paictl openpai add` again (it finds the API, e.g. under /rest-server)")
 
@@ -61,6 +62,19 @@ def test_add_says_what_to_type_when_the_address_is_not_openpai(pai_user):
     assert line.startswith(f"paictl: error: no OpenPAI REST server at {other} (")
     assert "give the web portal's address (https://HOST, whose API is https://HOST/rest-server)" in line
     assert "other" not in yaml.safe_load(pai_user.clusters_file.read_text())["clusters"]
+
+
+def test_add_says_where_an_address_redirects(pai_user):
+    """A site that sends every request to single sign-on (302, the token in the query) is not followed, and `add`
+    says where it points: the whole answer, not the last clause of the line."""
+    server = pai_user.server
+    server.faults.append(("/api/v2/info", "sso"))
+    result = pai_user.paictl("openpai", "add", "sso", server.url, "--user", "alice")
+    assert result.returncode == 2
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"paictl: error: no OpenPAI REST server at {server.url} ({server.url}/api/v2/info: HTTP "
+                           "302 redirects to https://sso.example.invalid/login?next=***&token=*** (paictl follows no "
+                           f"redirect); {server.url}/rest-server/api/v2/info: HTTP 404 NoApiError: "), line
 
 
 def test_add_stores_an_unreachable_url_as_given_and_says_so(pai_user):

@@ -116,3 +116,34 @@ def test_the_job_list_is_read_page_by_page(pai):
     # in a stable order, newest first, so that jobs submitted between two pages neither skip nor repeat a row
     assert pages == ["/api/v2/jobs?username=alice&offset=0&limit=5000&order=submissionTime%2CDESC",
                      "/api/v2/jobs?username=alice&offset=5000&limit=5000&order=submissionTime%2CDESC"]
+
+
+def test_a_follow_waits_out_the_rate_limit_and_follows_on(pai_user, caplog):
+    """The API limiter (per client address) is spent while a job is followed: the 429's Retry-After (60 s) outlasts
+    the client's retries, so the follower waits that long, says so, and follows on to the end."""
+    from paictl.targets.states import JobState
+
+    job = pai_user.name("limited")
+    assert pai_user.paictl("submit", str(pai_user.write_job(job)), "--target", "openpai").returncode == 0
+    double = pai_user.job(job)
+    with pai_user.server.lock:
+        double.fc_run()
+    limiter = pai_user.server.limiters["api"]
+    backend = pai_user.backend()
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if seconds == 60:  # the limiter's window has passed, and the job ended meanwhile
+            limiter.hits.clear()
+            with pai_user.server.lock:
+                double.fc_succeed()
+
+    backend.sleep = sleep
+    views = backend.watch(job)
+    assert next(views).state is JobState.RUNNING
+    limiter.exhaust("127.0.0.1")
+    assert [view.state for view in views] == [JobState.SUCCEEDED]
+    assert 60 in slept
+    warned, = [r.getMessage() for r in caplog.records if "429" in r.getMessage()]
+    assert warned.endswith("the server's rate limit lets this through again in 60 s; following on then")

@@ -249,3 +249,31 @@ def test_a_login_whose_token_cannot_be_kept_leaves_no_token_on_the_server(pai, t
     revoked = [r for r in pai.server.requests if r.method == "DELETE" and "/api/v2/tokens/" in r.path]
     assert logins and len(revoked) == 1  # the token this login made was revoked again
     assert pai.server.accounts.tokens.get("alice", []) == issued  # nothing usable is left on the server
+
+
+@pytest.mark.parametrize("command", [("status", "{job}"), ("status",), ("stop", "{job}"), ("logs", "{job}"),
+                                     ("submit", "{file}")])
+def test_a_login_page_in_front_of_the_rest_server_is_one_line_for_every_command(pai, command):
+    """Single sign-on in front of the REST API answers its page (200) to the first request of any command: one
+    located line, exit 3, never a traceback, never the page read as a job, a list or a success."""
+    job = pai.name("sso")
+    file = pai.write_job(job)
+    pai.server.faults.append(("/api/v2/", "login"))
+    args = [part.format(job=job, file=file) for part in command]
+    result = pai.paictl(*args, "--target", "openpai", "--cluster", ALIAS)
+    assert result.returncode == 3, result.stderr
+    line, = result.stderr.splitlines()
+    assert line.startswith(f"paictl: error: OpenPAI {ALIAS}: ") and "Traceback" not in result.stderr
+    assert ": HTTP 200, but the answer is not the REST server's JSON (text/html; charset=utf-8: Sign in); is " in line
+    assert result.stdout == "" and pai.token not in result.stderr
+
+
+def test_a_submission_answered_by_a_login_page_is_not_reported_submitted(pai):
+    """The checks before it pass; the POST itself meets the login page: nothing reached the server."""
+    job = pai.name("ssopost")
+    pai.server.faults.append(("/api/v2/jobs", "login"))
+    result = pai.paictl("submit", str(pai.write_job(job)), "--target", "openpai", "--cluster", ALIAS)
+    assert result.returncode == 3, result.stdout
+    assert "submitted" not in result.stdout and f"alice~{job}" not in pai.server.jobs
+    assert result.stderr.startswith(f"paictl: error: OpenPAI {ALIAS}: submit alice~{job}: HTTP 200, but the answer "
+                                    "is not the REST server's JSON")

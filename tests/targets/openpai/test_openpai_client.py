@@ -178,7 +178,11 @@ def test_error_bodies():
     assert server_error('{"code": "NoJobError", "message": "Job a~b is not found."}') == (
         "NoJobError", "Job a~b is not found.")
     assert server_error('{"message": "bad\\n  yaml"}') == ("", "bad yaml")  # js-yaml errors come without a code
-    assert server_error("<html>\n<body>Bad Gateway</body>") == ("", "<html>")
+    # a proxy's page: its words, not its first line (`<html>`)
+    assert server_error("<html>\n<body>Bad Gateway</body>") == ("", "Bad Gateway")
+    nginx = ("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1>"
+             "</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+    assert server_error(nginx) == ("", "502 Bad Gateway")
     assert server_error("") == ("", "(empty response)")
 
 
@@ -193,9 +197,87 @@ def test_a_rate_limit_longer_than_the_retries_is_one_line_at_once():
         slept: list[float] = []
         client = OpenPaiClient(url=hived.url, token=TOKEN, alias="testpai", sleep=slept.append)
         for _ in range(3):
-            assert client.get("/api/v2/jobs", params={"username": "alice"}).status == 200
+            assert client.get("/api/v2/jobs", params={"username": "alice"}, expect=(list,)).status == 200
         with pytest.raises(ClusterError) as caught:
-            client.get("/api/v2/jobs", params={"username": "alice"}, what="list jobs")
+            client.get("/api/v2/jobs", params={"username": "alice"}, what="list jobs", expect=(list,))
     assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 429: Too many requests, please try again later; "
                                  "the server's rate limit lets this through again in 60 s")
     assert slept == []
+
+
+@pytest.mark.parametrize("fault, says", [
+    ("login", "HTTP 200, but the answer is not the REST server's JSON (text/html; charset=utf-8: Sign in); is "),
+    ("empty", "HTTP 200, but the answer is not the REST server's JSON (no content type: an empty body); is "),
+    ("sso", "HTTP 302 redirects to https://sso.example.invalid/login?next=***&token=*** (paictl follows no "
+            "redirect); if the cluster moved, give its new address to `paictl openpai add testpai`"),
+])
+def test_an_answer_from_something_in_front_of_the_rest_server_is_one_line(server, fault, says):
+    """A login page, an empty 200 or a redirect to single sign-on (which quotes the token) is no REST answer:
+    one ClusterError line, never the page taken for a value, never a redirect followed with the token."""
+    server.faults.append(("/api/v2/jobs/alice~x", fault))
+    with pytest.raises(ClusterError) as caught:
+        _client(server).get("/api/v2/jobs/alice~x", what="read job alice~x")
+    message = str(caught.value)
+    assert message.startswith("OpenPAI testpai: read job alice~x: " + says), message
+    assert "\n" not in message and TOKEN not in message and caught.value.exit_code == 3
+    assert len([r for r in server.requests if r.path == "/api/v2/jobs/alice~x"]) == 1  # not retried, not followed
+
+
+def test_a_json_answer_of_another_shape_is_one_line(server):
+    """The job list is a JSON list (or `{totalCount, data}`); where a JSON object is the answer, a list is not."""
+    client = _client(server)
+    assert client.get("/api/v2/jobs", params={"username": "alice"}, expect=(list, dict)).body == []
+    with pytest.raises(ClusterError) as caught:
+        client.get("/api/v2/jobs", params={"username": "alice"}, what="list jobs")
+    assert str(caught.value) == ("OpenPAI testpai: list jobs: HTTP 200, but the answer is a JSON list, not the "
+                                 "JSON object the REST server sends")
+
+
+def test_a_proxy_error_page_is_shown_by_its_title(server):
+    server.faults.extend([("/api/v2/storages", "nginx502")] * 4)
+    with pytest.raises(ClusterError) as caught:
+        _client(server).get("/api/v2/storages", what="list storages")
+    assert str(caught.value) == "OpenPAI testpai: list storages: HTTP 502: 502 Bad Gateway"
+
+
+def test_an_answer_that_never_ends_times_out(server):
+    """A byte every 0.1 s keeps each read within the read timeout; the whole answer has the client's timeout."""
+    import time
+
+    server.faults.append(("/api/v2/jobs/alice~x", "trickle"))
+    started = time.monotonic()
+    with pytest.raises(ClusterError) as caught:
+        _client(server, timeout=1.0).get("/api/v2/jobs/alice~x", what="read job alice~x")
+    assert time.monotonic() - started < 5
+    assert str(caught.value) == (f"cannot reach the OpenPAI REST server testpai ({server.url}): read job alice~x: "
+                                 "the answer was still arriving when the time allowed for it ran out")
+
+
+def test_a_redirected_log_link_is_not_taken_for_the_log(server):
+    """A log link answered 302 (a log-manager behind single sign-on) has no log in its body."""
+    server.faults.append(("/log-manager-link", "sso"))
+    with pytest.raises(ClusterError, match=r"^OpenPAI testpai: all log of main-0: HTTP 302 redirects to "
+                                           r"https://sso\.example\.invalid/login\?next=\*\*\*&token=\*\*\* "):
+        with _client(server).open_link(f"{server.url}/log-manager-link", what="all log of main-0"):
+            pass
+
+
+def test_a_link_to_another_server_that_cannot_be_read_is_named_as_that_server(server):
+    """A log-manager link whose node refuses: the line names that node, not the REST server, which answered."""
+    port = _dead_port()
+    slept: list[float] = []
+    client = _client(server, sleep=slept.append)
+    with pytest.raises(UnreachableError) as caught:
+        with client.open_link(f"/log-manager/127.0.0.1:{port}/api/v1/logs/user.pai.all?token=abc",
+                              what="all log of main-0"):
+            pass
+    assert str(caught.value).startswith(f"cannot read from http://127.0.0.1:{port}, where a link of the OpenPAI REST "
+                                        "server testpai points: all log of main-0: [Errno ")
+    assert slept == []  # refused: nothing was sent, nothing to ask again
+
+
+def test_a_link_dropped_before_its_answer_is_asked_again(server):
+    server.faults.append(("/api/v2/info", "drop"))
+    with _client(server).open_link(f"{server.url}/api/v2/info", what="all log of main-0") as response:
+        assert response.status_code == 200 and b"PAI RESTful API" in response.read()
+    assert len([r for r in server.requests if r.path == "/api/v2/info"]) == 2

@@ -214,3 +214,22 @@ def test_following_one_task_s_log_through_a_retry(pai_user):
     followed = pai_user.paictl("logs", job, "worker", "0", "--target", "openpai", "--follow")
     assert followed.returncode == 0, followed.stderr
     assert followed.stdout.index("first attempt") < followed.stdout.index("second attempt"), followed.stdout + followed.stderr
+
+
+def test_a_name_is_one_path_segment_whatever_its_characters(pai_user):
+    """`/`, `?`, `#`, `%` and spaces in a name (or in the user part of `user~job`) are escaped into the one path
+    segment the server's route decodes: the answer is about that job (NoJobError naming it), not another route."""
+    from paictl.errors import NotFoundError
+
+    backend = pai_user.backend()
+    for name, full in (("a/b", "alice~a/b"), ("x?y#z", "alice~x?y#z"), ("50%2F", "alice~50%2F"),
+                       ("b o/b~j", "b o/b~j")):
+        try:
+            backend.describe(name)
+        except NotFoundError as error:
+            assert str(error).endswith(f"HTTP 404 NoJobError: Job {full} is not found."), error
+        else:
+            raise AssertionError(f"{name} was found")
+    sent = [r.path for r in pai_user.server.requests if r.path.startswith("/api/v2/jobs/")]
+    assert sent == ["/api/v2/jobs/alice~a%2Fb", "/api/v2/jobs/alice~x%3Fy%23z", "/api/v2/jobs/alice~50%252F",
+                    "/api/v2/jobs/b%20o%2Fb~j"]

@@ -79,3 +79,23 @@ def test_control_sequences_in_a_jobs_message_are_escaped_in_the_table(pai_user):
     shown = done.stdout + done.stderr
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
     assert "\\x1b]52;c;" in shown
+
+
+def test_a_job_submitted_between_two_pages_lists_no_job_twice(pai_user, monkeypatch):
+    """51 jobs are two pages of 50; a submission after the first page pushes its last row onto the second."""
+    from paictl.targets.openpai import backend as openpai_backend
+
+    monkeypatch.setattr(openpai_backend, "LIST_PAGE", 50)
+    pai_user.server.cluster.bulk_insert("alice", 51)
+    backend = pai_user.backend()
+    asked = backend.client.get
+
+    def get_then_submit(path, **options):
+        reply = asked(path, **options)
+        if path == "/api/v2/jobs" and (options.get("params") or {}).get("offset") == 0:
+            pai_user.server.add_job("alice", {"name": "newcomer", "taskRoles": {"main": {"instances": 1}}})
+        return reply
+
+    monkeypatch.setattr(backend.client, "get", get_then_submit)
+    names = [view.name for view in backend.list()]
+    assert len(names) == len(set(names)) == 51 and "newcomer" not in names

@@ -17,6 +17,19 @@ def submitted(pai_user, base: str, **options) -> str:
     return job
 
 
+def lines_of(word: str, first: int, last: int) -> str:
+    return "".join(f"{word} {n}\n" for n in range(first, last + 1))
+
+
+def running_with_lines(pai_user, base: str, word: str, last: int):
+    """A one-task job running, its log `WORD 1` to `WORD LAST`: (job, its double, the log-manager)."""
+    job = submitted(pai_user, base, instances=1)
+    double = pai_user.job(job)
+    with pai_user.server.lock:
+        double.fc_run("worker", 0, log=lines_of(word, 1, last))
+    return job, double, pai_user.server.log_manager
+
+
 def pod_of(double, role: str = "worker", index: int = 0) -> str:
     return next(t for t in double.attempt.tasks[role] if t.index == index).current.pod
 
@@ -260,18 +273,14 @@ def test_previous_job_attempt_without_job_history_says_why(hived_user):
 
 
 def test_follow_through_a_task_retry_shows_the_old_attempt_to_its_end_then_the_new(pai_user):
-    job = submitted(pai_user, "tfollow", instances=1)
-    double = pai_user.job(job)
-    manager = pai_user.server.log_manager
-    with pai_user.server.lock:
-        double.fc_run("worker", 0, log="".join(f"row {n}\n" for n in range(1, 11)))
+    job, double, manager = running_with_lines(pai_user, "tfollow", "row", 10)
 
     def moves():
         after_reads(manager, 2)
         with pai_user.server.lock:  # the last lines of task attempt 0 land just before it fails and is retried
-            double.write_log("worker", 0, "".join(f"row {n}\n" for n in range(11, 16)))
+            double.write_log("worker", 0, lines_of("row", 11, 15))
             double.fc_retry_task("worker", 0, 1)
-            double.write_log("worker", 0, "".join(f"row {n}\n" for n in range(16, 21)))
+            double.write_log("worker", 0, lines_of("row", 16, 20))
         after_reads(manager, 4)
         with pai_user.server.lock:
             double.fc_succeed()
@@ -324,3 +333,23 @@ def test_a_failure_excerpt_reads_only_the_log_s_tail(pai_user):
     assert "progress 000000" not in shown.stdout
     assert manager.sent - before <= 16384
     assert any("tail-mode=true" in path for _, path, _ in manager.requests)
+
+
+def test_a_follow_reads_on_after_the_log_manager_breaks_off_mid_answer(pai_user):
+    """The log-manager's connection drops halfway through two answers: the follower says so on standard error and
+    reads on from the last byte that arrived at its next poll; every line shows once, in order, and it exits 0."""
+    job, double, manager = running_with_lines(pai_user, "broken", "line", 40)
+
+    def moves():
+        after_reads(manager, 2)
+        with pai_user.server.lock:
+            manager.breaks = 2
+            double.write_log("worker", 0, lines_of("line", 41, 80))
+        after_reads(manager, 8)
+        with pai_user.server.lock:
+            double.fc_succeed()
+
+    followed = follow_while(pai_user, job, moves)
+    assert followed.stdout.splitlines() == [f"line {n}" for n in range(1, 81)], followed.stderr
+    assert manager.breaks == 0
+    assert followed.stderr.count("reading the all log broke off; reading on at the next poll") == 2, followed.stderr
