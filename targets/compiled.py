@@ -110,10 +110,7 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
         raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
     overrides = dict(parameters or {})
     chosen = load_profile(profile)
-    if user is not None:
-        chosen = chosen.with_user(user)
-    if namespace is not None:
-        chosen = dataclasses.replace(chosen, namespace=namespace)
+    chosen = chosen.overridden(user=user, namespace=namespace)
     if barrier_rbac:  # the service account, Role and RoleBinding the FrameworkBarrier needs (framework target)
         chosen = dataclasses.replace(chosen, barrier_rbac=True)
     if isinstance(job, bytes):
