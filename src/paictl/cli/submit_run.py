@@ -228,10 +228,11 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
     A followed local run is this command's work in a session of its own (own_session.py): it runs its tasks, and
     the terminal's session may be busy with other work."""
     options = dict(locals())  # the parameters as given, for _submit
-    from .errors import print_error
+    from .errors import check_seconds, print_error
 
     try:
         check_format(output_format)
+        check_seconds(pending_timeout, "--pending-timeout")
         if target is None:
             target = default_submit_target(context, kubeconfig)
             echo(f"paictl: target {target} (choose with --target {'|'.join(target_names())})", err=True)
