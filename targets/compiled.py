@@ -6,6 +6,7 @@ and check the output. `paictl compile`, `paictl submit` and the Python API (`pai
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
@@ -82,6 +83,11 @@ def cluster_option(module: Any, target: str, cluster: Optional[Sequence[str]]) -
     return {"cluster": module.load_cluster(list(cluster))}
 
 
+#: A Secret's name (Kubernetes' DNS-1123 subdomain): what `--secrets-from` must be for the pods that mount it to be
+#: created; anything else passed the output check and failed only when the controller made the pods.
+_SECRET_NAME = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
 def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", profile: str = "default",
                 user: Optional[str] = None, namespace: Optional[str] = None,
                 parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
@@ -108,6 +114,9 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
 
     if target not in TARGETS:
         raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    if secrets_from is not None and not _SECRET_NAME.fullmatch(secrets_from):
+        raise UsageError(f"--secrets-from {secrets_from!r}: a Secret's name is at most 253 lowercase letters, digits, "
+                         "'-' and '.', beginning and ending with a letter or digit")
     overrides = dict(parameters or {})
     chosen = load_profile(profile)
     chosen = chosen.overridden(user=user, namespace=namespace)

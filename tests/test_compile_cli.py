@@ -117,18 +117,21 @@ def test_unknown_target_and_profile_are_usage_errors(run_cli):
 @pytest.mark.parametrize("option, value", [
     ("-n", "Team-A"), ("--namespace", ""), ("-n", "a_b"), ("-n", "x" * 64), ("-n", "ok\n"),
     ("--user", "_alice"), ("--user", "alice~bob"), ("--user", "u" * 64),
+    ("--secrets-from", "Team_Secret"), ("--secrets-from", ""), ("--secrets-from", "s" * 254),
 ])
 @pytest.mark.parametrize("target", ["framework", "jobset", "local"])
-def test_a_namespace_or_user_no_object_can_carry_is_a_usage_error_not_a_bug(run_cli, option, value, target):
+def test_a_name_no_object_can_carry_is_a_usage_error_not_a_bug(run_cli, option, value, target):
     """`-n`/`--user` replace a profile value: held to the profile schema's rule for it, they are the user's mistake
-    (exit 2, one line naming the option), never an object the output check refuses as paictl's bug (exit 70)."""
+    (exit 2, one line naming the option), never an object the output check refuses as paictl's bug (exit 70). So is
+    a `--secrets-from` no Secret can be named, which the output check let through to fail when the pods are made."""
     code, out, err = run_cli("compile", PS, "--target", target, option, value)
     lines = [line for line in err.splitlines() if line.startswith("paictl: error:")]
     assert (code, out) == (2, ""), err
     assert len(lines) == 1 and "bug" not in err and ("--namespace" if option == "-n" else option) in lines[0]
 
 
-def test_the_longest_namespace_and_user_a_kubernetes_object_carries_compile(run_cli):
-    code, out, err = run_cli("compile", PS, "-n", "n" * 63, "--user", "A.b-C_" + "u" * 57)
+def test_the_longest_names_a_kubernetes_object_carries_compile(run_cli):
+    secret = ".".join(["s" * 63] * 4)[:253]
+    code, out, err = run_cli("compile", PS, "-n", "n" * 63, "--user", "A.b-C_" + "u" * 57, "--secrets-from", secret)
     assert code == 0, err
-    assert documents(out)[-1]["metadata"]["namespace"] == "n" * 63
+    assert documents(out)[-1]["metadata"]["namespace"] == "n" * 63 and f"secretName: {secret}\n" in out
