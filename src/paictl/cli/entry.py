@@ -312,8 +312,7 @@ def _early_answer(backend: str, flags: dict) -> str | None:
 
 
 def main() -> None:
-    from .output import whole_writes
-    from .process_exit import exit_now
+    from .process_exit import exit_now, whole_writes
 
     whole_writes()
     args = sys.argv[1:]

@@ -28,25 +28,6 @@ def plain_echo(message: str, err: bool = False, nl: bool = True) -> None:
     stream.flush()
 
 
-def whole_writes() -> None:
-    """Standard output and error written whole, or with an error. Under `python -u` or PYTHONUNBUFFERED (set in many
-    CI images and containers) Python's text streams write straight to the file descriptor and ignore a short write:
-    what the kernel did not take (a reader that went away, a signal interrupting a write to a slow pipe, a disk that
-    fills) was dropped without an error, so `paictl ... | head` exited 0 or 1, not 141, and output cut short by a
-    full disk could exit 0. A buffered writer in between writes the rest or raises; each echo flushes (plain_echo,
-    click's echo), so nothing is held back. The replaced streams stay as `sys.__stdout__`/`sys.__stderr__`, which
-    keeps their descriptors open."""
-    import io
-
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        raw = getattr(stream, "buffer", None)
-        if not isinstance(raw, io.FileIO) or stream is not getattr(sys, f"__{name}__"):
-            continue  # already buffered (the usual case), or replaced by someone else (a test's capture)
-        setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors=stream.errors,
-                                            line_buffering=stream.line_buffering, write_through=True))
-
-
 EXIT_BROKEN_PIPE = 141
 EXIT_OUTPUT_ERROR = 74
 
