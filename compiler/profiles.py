@@ -103,8 +103,38 @@ class Profile:
         """The profile for `--user`: the user is the one value people change per invocation."""
         return self if not user else dataclasses.replace(self, user=user)
 
+    def overridden(self, *, user: str | None = None, namespace: str | None = None) -> Profile:
+        """The profile for `--user` and `-n/--namespace`, each held to the rule the profile schema states for the
+        value it replaces (`check_override`): a value no profile file may hold is refused here, naming the option
+        (exit 2), rather than compiled into objects the output check then calls a bug (exit 70)."""
+        chosen = self.with_user(check_override("user", user, "--user") if user else None)
+        if namespace is not None:
+            chosen = dataclasses.replace(chosen, namespace=check_override("namespace", namespace, "--namespace"))
+        return chosen
+
     def storage(self, name: str) -> Storage | None:
         return next((s for s in self.storages if s.name == name), None)
+
+
+#: Why a value the profile schema's pattern refuses cannot be used, for the options that override it.
+_OVERRIDE_RULES = {
+    "namespace": "a Kubernetes namespace is at most 63 lowercase letters, digits and '-', beginning and ending "
+                 "with a letter or digit",
+    "user": "the user is the value of the objects' userName label: at most 63 letters, digits, '-', '_' and '.', "
+            "beginning and ending with a letter or digit",
+}
+
+
+def check_override(key: str, value: str, option: str) -> str:
+    """`value`, given by `option` for the profile's `key`, if the profile schema's pattern for `key` accepts it (a
+    JSON Schema pattern matches anywhere: `re.search`); else UsageError."""
+    import re
+
+    from paictl.schemas import load_schema
+
+    if re.search(load_schema("profile")["properties"][key]["pattern"], value) is None:
+        raise UsageError(f"{option} {value!r}: {_OVERRIDE_RULES[key]}")
+    return value
 
 
 def load_profile(name_or_path: str | os.PathLike[str]) -> Profile:

@@ -6,6 +6,7 @@ and check the output. `paictl compile`, `paictl submit` and the Python API (`pai
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
@@ -82,6 +83,11 @@ def cluster_option(module: Any, target: str, cluster: Optional[Sequence[str]]) -
     return {"cluster": module.load_cluster(list(cluster))}
 
 
+#: A Secret's name (Kubernetes' DNS-1123 subdomain): what `--secrets-from` must be for the pods that mount it to be
+#: created; anything else passed the output check and failed only when the controller made the pods.
+_SECRET_NAME = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+
+
 def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", profile: str = "default",
                 user: Optional[str] = None, namespace: Optional[str] = None,
                 parameters: Optional[Mapping[str, Any]] = None, secrets_from: Optional[str] = None,
@@ -103,19 +109,17 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     from paictl.protocol import job_from_data, read_source, read_stdin, validate_bytes
     from paictl.protocol.loading import Document, decode_source
 
-    from . import RUNS_ON, TARGETS, get_target
+    from . import TARGETS, get_target
     from .output_check import check_objects
 
     if target not in TARGETS:
         raise UsageError(f"unknown target {target!r}; available: {', '.join(TARGETS)}")
+    if secrets_from is not None and not _SECRET_NAME.fullmatch(secrets_from):
+        raise UsageError(f"--secrets-from {secrets_from!r}: a Secret's name is at most 253 lowercase letters, digits, "
+                         "'-' and '.', beginning and ending with a letter or digit")
     overrides = dict(parameters or {})
     chosen = load_profile(profile)
-    if user is not None:
-        chosen = chosen.with_user(user)
-    if RUNS_ON.get(target) == "kube":
-        _check_user_label(chosen.user, "--user" if user is not None else f"the profile's user ({profile})")
-    if namespace is not None:
-        chosen = dataclasses.replace(chosen, namespace=namespace)
+    chosen = chosen.overridden(user=user, namespace=namespace)
     if barrier_rbac:  # the service account, Role and RoleBinding the FrameworkBarrier needs (framework target)
         chosen = dataclasses.replace(chosen, barrier_rbac=True)
     if isinstance(job, bytes):
@@ -168,17 +172,6 @@ def compile_job(job: Union[str, Path, bytes], *, target: str = "framework", prof
     check_objects(objects)  # InternalError (exit 70): a compiled object that fails its schema is paictl's bug
     return CompiledJob(path=path, job=model, profile=chosen, document=document, target=target,
                        parameters=overrides, objects=objects, warnings=tuple(warnings))
-
-
-def _check_user_label(user: str, where: str) -> None:
-    """The Kubernetes targets label their objects and pods `userName: <user>`, as OpenPAI labels a Framework: a user
-    no label value can hold would have the API server refuse them (and paictl's own output check call it a bug)."""
-    from paictl.protocol.platform_limits import LABEL_VALUE
-
-    if len(user) > 63 or not LABEL_VALUE.fullmatch(user):
-        raise UsageError(f"{where} {user!r} cannot be a Kubernetes label value (at most 63 letters, digits, '-', "
-                         "'_' or '.', starting and ending with a letter or digit), and the Kubernetes targets label "
-                         "their objects and pods userName: <user>")
 
 
 def _text_order(diagnostic: Diagnostic) -> tuple:

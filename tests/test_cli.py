@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -157,6 +158,26 @@ def test_usage_errors_exit_2_as_a_real_process():
     assert done.returncode == 2 and b"Usage" in done.stderr
     done = run_module("validate", "--format", "xml", "x.yaml")
     assert done.returncode == 2
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+@pytest.mark.parametrize("command", [
+    ["submit", str(ROOT / "examples" / "hello-world.yaml"), "--target", "local", "--pending-timeout"],
+    ["submit", str(ROOT / "examples" / "hello-world.yaml"), "-tlocal", "--pending-timeout"],  # typer's to parse
+    ["openpai", "add", "lab", "http://127.0.0.1:9", "--user", "u", "--no-check", "--min-poll-interval"],
+    ["grass", "master", "--cluster", "no-such-cluster.yaml", "--interval"],  # refused before the file is read
+], ids=["submit", "submit-typer", "openpai-add", "grass-master"])
+def test_a_duration_that_is_no_number_of_seconds_is_a_usage_error(tmp_path, command, value):
+    """click's FLOAT takes nan, inf and negative numbers: time.sleep(nan) is a traceback, a wait of -1 s ends at
+    once, one of inf never; each is the option's one-line usage error, before anything is run or stored."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run([sys.executable, "-m", "paictl", *command, value], capture_output=True, text=True,
+                          timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines()[-1:] == [f"paictl: error: {command[-1]} {float(value)!r}: give a number of "
+                                             "seconds above 0"]
+    assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()  # nothing stored, nothing run
 
 
 def test_hostile_text_cannot_break_lines_or_drive_the_terminal(run_cli):

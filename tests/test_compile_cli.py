@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from ruamel.yaml import YAML
 
 from conftest import ROOT
@@ -114,21 +116,43 @@ def test_unknown_target_and_profile_are_usage_errors(run_cli):
 
 def test_a_user_no_label_value_can_hold_is_a_usage_error_for_the_kubernetes_targets(run_cli, tmp_path):
     """The Kubernetes targets label their objects and pods `userName: <user>`; a user the profile schema and
-    `--user` allow (`_alice`, `alice.`, 64 characters) but no label value can hold was compiled into objects the API
-    server refuses, which paictl's output check reported as a bug of its own (exit 70)."""
+    `--user` allowed (`_alice`, `alice.`, 64 characters) but no label value can hold was compiled into objects the
+    API server refuses, which paictl's output check reported as a bug of its own (exit 70). The profile schema now
+    holds the user to a label value, on every target (OpenPAI labels every Framework with it)."""
     mars = str(EXAMPLES / "mars-dataframe.yaml")
     for user in ("_alice", "alice.", "a" * 64):
         for target, job in (("framework", PS), ("jobset", PS), ("mars", mars)):
             code, out, err = run_cli("compile", job, "--target", target, "--user", user)
             assert (code, out) == (2, ""), (target, user, err)
-            assert err.count("\n") == 1 and f"--user {user!r} cannot be a Kubernetes label value" in err
+            assert err.count("\n") == 1 and f"--user {user!r}: the user is the value of the objects' userName label" in err
     profile = tmp_path / "p.yaml"
     profile.write_text((ROOT / "compiler" / "profiles" / "default.yaml").read_text().replace(
         "\nuser: paictl", "\nuser: _alice"))
     assert "user: _alice" in profile.read_text()
     code, _, err = run_cli("compile", PS, "--target", "jobset", "--profile", str(profile))
-    assert code == 2 and f"the profile's user ({profile}) '_alice'" in err
-    code, out, err = run_cli("compile", PS, "--target", "local", "--user", "_alice")  # no label there
-    assert code == 0, err
+    assert code == 1 and f"{profile}:4:7: error[E205]: user string '_alice' does not match" in err, err
     for user in ("alice", "a.b_c-d", "a" * 63):
         assert run_cli("compile", PS, "--target", "jobset", "--user", user)[0] == 0
+
+
+@pytest.mark.parametrize("option, value", [
+    ("-n", "Team-A"), ("--namespace", ""), ("-n", "a_b"), ("-n", "x" * 64), ("-n", "ok\n"),
+    ("--user", "_alice"), ("--user", "alice~bob"), ("--user", "u" * 64),
+    ("--secrets-from", "Team_Secret"), ("--secrets-from", ""), ("--secrets-from", "s" * 254),
+])
+@pytest.mark.parametrize("target", ["framework", "jobset", "local"])
+def test_a_name_no_object_can_carry_is_a_usage_error_not_a_bug(run_cli, option, value, target):
+    """`-n`/`--user` replace a profile value: held to the profile schema's rule for it, they are the user's mistake
+    (exit 2, one line naming the option), never an object the output check refuses as paictl's bug (exit 70). So is
+    a `--secrets-from` no Secret can be named, which the output check let through to fail when the pods are made."""
+    code, out, err = run_cli("compile", PS, "--target", target, option, value)
+    lines = [line for line in err.splitlines() if line.startswith("paictl: error:")]
+    assert (code, out) == (2, ""), err
+    assert len(lines) == 1 and "bug" not in err and ("--namespace" if option == "-n" else option) in lines[0]
+
+
+def test_the_longest_names_a_kubernetes_object_carries_compile(run_cli):
+    secret = ".".join(["s" * 63] * 4)[:253]
+    code, out, err = run_cli("compile", PS, "-n", "n" * 63, "--user", "A.b-C_" + "u" * 57, "--secrets-from", secret)
+    assert code == 0, err
+    assert documents(out)[-1]["metadata"]["namespace"] == "n" * 63 and f"secretName: {secret}\n" in out

@@ -126,6 +126,24 @@ def test_a_closed_pipe_on_stdout_exits_141_quietly():
     assert done.returncode == 141 and done.stderr == b""
 
 
+@pytest.mark.parametrize("unbuffered", ["1", None], ids=["PYTHONUNBUFFERED", "buffered"])
+@pytest.mark.parametrize("output", [["-o", "json"], ["-ojson"]], ids=["typer-free", "typer"])  # -ojson: typer parses
+def test_a_reader_that_goes_away_mid_write_exits_141_quietly(tmp_path, unbuffered, output):
+    """The reader takes a few bytes of a report larger than a pipe holds, then closes: the write the kernel cut
+    short must not pass for a whole one (Python's unbuffered text streams ignore a short write), whether or not
+    PYTHONUNBUFFERED is set, as it is in many CI images."""
+    job = tmp_path / "job.yaml"
+    job.write_text((ROOT / "examples" / "hello-world.yaml").read_text().replace(
+        "taskRoles:\n", "taskRoles:\n" + "".join(f"  role{i}: 1\n" for i in range(1000)), 1))
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    env.update({"PYTHONUNBUFFERED": unbuffered} if unbuffered else {})
+    process = subprocess.Popen([sys.executable, "-m", "paictl", "validate", str(job), *output],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert process.stdout.read(10) == b'{\n  "summa'
+    process.stdout.close()
+    assert process.wait(timeout=120) == 141 and process.stderr.read() == b""
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_a_full_disk_on_stdout_exits_74_with_one_line():
     with open("/dev/full", "wb") as full:

@@ -92,6 +92,13 @@ def test_schema_errors_are_located(tmp_path):
     assert any("did you mean 'openpai'" in message for *_, message in errors)
 
 
+@pytest.mark.parametrize("user", ["_alice", "alice.", "alice~bob", "u" * 64])
+def test_a_user_that_is_not_a_label_value_is_located(tmp_path, user):
+    """The user is the objects' `userName` label value: a profile that says otherwise is refused where it says it."""
+    (error,) = _errors(tmp_path, GOOD.replace("user: bob", f"user: '{user}'"))
+    assert error[:4] == ("E205", True, 2, 7), error
+
+
 def test_consistency_errors_are_located(tmp_path):
     text = GOOD.replace("[20000, 30000]", "[30000, 20000]").replace("  - {name: home, share: false, default: true}",
                                                                       "  - {name: home}\n  - {name: home}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from conftest import ROOT
 
 CI_CONFIG = "repos:\n  - repo: local\n    hooks: []\n"
@@ -50,3 +52,42 @@ def test_named_files_are_always_checked_unless_picked_by_shape(run_cli, tmp_path
         "checks every file"]
     code, out, _ = run_cli("validate", "--by-shape", "--quiet", "chart.yaml")
     assert code == 0 and out == ""
+
+
+def _paictl(*args: str, cwd):
+    """The console script's own path (entry.py's typer-free commands), as a shell runs it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "paictl", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+FIXABLE = (ROOT / "examples" / "hello-world.yaml").read_text().replace("memoryMB:", "memory:")
+
+
+@pytest.mark.parametrize("command", [("validate",), ("fix",), ("marketplace", "validate")])
+def test_an_empty_argument_names_no_file_and_never_the_current_folder(tmp_path, command):
+    """Path("") is ".": `paictl fix "$JOB"` with JOB unset must not check, let alone rewrite, every file here."""
+    (tmp_path / "job.yaml").write_text(FIXABLE)
+    code, out, err = _paictl(*command, "", cwd=tmp_path)
+    assert code == 2 and err.splitlines() == ["paictl: error: '': no such file (an empty name)"], (out, err)
+    assert "job.yaml" not in out and (tmp_path / "job.yaml").read_text() == FIXABLE
+
+
+@pytest.mark.parametrize("command", [("validate",), ("fix", "--diff"), ("marketplace", "validate")])
+def test_a_folder_without_yaml_is_an_input_error_and_the_other_inputs_are_still_checked(tmp_path, command):
+    """As a missing file is (docs/reference/exit-codes.md: 'Any valid files given are still checked')."""
+    (tmp_path / "empty").mkdir()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("protocol: v1\nname: x\ntype: template\nunknownKey: 1\n" if "marketplace" in command
+                   else "protocolVersion: 2\nname: x\ntype: job\n")  # no taskRoles: no safe fix adds them
+    for order in (["empty", "bad.yaml"], ["bad.yaml", "empty"]):
+        code, out, err = _paictl(*command, *order, cwd=tmp_path)
+        assert code == 2, (out, err)
+        assert "bad.yaml:" in out + err and "error[" in out + err  # the file's own diagnostics
+        assert "paictl: error: empty: no *.yaml or *.yml files in this directory" in err.splitlines()
+    if command != ("fix", "--diff"):
+        code, out, err = _paictl(*command, "-o", "json", "empty", cwd=tmp_path)
+        assert code == 2 and json.loads(out)["results"] == [], (out, err)

@@ -65,8 +65,13 @@ def default_run_dir() -> Path:
     return root / "paictl" / "runs"
 
 
-def folder_error(folder: Path, error: OSError) -> RunFolderError:
-    """One line for a run folder that cannot be written or is gone."""
+def folder_error(folder: Path, error: OSError, *, making: bool = False) -> RunFolderError:
+    """One line for a run folder that cannot be written or is gone; `making`: one that could not be made at all
+    (a parent that is a file, a read-only or missing file system: `--run-dir`, $XDG_STATE_HOME), which never
+    existed, so it did not vanish."""
+    if making:
+        why = "it is a file, not a folder" if error.errno == errno.EEXIST else error.strerror or error
+        return RunFolderError(f"the run folder {folder} cannot be made: {why}")
     if error.errno == errno.ENOENT or not folder.exists():
         return RunFolderError(f"the run folder {folder} vanished (deleted while the run was going on)")
     return RunFolderError(f"the run folder {folder} cannot be written: {error.strerror or error}")
@@ -80,6 +85,9 @@ def lock_run(run_dir: Path, name: str) -> int:
     """Take the run's lock without waiting; the open descriptor holds it. ClusterError if another process has it."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise folder_error(run_dir, error, making=True) from None
+    try:
         handle = os.open(_lock_path(run_dir, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as error:
         raise folder_error(run_dir, error) from None

@@ -90,7 +90,7 @@ def read_space(specs: Sequence[str] | Mapping[str, Any], *, parameters: Mapping[
     import os
 
     from paictl.protocol import read_source
-    from paictl.protocol.loading import decode_source
+    from paictl.protocol.loading import DocumentError, decode_source
     from paictl.protocol.searchspace import (ROWS_KEY, check_space_data, check_space_text,
                                              choices_data)
 
@@ -110,8 +110,11 @@ def read_space(specs: Sequence[str] | Mapping[str, Any], *, parameters: Mapping[
     found: Optional[SearchSpace] = None
     if files:
         path = files[0]
-        found, diagnostics = check_space_text(decode_source(read_source(path), path), path, parameters=parameters,
-                                              used=used, strategy=strategy)
+        try:  # bytes that are not a text file (not UTF-8, too large) are the file's located error, as a job's are
+            text = decode_source(read_source(path), path)
+        except DocumentError as error:
+            raise InvalidJobError(list(error.diagnostics)) from None
+        found, diagnostics = check_space_text(text, path, parameters=parameters, used=used, strategy=strategy)
     choices = choices_data(_choice(pair) for pair in pairs)
     if choices:
         extra, more = check_space_data(choices, "--space", parameters=parameters, used=used, strategy=strategy)

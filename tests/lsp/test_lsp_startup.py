@@ -34,3 +34,15 @@ def test_lsp_without_pygls_is_one_line_and_exit_2(tmp_path):
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert done.stdout == "" and done.stderr == "paictl: error: `paictl lsp` needs pygls: pip install 'paictl[lsp]'\n"
+
+
+def test_a_misspelt_target_or_profile_is_one_line_and_exit_2_before_serving():
+    """As on every command: the editor would only hear of it once a job is open; run by hand it exited 1 silently."""
+    for args, line in ((["--target", "jobsett"], "paictl: error: unknown target 'jobsett'; available: "),
+                       (["-t", "nope", "--stdio"], "paictl: error: unknown target 'nope'; available: "),
+                       (["--profile", "opnepai"], "paictl: error: opnepai: no such profile file (built-in profiles: ")):
+        for form in (args, ["--stdio", *args]):
+            done = subprocess.run([sys.executable, "-m", "paictl", "lsp", *form], capture_output=True, text=True,
+                                  timeout=120, stdin=subprocess.DEVNULL, cwd=ROOT)
+            assert (done.returncode, done.stdout) == (2, ""), (form, done.stderr)
+            assert done.stderr.startswith(line) and done.stderr.count("\n") == 1, (form, done.stderr)

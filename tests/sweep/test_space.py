@@ -182,6 +182,19 @@ def test_a_broken_file_is_located():
     assert space is None and found[0][2] == "E101" and found[0][0] in (1, 2)
 
 
+@pytest.mark.parametrize("content, code, where", [
+    (b'{"lr": {"_type": "choice", "_value": [0.1]}}\n# caf\xe9\n', "E100", (2, 6)),  # Latin-1, not UTF-8
+    (b"#" * (2 * 1024 * 1024 + 1), "E107", (None, None)),  # past the size limit of a job file
+], ids=["not-utf-8", "too-large"])
+def test_a_space_file_that_is_not_text_is_its_located_error_not_a_traceback(tmp_path, content, code, where):
+    path = tmp_path / "space.json"
+    path.write_bytes(content)
+    with pytest.raises(InvalidJobError) as refused:
+        read_space([str(path)], parameters=TRAIN.parameters, used=None, strategy=None)
+    (diagnostic,) = refused.value.diagnostics
+    assert (diagnostic.file, diagnostic.code, (diagnostic.line, diagnostic.column)) == (str(path), code, where)
+
+
 def test_command_line_choices_and_a_file_combine(tmp_path):
     path = tmp_path / "space.yaml"
     path.write_text("lr: {_type: choice, _value: [0.1, 0.2]}\nbatch: {_type: choice, _value: [1]}\n")

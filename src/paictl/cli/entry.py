@@ -312,8 +312,9 @@ def _early_answer(backend: str, flags: dict) -> str | None:
 
 
 def main() -> None:
-    from .process_exit import exit_now
+    from .process_exit import exit_now, whole_writes
 
+    whole_writes()
     args = sys.argv[1:]
     completing = "_PAICTL_COMPLETE" in os.environ
     if args and (args[0] in _ON_A_JOB or args[0] == "submit") and not completing:

@@ -24,6 +24,19 @@ def error_line(error: PaictlError | str) -> str:
     return f"paictl: error: {mask_urls(one_line(text))}"
 
 
+def check_seconds(value: float | None, option: str) -> float | None:
+    """A duration given on the command line (`--pending-timeout`, `--min-poll-interval`, `--interval`): a finite
+    number of seconds above 0, or None (not given). click's FLOAT takes `nan`, `inf` and `-1`, which time.sleep
+    refuses with a traceback, or which make a wait end at once or never; they are usage errors (exit 2)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        from paictl.errors import UsageError
+
+        raise UsageError(f"{option} {value!r}: give a number of seconds above 0")
+    return value
+
+
 def fail(error: PaictlError) -> NoReturn:
     import typer
 

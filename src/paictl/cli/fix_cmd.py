@@ -79,14 +79,10 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
     from .errors import error_line
     from .report import json_escaped, summary_line, text_report
 
-    try:
-        files, passed_over = collect_paths(paths)
-    except InputError as exc:
-        echo(error_line(exc), err=True)
-        return exc.exit_code
+    files, passed_over, io_errors = collect_paths(paths)
     for entry in passed_over:
         echo(entry.line(), err=True)
-    results, records, io_errors, fixed_total, changed_files, not_written = [], [], [], 0, 0, 0
+    results, records, fixed_total, changed_files, not_written = [], [], 0, 0, 0
     for file, searched in files:  # fix looks at every file's shape itself (fixes.looks_like_job_or_item)
         name = stdin_name if file == "-" else file
         try:

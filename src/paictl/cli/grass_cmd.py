@@ -78,12 +78,12 @@ def master_command(cluster: List[str] = CLUSTER_OPTION, interval: Optional[float
     """
     from paictl.targets import get_target
 
-    from .errors import fail, report_invalid
+    from .errors import check_seconds, fail, report_invalid
 
     _logging(verbose)
     stopping = _stop_on_sigterm()
     try:
-        agent = get_target("grass").master_agent(cluster, interval=interval)
+        agent = get_target("grass").master_agent(cluster, interval=check_seconds(interval, "--interval"))
     except InvalidJobError as error:
         report_invalid(error)
     except PaictlError as error:
@@ -110,12 +110,13 @@ def node_command(cluster: List[str] = CLUSTER_OPTION,
     """
     from paictl.targets import get_target
 
-    from .errors import fail, report_invalid
+    from .errors import check_seconds, fail, report_invalid
 
     _logging(verbose)
     stopping = _stop_on_sigterm()
     try:
-        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir, interval=interval,
+        agent = get_target("grass").node_agent(cluster, name, work_dir=work_dir,
+                                               interval=check_seconds(interval, "--interval"),
                                                engine=engine.value)
         agent.start()
     except InvalidJobError as error:

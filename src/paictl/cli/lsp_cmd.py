@@ -19,7 +19,8 @@ def lsp_command(
 
     For job files and marketplace items in any editor with an LSP client (README, "Editor integration").
     Exit status: 0 after the client's shutdown and exit requests; 1 on exit without shutdown, or when the client
-    closes either stream first; 2 if pygls (`pip install 'paictl[lsp]'`) is missing.
+    closes either stream first; 2 if pygls (`pip install 'paictl[lsp]'`) is missing, or for an unknown --target or
+    --profile.
     """
     from .lsp_run import run_lsp
 

@@ -21,9 +21,11 @@ def may_be_item(raw: bytes) -> bool:
     return _PROTOCOL_KEY.search(raw) is not None
 
 
-def item_checks(paths: Sequence[str], passed_over: list | None = None) -> list:
+def item_checks(paths: Sequence[str], passed_over: list | None = None, unusable: list | None = None) -> list:
     """(path, ItemCheck) of every item given; PaictlError (InputError, exit 2) for what cannot be read, unless
-    `passed_over` is given: then what a folder search cannot read is added to it and the search goes on.
+    `passed_over` and `unusable` are given (`marketplace validate`): then what a folder search cannot read is added to
+    `passed_over`, why an input named on the command line gives no item (it cannot be read, a folder without items)
+    to `unusable`, and the other inputs are still checked.
 
     A folder is searched as `paictl validate DIR` searches (recursively, *.yaml and *.yml, hidden folders skipped);
     of the files found there, those that are not items by their shape are skipped (the jobs items name, say)."""
@@ -33,11 +35,19 @@ def item_checks(paths: Sequence[str], passed_over: list | None = None) -> list:
 
     from .validate_cmd import PassedOver, collect_paths
 
+    def refuse(message: str) -> None:
+        if unusable is None:  # pack and publish: all of the inputs, or nothing
+            raise InputError(message)
+        unusable.append(message)
+
     checks = []
     for given in paths:
+        collected = collect_paths([given])
+        if collected.unusable:
+            refuse(collected.unusable[0])
+            continue
         searched = given != "-" and Path(given).is_dir()
         found = 0
-        collected = collect_paths([given])
         unread = [entry for entry in collected.passed_over if not entry.outside]
         if passed_over is None and unread:  # pack and publish: all of the folder, or nothing
             raise InputError(f"{unread[0].path}: {unread[0].reason}")
@@ -45,7 +55,10 @@ def item_checks(paths: Sequence[str], passed_over: list | None = None) -> list:
             passed_over += collected.passed_over
         for path, _searched in collected.found:
             if not searched:
-                checks.append((path, check_item_file(path)))
+                try:
+                    checks.append((path, check_item_file(path)))
+                except InputError as error:
+                    refuse(str(error))
                 continue
             try:
                 raw = read_source(path)  # read once, for the look and the check
@@ -62,7 +75,7 @@ def item_checks(paths: Sequence[str], passed_over: list | None = None) -> list:
             checks.append((path, check))
             found += 1
         if searched and not found:
-            raise InputError(f"{given}: no marketplace items in this directory (YAML files with a `protocol`)")
+            refuse(f"{given}: no marketplace items in this directory (YAML files with a `protocol`)")
     return checks
 
 
@@ -71,14 +84,15 @@ def run_marketplace_validate(paths: Sequence[str], *, output: str, strict: bool,
     """Validate the items, print the report through `echo` (text, json or yaml), return the exit status."""
     from paictl.protocol.diagnostics import Diagnostic, Severity
 
-    from .errors import print_error
+    from .errors import error_line, print_error
     from .report import json_report, summary_line, text_report
 
     from .validate_cmd import passed_over_count
 
     passed_over: list = []
+    unusable: list[str] = []
     try:
-        checks = item_checks(paths, passed_over)
+        checks = item_checks(paths, passed_over, unusable)
     except PaictlError as error:
         return print_error(error, echo)
     for entry in passed_over:
@@ -106,6 +120,8 @@ def run_marketplace_validate(paths: Sequence[str], *, output: str, strict: bool,
             from paictl.marketplace.yamltext import dump_any
 
             echo(dump_any(json.loads(json_report(results, strict, passed_over=unread))).rstrip("\n"))
-    if strict and passed_over:
+    for message in unusable:
+        echo(error_line(message), err=True)
+    if unusable or (strict and passed_over):
         return InputError.exit_code
     return 1 if any(not r.ok or (strict and r.warnings) for r in results) else 0

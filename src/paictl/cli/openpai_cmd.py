@@ -11,6 +11,7 @@ import typer
 
 from paictl.errors import PaictlError, UsageError
 
+from .errors import check_seconds
 from .errors import fail as _fail
 
 openpai_app = typer.Typer(name="openpai", no_args_is_help=True,
@@ -78,8 +79,7 @@ def add_command(
 
     note = None
     try:
-        if min_poll_interval <= 0:
-            raise UsageError("--min-poll-interval must be a positive number of seconds")
+        check_seconds(min_poll_interval, "--min-poll-interval")
         entries = load_clusters()
         given = check_url(url)
         api_url = given

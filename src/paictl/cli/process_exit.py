@@ -1,5 +1,6 @@
 """How the process ends: on Ctrl-C or SIGTERM (130), and once a command is done, without the interpreter's teardown;
-and the signal dispositions every command starts from (`take_signals`).
+the signal dispositions every command starts from (`take_signals`), and standard streams that write whole
+(`whole_writes`).
 
 That teardown is 15 ms of each run, a tenth of a local run of one task, and nothing of paictl's needs it. What an
 exit must still do is done: the `atexit` handlers run (the kubernetes client deletes its temporary certificate files
@@ -33,6 +34,25 @@ def take_signals() -> None:
         interrupt_on(signum)
     if signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def whole_writes() -> None:
+    """Standard output and error written whole, or with an error. Under `python -u` or PYTHONUNBUFFERED (set in many
+    CI images and containers) Python's text streams write straight to the file descriptor and ignore a short write:
+    what the kernel did not take (a reader that went away, a signal interrupting a write to a slow pipe, a disk that
+    fills) was dropped without an error, so `paictl ... | head` exited 0 or 1, not 141, and output cut short by a
+    full disk could exit 0. A buffered writer in between writes the rest or raises; each echo flushes (plain_echo,
+    click's echo), so nothing is held back. The replaced streams stay as `sys.__stdout__`/`sys.__stderr__`, which
+    keeps their descriptors open."""
+    import io
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        raw = getattr(stream, "buffer", None)
+        if not isinstance(raw, io.FileIO) or stream is not getattr(sys, f"__{name}__"):
+            continue  # already buffered (the usual case), or replaced by someone else (a test's capture)
+        setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors=stream.errors,
+                                            line_buffering=stream.line_buffering, write_through=True))
 
 
 def interrupt_on(signum: int) -> object:

@@ -216,6 +216,20 @@ def _run_attached(backend: "Backend", submission: "Submission", output_format: s
     return verdict_status(backend, submission.name, last, output_format, echo)
 
 
+def _check_context_namespace(namespace: str) -> None:
+    """The namespace the kubeconfig's context names (no -n given), held to the rule `-n` is held to; a value no
+    namespace can have is the configuration's fault, not the command line's: exit 3, as for a kubeconfig of the
+    wrong shape (docs/reference/exit-codes.md), saying where it came from."""
+    from paictl.compiler.profiles import check_override
+
+    try:
+        check_override("namespace", namespace, "-n")
+    except UsageError as error:
+        reason = str(error).partition(": ")[2]
+        raise ClusterError(f"the kubeconfig's context names the namespace {namespace!r}: {reason}; give one with "
+                           "-n/--namespace") from None
+
+
 def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Optional[str], parameter: List[str],
                parameter_files: List[Path], secrets_from: Optional[str], context: Optional[str],
                namespace: Optional[str], kubeconfig: Optional[str], cluster: Optional[List[str]],
@@ -228,10 +242,11 @@ def run_submit(*, job_path: str, target: Optional[str], profile: str, user: Opti
     A followed local run is this command's work in a session of its own (own_session.py): it runs its tasks, and
     the terminal's session may be busy with other work."""
     options = dict(locals())  # the parameters as given, for _submit
-    from .errors import print_error
+    from .errors import check_seconds, print_error
 
     try:
         check_format(output_format)
+        check_seconds(pending_timeout, "--pending-timeout")
         if target is None:
             target = default_submit_target(context, kubeconfig)
             echo(f"paictl: target {target} (choose with --target {'|'.join(target_names())})", err=True)
@@ -269,6 +284,8 @@ def _submit(*, job_path: str, target: str, profile: str, user: Optional[str], pa
                                                       extra={"virtual_cluster": virtual_cluster,
                                                              "replace": replace, "runtime": runtime,
                                                              "pull": pull, "report": Reporter(echo)}))
+        if namespace is None and backend.namespace is not None:
+            _check_context_namespace(backend.namespace)
         compiled = compile_for_command(job_path=job_path, target=target, profile=profile, user=user,
                                        namespace=backend.namespace, parameter=parameter,
                                        parameter_files=parameter_files, secrets_from=secrets_from,

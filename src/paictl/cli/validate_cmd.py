@@ -65,6 +65,9 @@ class PassedOver(NamedTuple):
 class Collected(NamedTuple):
     found: list[Found]
     passed_over: list[PassedOver]
+    #: Why an input named on the command line gives nothing to check (a folder without YAML files, an empty name):
+    #: an input error (exit 2) as a missing file is, while the other inputs are still checked.
+    unusable: list[str]
 
 
 def collect_paths(paths: Sequence[str]) -> Collected:
@@ -76,9 +79,13 @@ def collect_paths(paths: Sequence[str]) -> Collected:
     command line is read (and fixed) wherever its link points."""
     found: list[Found] = []
     passed_over: list[PassedOver] = []
+    unusable: list[str] = []
     for given in paths:
         if given == "-":
             found.append(Found(given, False))
+            continue
+        if not given:  # Path("") is ".": an empty argument (an unset shell variable) must not search, or fix, the cwd
+            unusable.append("'': no such file (an empty name)")
             continue
         path = Path(given)
         try:
@@ -90,13 +97,13 @@ def collect_paths(paths: Sequence[str]) -> Collected:
             files = _search_folder(path, passed_over)
             if not files:
                 unread = len(passed_over) - before
-                raise InputError(f"{given}: no *.yaml or *.yml files in this directory" +
-                                 (f" ({unread} entr{'y' if unread == 1 else 'ies'} could not be read: "
-                                  f"{passed_over[before].path}: {passed_over[before].reason})" if unread else ""))
+                unusable.append(f"{given}: no *.yaml or *.yml files in this directory" +
+                                (f" ({unread} entr{'y' if unread == 1 else 'ies'} could not be read: "
+                                 f"{passed_over[before].path}: {passed_over[before].reason})" if unread else ""))
             found.extend(Found(str(p), True) for p in files)
         else:
             found.append(Found(given, False))
-    return Collected(found, passed_over)
+    return Collected(found, passed_over, unusable)
 
 
 def _search_folder(root: Path, passed_over: list[PassedOver]) -> list[Path]:
@@ -160,12 +167,7 @@ def run_validate(paths: Sequence[str], *, json_output: bool, strict: bool, stdin
 
     results = []
     skipped: list[str] = []
-    io_errors: list[str] = []
-    try:
-        files, passed_over = collect_paths(paths)
-    except InputError as exc:
-        echo(error_line(exc), err=True)
-        return exc.exit_code
+    files, passed_over, io_errors = collect_paths(paths)
     for file, searched in files:
         try:
             raw = read_stdin() if file == "-" else read_source(file)

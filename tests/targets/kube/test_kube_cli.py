@@ -271,3 +271,15 @@ def test_status_without_a_name_lists_local_runs_and_cluster_jobs(emulator, tmp_p
     as_json = json.loads(paictl(emulator, "status", "--target", "mars", "--format", "json").stdout)
     assert [(v["name"], v["state"]) for v in as_json] == [("kube-mars-51819241", "pending")]
     assert as_json[0]["created"].endswith("Z")
+
+
+@pytest.mark.parametrize("target", ["framework", "jobset"])
+def test_a_context_namespace_no_object_can_carry_is_the_kubeconfig_s_error(emulator, tmp_path, target):
+    """Without -n the objects go to the namespace the context names; one that cannot be a namespace is the
+    kubeconfig's fault, said as such (exit 3, as a kubeconfig of the wrong shape), not `-n`'s and not a bug (70)."""
+    emulator.write_kubeconfig(tmp_path / "kubeconfig", namespace="Team_A")
+    done = paictl(emulator, "submit", HELLO, "--target", target)
+    assert done.returncode == 3 and done.stdout == "", done.stderr
+    assert done.stderr.splitlines()[-1].startswith("paictl: error: the kubeconfig's context names the namespace "
+                                                   "'Team_A': a Kubernetes namespace is")
+    assert emulator.count(method="PATCH") == 0 and emulator.count(method="POST") == 0  # nothing was applied

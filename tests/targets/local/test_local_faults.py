@@ -279,6 +279,17 @@ def test_a_full_disk_stops_the_run_with_one_line(tmp_path, tiny_disk):
     assert again.returncode == 3 and again.stderr.splitlines()[-1].startswith("paictl: error: the run folder ")
 
 
+@pytest.mark.parametrize("where, why", [("a-file", "it is a file, not a folder"),
+                                        ("a-file/runs", "Not a directory")])
+def test_a_run_folder_that_cannot_be_made_says_so_not_that_it_vanished(tmp_path, where, why):
+    """--run-dir (or $XDG_STATE_HOME) naming a file, or a folder under one: nothing was there to vanish."""
+    (tmp_path / "a-file").write_text("")
+    result = paictl("submit", str(job_file(tmp_path, "nowhere", ["true"])), "--target", "local",
+                    "--run-dir", str(tmp_path / where), cwd=tmp_path)
+    assert result.returncode == 3 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == f"paictl: error: the run folder {tmp_path / where} cannot be made: {why}"
+
+
 # -- where runs live; signals to followers -------------------------------------------------------------------------
 
 
