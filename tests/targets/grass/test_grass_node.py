@@ -77,6 +77,8 @@ def test_a_maro_create_config_runs_and_is_recorded_like_maros_agent_records_it(n
     assert details["resources"]["target_free_memory"] == 8192 - 3072
     container = details["containers"][name]
     assert container["job_id"] == "job0000aaaa" and container["state"]["Running"] is True
+    # its shell has run the echo (a loaded machine may not have got that far yet) before it is stopped
+    wait_for(lambda: call(node, "GET", f"/v1/containers/{name}/logs")[1], what="the container's first line")
     status, _ = call(node, "POST", f"/v1/containers/{name}:stop")
     assert status == 200
     details = record(node)
