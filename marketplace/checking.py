@@ -166,16 +166,12 @@ def _clean_fast(text: str, path: str) -> ItemCheck | None:
                      pack=_packer(data, description, protocol))
 
 
-_JOB_WORDS = re.compile(r"\bthe job\b")
-
-
 def _said_of_the_item(f: Finding) -> Finding:
-    """The schema phase speaks of "the job" at the root; here the root is an item."""
-    hint = f.hint
-    if f.code == "E201":
-        missing = re.search(r"required key '([^']+)'", f.message)
-        hint = _ITEM_REQUIRED_HINTS.get(missing.group(1)) if missing else None
-    return f._replace(message=_JOB_WORDS.sub("the item", f.message), hint=hint)
+    """A missing key of an item gets the item's hint, not a job's."""
+    if f.code != "E201":
+        return f
+    missing = re.search(r"required key '([^']+)'", f.message)
+    return f._replace(hint=_ITEM_REQUIRED_HINTS.get(missing.group(1)) if missing else None)
 
 
 def _visibility_findings(data: dict[str, Any]) -> list[Finding]:

@@ -65,7 +65,7 @@ def check_schema(data: Any, schema_name: str = "job", limit: int | None = None) 
         data = _failing_part(data)
     findings: list[Finding] = []
     for error in _validator(schema_name).iter_errors(data):
-        findings.extend(_date_hint(error, _explain(error)))
+        findings.extend(_date_hint(error, _explain(error, ROOTS.get(schema_name, "the document"))))
         if limit is not None and len(findings) > limit:
             break
     return _unique(findings)
@@ -124,10 +124,15 @@ def _finding(code: str, message: str, path: Iterable[Any], anchor: Anchor = Anch
     return finding(code, pointer_of(*path), message, hint, anchor)
 
 
-def _where(path: list[Any]) -> str:
-    """A human name for a location: `taskRoles.worker.completion`, or `the job` for the root."""
+#: What each schema's root is called in a message ("the job is missing the required key 'name'").
+ROOTS = {"job": "the job", "profile": "the profile", "grass-cluster": "the cluster file",
+         "search-space": "the search space", "marketplace-item": "the item"}
+
+
+def _where(path: list[Any], root: str = "the job") -> str:
+    """A human name for a location: `taskRoles.worker.completion`, or `root` (`the job`) for the root."""
     if not path:
-        return "the job"
+        return root
     text = ""
     for token in path:
         text += f"[{token}]" if isinstance(token, int) else (("." if text else "") + str(token))
@@ -170,15 +175,15 @@ def did_you_mean(key: str, candidates: Iterable[str]) -> str | None:
     return suggest(key, candidates, KNOWN_RENAMES)
 
 
-def _explain(error) -> list[Finding]:
+def _explain(error, root: str) -> list[Finding]:
     path = list(error.absolute_path)
     keyword = error.validator
-    where = _where(path)
+    where = _where(path, root)
 
     if keyword in ("oneOf", "anyOf") and error.context:
         from jsonschema.exceptions import best_match
 
-        return _explain(best_match(error.context))
+        return _explain(best_match(error.context), root)
 
     if keyword == "required":
         missing = [k for k in error.validator_value if isinstance(error.instance, dict) and k not in error.instance]
@@ -186,7 +191,7 @@ def _explain(error) -> list[Finding]:
                          hint=_required_hint(k)) for k in missing]
 
     if keyword == "additionalProperties" and isinstance(error.instance, dict):
-        return _unknown_keys(error, path)
+        return _unknown_keys(error, path, root)
 
     if error.schema is False:
         # jsonschema reports a `false` subschema at the parent object, without the key; the only `false` in the
@@ -199,7 +204,7 @@ def _explain(error) -> list[Finding]:
         return [_finding("E200", f"{where}: {error.message}", path, Anchor.KEY)]
 
     if keyword == "type":
-        return [_type_error(error, path)]
+        return [_type_error(error, path, root)]
 
     if path and path[-1] == "ports" and keyword in ("not", "minimum", "maximum", "maxLength"):
         return [_ports_error(error.instance, path)]
@@ -239,12 +244,12 @@ def _explain(error) -> list[Finding]:
 _MAX_UNKNOWN_KEYS = 1000
 
 
-def _unknown_keys(error, path: list[Any]) -> list[Finding]:
+def _unknown_keys(error, path: list[Any], root: str) -> list[Finding]:
     schema = error.schema if isinstance(error.schema, dict) else {}
     declared = list(schema.get("properties", {}))
     patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
     shown = _shown_pattern(patterns[0].pattern) if patterns else ""
-    where = _where(path)
+    where = _where(path, root)
     findings = []
     for key in error.instance:
         if len(findings) > _MAX_UNKNOWN_KEYS:  # a file reports at most 1,000 problems (protocol/validate.py)
@@ -287,10 +292,10 @@ def _port_list_entry_error(value: Any, path: list[Any]) -> Finding:
                     "allocate, not a port number")
 
 
-def _type_error(error, path: list[Any]) -> Finding:
+def _type_error(error, path: list[Any], root: str) -> Finding:
     expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
     wanted = " or ".join(_JSON_TYPES.get(t, t) for t in expected)
-    where = _where(path)
+    where = _where(path, root)
     value = error.instance
     if len(path) > 1 and path[-2] == "ports" and isinstance(path[-1], int):
         return _port_list_entry_error(value, path)

@@ -46,6 +46,8 @@ def _open_readable(path: str | os.PathLike[str], shown: str, *, lead: str, readi
                    ) -> tuple[int, int]:
     """(descriptor, mode) of a regular file or FIFO opened for a blocking read, else InputError worded with `lead`
     (before "no such file" and the like), `reading` (before an OS error) and `thing` (what to copy to a file)."""
+    if not os.fspath(path):  # an unset shell variable: say so, not ": no such file"
+        raise InputError(f"'': {lead}no such file (an empty name)")
     try:
         # O_NONBLOCK: opening a FIFO with no writer must not block; it is cleared again before reading.
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

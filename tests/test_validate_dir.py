@@ -67,7 +67,8 @@ def _paictl(*args: str, cwd):
 FIXABLE = (ROOT / "examples" / "hello-world.yaml").read_text().replace("memoryMB:", "memory:")
 
 
-@pytest.mark.parametrize("command", [("validate",), ("fix",), ("marketplace", "validate")])
+@pytest.mark.parametrize("command", [("validate",), ("fix",), ("marketplace", "validate"), ("compile",),
+                                     ("submit", "--target", "local"), ("compile", "--target", "jobset")])
 def test_an_empty_argument_names_no_file_and_never_the_current_folder(tmp_path, command):
     """Path("") is ".": `paictl fix "$JOB"` with JOB unset must not check, let alone rewrite, every file here."""
     (tmp_path / "job.yaml").write_text(FIXABLE)

@@ -38,10 +38,11 @@ def check_seconds(value: float | None, option: str) -> float | None:
 
 
 def fail(error: PaictlError) -> NoReturn:
+    """End the command with its error: an invalid file (a job, profile or cluster file) as its located report,
+    anything else as one line."""
     import typer
 
-    typer.echo(error_line(error), err=True)
-    raise typer.Exit(error.exit_code)
+    raise typer.Exit(print_error(error, typer.echo))
 
 
 def invalid_report(error: InvalidJobError) -> str:

@@ -46,6 +46,29 @@ def test_bad_cluster_file_gets_every_problem_located(tmp_path, run_cli):
     assert f"{path}:2:" in err and f"{path}:5:" in err
 
 
+@pytest.mark.parametrize("command", [("status",), ("stop", "j"), ("logs", "j"),
+                                     ("submit", str(ROOT / "examples" / "grass-hello.yaml")),
+                                     ("compile", str(ROOT / "examples" / "grass-hello.yaml"))])
+def test_every_command_reports_a_cluster_file_as_a_cluster_file_located(tmp_path, run_cli, command):
+    """Not "the job is missing ..." (the schema phase's word for a job's root), and not one summarised line from
+    the commands that talk to the cluster: each problem located, as `validate` shows a job's."""
+    path = tmp_path / "c.yaml"
+    path.write_text("x: 1\n")
+    code, out, err = run_cli(*command, "--target", "grass", "--cluster", str(path))
+    assert (code, out) == (2, ""), err
+    for key in ("name", "master", "nodes"):
+        assert f"{path}:1:1: error[E201]: the cluster file is missing the required key '{key}'\n" in err
+    assert f"{path}:1:1: error[E202]: unknown key 'x' in the cluster file\n" in err and "the job" not in err
+
+
+def test_a_profile_is_called_a_profile(tmp_path, run_cli):
+    path = tmp_path / "p.yaml"
+    path.write_text("x: 1\n")
+    code, out, err = run_cli("compile", str(ROOT / "examples" / "grass-hello.yaml"), "--profile", str(path))
+    assert code != 0 and out == "" and "the job" not in err
+    assert f"{path}:1:1: error[E201]: the profile is missing the required key 'namespace'\n" in err
+
+
 def test_duplicate_node_names_are_located(tmp_path):
     path = tmp_path / "dup.yaml"
     path.write_text("name: c\nmaster: {hostname: h}\nnodes:\n"
