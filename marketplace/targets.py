@@ -35,6 +35,7 @@ def open_target(target: str, token: str | None = None, *, timeout: float = 30.0)
     if not target:
         raise UsageError("no target: give a local index folder or a marketplace server URL")
     if is_server(target):
+        _check_server_url(target)
         token = token or os.environ.get(TOKEN_VARIABLE) or None
         if not token:
             raise UsageError(f"{display_url(target)}: a marketplace server needs a token: --token, or the environment variable "
@@ -51,6 +52,20 @@ def open_target(target: str, token: str | None = None, *, timeout: float = 30.0)
     from .local_index import LocalIndex
 
     return LocalIndex(target)
+
+
+def _check_server_url(url: str) -> None:
+    """A server URL must say where the server is before anything else is asked of it (a token, a request)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # a port that is not a number raises here
+    except ValueError:
+        raise UsageError("the marketplace server URL is not a valid http(s) URL (e.g. "
+                         "https://marketplace.example.com)") from None
+    if not parts.hostname:
+        raise UsageError(f"{display_url(url)}: the marketplace server URL names no host")
 
 
 def publish(store: ItemStore, item: Item) -> tuple[str, str]:

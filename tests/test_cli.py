@@ -180,6 +180,27 @@ def test_a_duration_that_is_no_number_of_seconds_is_a_usage_error(tmp_path, comm
     assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()  # nothing stored, nothing run
 
 
+def test_a_clusters_file_that_cannot_be_written_is_said_in_the_os_words(tmp_path):
+    """XDG_CONFIG_HOME naming a file: one line with the OS's reason and where it stopped, not "[Errno 20] ..."."""
+    (tmp_path / "config").write_text("")
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run([sys.executable, "-m", "paictl", "openpai", "add", "lab", "http://127.0.0.1:9", "--user",
+                           "u", "--no-check"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (f"paictl: error: {tmp_path}/config/paictl/openpai-clusters.yaml: cannot write the "
+                           f"clusters file: Not a directory ({tmp_path}/config/paictl)\n")
+
+
+@pytest.mark.parametrize("user", ["", "a b", "alice~x", "_alice", "u" * 64])
+def test_an_openpai_user_no_framework_label_can_hold_is_refused_before_anything_is_stored(tmp_path, user):
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run([sys.executable, "-m", "paictl", "openpai", "add", "lab", "http://127.0.0.1:9", "--user",
+                           user, "--no-check"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"paictl: error: --user {user!r}: ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "config").exists()
+
+
 def test_hostile_text_cannot_break_lines_or_drive_the_terminal(run_cli):
     code, out, _ = run_cli("validate", "-", input='protocolVersion: 2\n"bad\\nkey": 1\n')
     line = next(line for line in out.splitlines() if "E202" in line)

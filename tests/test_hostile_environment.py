@@ -164,6 +164,21 @@ def test_an_unreadable_kubeconfig_is_one_line_and_exit_3(tmp_path, command):
     assert "cannot read the kubeconfig" in assert_one_error_line(result, 3)
 
 
+@pytest.mark.parametrize("how", ["--kubeconfig", "KUBECONFIG", "a list"])
+@pytest.mark.parametrize("command", ["status", "status-name", "submit-framework"])
+def test_a_kubeconfig_that_is_a_directory_is_said_so(tmp_path, command, how):
+    """kubectl skips a missing file of a KUBECONFIG list, but a directory is a file it cannot read ("is a
+    directory"), not "no kubeconfig at"."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    if how == "--kubeconfig":
+        result = paictl(*KUBE_COMMANDS[command], "--kubeconfig", str(folder), home=tmp_path)
+    else:
+        listed = str(folder) if how == "KUBECONFIG" else os.pathsep.join([str(tmp_path / "absent"), str(folder)])
+        result = paictl(*KUBE_COMMANDS[command], home=tmp_path, env={"KUBECONFIG": listed})
+    assert f"cannot read the kubeconfig: {folder}: is a directory" in assert_one_error_line(result, 3)
+
+
 @pytest.mark.parametrize("server", [f"https://admin:{PASSWORD}@127.0.0.1:{LOOPBACK_CLOSED_PORT}",
                                     f"https://127.0.0.1:{LOOPBACK_CLOSED_PORT}/?token={PASSWORD}",
                                     f"https://{PASSWORD}@127.0.0.1:{LOOPBACK_CLOSED_PORT}#{PASSWORD}"])

@@ -92,3 +92,16 @@ def test_a_folder_without_yaml_is_an_input_error_and_the_other_inputs_are_still_
     if command != ("fix", "--diff"):
         code, out, err = _paictl(*command, "-o", "json", "empty", cwd=tmp_path)
         assert code == 2 and json.loads(out)["results"] == [], (out, err)
+
+
+@pytest.mark.parametrize("command", [("validate",), ("fix",)])
+def test_standard_input_given_twice_is_read_once_and_said(tmp_path, command):
+    """The second `-` would read an empty stream and report a second, empty document that was never given."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "paictl", *command, "-", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, input=FIXABLE)
+    assert done.returncode == 2, done.stderr
+    assert "paictl: error: '-': standard input is given more than once; it can be read only once" in done.stderr
+    assert "document is empty" not in done.stdout + done.stderr

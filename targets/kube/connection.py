@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 from paictl.errors import ClusterError, ConfigFileError, NotFoundError, display_url
 
+from paictl.protocol.diagnostics import one_line
 from paictl.targets.config_files import load_config_file
 from .client import REQUEST_TIMEOUT, Cluster
 
@@ -147,6 +148,9 @@ def connect(*, context: Optional[str] = None, namespace: Optional[str] = None,
     current context; --namespace, else the context's namespace, else `default`. `probed`: the caller has just
     run `probe` on the same kubeconfig and context, so it is not run again."""
     config_file = kubeconfig_path(kubeconfig)
+    for path in config_file.split(os.pathsep):
+        if path and os.path.isdir(path):  # kubectl skips a missing file of the list, but not one it cannot read
+            raise ConfigFileError(f"cannot read the kubeconfig: {one_line(path)}: is a directory")
     if not any(os.path.isfile(path) for path in config_file.split(os.pathsep) if path):
         if in_cluster(kubeconfig, context):
             return _connect_in_cluster(namespace, notice)

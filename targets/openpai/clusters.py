@@ -183,8 +183,9 @@ def save_clusters(entries: dict[str, ClusterEntry], path: Optional[Path] = None)
         except BaseException:
             os.unlink(temporary)
             raise
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the clusters file: {exc}") from None
+    except OSError as exc:  # the OS's own words and the path it stopped at, not Python's "[Errno 20] ..."
+        stopped = f" ({exc.filename})" if exc.filename and os.fspath(exc.filename) != os.fspath(path) else ""
+        raise InputError(f"{path}: cannot write the clusters file: {exc.strerror or exc}{stopped}") from None
     return path
 
 

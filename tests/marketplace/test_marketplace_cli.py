@@ -103,3 +103,15 @@ def test_the_fast_path_and_typer_print_the_same(tmp_path):
     assert fast.stdout == typer_run.stdout and fast.returncode == typer_run.returncode == 1 and str(bad) in fast.stdout
     assert json.loads(slow.stdout)["results"][0]["valid"] is False
     assert parse_marketplace_validate(["validate", "--help"]) is None
+
+
+@pytest.mark.parametrize("url, said", [
+    ("http://[::1", "the marketplace server URL is not a valid http(s) URL"),
+    ("https://h:port/", "the marketplace server URL is not a valid http(s) URL"),
+    ("http://", "http://: the marketplace server URL names no host"),
+])
+@pytest.mark.parametrize("command", [("list", "--from"), ("search", "x", "--from"), ("pull", "x", "--from")])
+def test_a_server_url_that_says_no_server_is_said_so_before_the_token(run_cli, monkeypatch, url, said, command):
+    monkeypatch.delenv("PAICTL_MARKETPLACE_TOKEN", raising=False)
+    code, out, err = run_cli("marketplace", *command, url)
+    assert (code, out) == (2, "") and err.startswith(f"paictl: error: {said}") and "token" not in err, err

@@ -74,12 +74,14 @@ def add_command(
     """
     import dataclasses
 
+    from paictl.compiler.profiles import check_override
     from paictl.targets.openpai.clusters import (ClusterEntry, check_alias, check_url, discover_api, display_url,
                                                  load_clusters, save_clusters)
 
     note = None
     try:
         check_seconds(min_poll_interval, "--min-poll-interval")
+        check_override("user", user, "--user")  # OpenPAI labels each of the user's Frameworks userName: <user>
         entries = load_clusters()
         given = check_url(url)
         api_url = given
@@ -137,6 +139,7 @@ def login_command(
     application token from standard input, or an environment variable that holds one (--token-env)."""
     import dataclasses
 
+    from paictl.compiler.profiles import check_override
     from paictl.targets.openpai.clusters import (basic_login, check_token, check_token_storage, display_url,
                                                  get_cluster, load_clusters, revoke_token, save_clusters,
                                                  store_token)
@@ -146,7 +149,7 @@ def login_command(
             raise UsageError("choose one of --password-stdin, --token-env and --token-stdin")
         entry = get_cluster(alias)
         if user is not None:
-            entry = dataclasses.replace(entry, user=user)
+            entry = dataclasses.replace(entry, user=check_override("user", user, "--user"))
         if token_env is not None:
             entry = dataclasses.replace(entry, token_env=token_env, token_store=None, token=None)
             unchecked = check_token(entry)

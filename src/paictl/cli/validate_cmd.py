@@ -70,6 +70,9 @@ class Collected(NamedTuple):
     unusable: list[str]
 
 
+STDIN_TWICE = "'-': standard input is given more than once; it can be read only once"
+
+
 def collect_paths(paths: Sequence[str]) -> Collected:
     """Files as given; directories searched recursively for *.yaml/*.yml (hidden folders skipped); '-' is stdin.
 
@@ -82,7 +85,10 @@ def collect_paths(paths: Sequence[str]) -> Collected:
     unusable: list[str] = []
     for given in paths:
         if given == "-":
-            found.append(Found(given, False))
+            if any(f.path == "-" for f in found):  # read once, it is empty the second time: not a second document
+                unusable.append(STDIN_TWICE)
+            else:
+                found.append(Found(given, False))
             continue
         if not given:  # Path("") is ".": an empty argument (an unset shell variable) must not search, or fix, the cwd
             unusable.append("'': no such file (an empty name)")
