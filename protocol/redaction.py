@@ -111,6 +111,19 @@ def redact_line(document: Document, line_number: int, line: str | None) -> str |
     return "".join(pieces)
 
 
+def masked_lines(document: Document) -> list[str]:
+    """The document's lines (line ends kept), each stretch of a secret value replaced by `***`: what a diff of the
+    file may show (two such lists differ exactly where the texts do, outside the secrets)."""
+    lines = document.text.splitlines(keepends=True)
+    if not document.secret_spans:
+        return lines
+    masked = []
+    for number, line in enumerate(lines, start=1):
+        body = line.rstrip("\r\n")
+        masked.append(redact_line(document, number, body) + line[len(body):])
+    return masked
+
+
 def _line_start(document: Document, line_number: int) -> int | None:
     offsets = _line_offsets(document)
     return offsets[line_number - 1] if 0 < line_number <= len(offsets) else None

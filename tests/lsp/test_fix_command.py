@@ -71,6 +71,26 @@ def test_diff_writes_nothing_and_exits_as_validate_would_after_fixing(tmp_path):
     assert "fixes to apply" in done.stderr
 
 
+def test_a_diff_never_shows_a_secret_value(tmp_path):
+    """The fixes touch the task role; the diff's context reaches the secrets and a registry's auth, which it shows
+    as *** (as every report of a job does), and says so; `patch` still applies it (the masked lines are context)."""
+    secret, password = "hunter2-the-secret", "reg-pass-0042"
+    text = JOB.replace("parameters: {lr: 0.1}\n", "") + f"parameters: {{lr: 0.1}}\nsecrets:\n  token: {secret}\n"
+    text = text.replace('uri: "python:3.11"', f'uri: "python:3.11"\n    auth: {{username: u, password: {password}}}')
+    job = tmp_path / "job.yaml"
+    job.write_text(text)
+    done = paictl("fix", "--diff", str(job))
+    assert done.returncode == 0, done.stderr
+    assert secret not in done.stdout + done.stderr and password not in done.stdout + done.stderr
+    assert "   token: ***\n" in done.stdout + "\n" and "password: ***" in done.stdout
+    assert "secret values in the diff are shown as ***" in done.stderr
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(text)
+    subprocess.run(["patch", str(copy)], input=done.stdout + "\n", text=True, check=True, capture_output=True)
+    paictl("fix", str(job))
+    assert copy.read_text() == job.read_text()
+
+
 def test_what_cannot_be_fixed_remains_and_exits_1(tmp_path):
     job = tmp_path / "job.yaml"
     job.write_text(JOB.replace("comands", "zzzzzz"))  # no close spelling: nothing to rename it to

@@ -105,8 +105,12 @@ def run_fix(paths: Sequence[str], *, diff: bool, unsafe: bool, json_output: bool
         outcome = fix_text(text, name, _validate, unsafe=unsafe)
         changed = outcome.text != text
         if changed and diff:
-            echo("".join(difflib.unified_diff(text.splitlines(keepends=True), outcome.text.splitlines(keepends=True),
-                                              fromfile=_diff_name("a", name), tofile=_diff_name("b", name))).rstrip("\n"))
+            before, after, masked = _diff_sides(text, outcome.text, name)
+            echo("".join(difflib.unified_diff(before, after, fromfile=_diff_name("a", name),
+                                              tofile=_diff_name("b", name))).rstrip("\n"))
+            if masked:
+                echo(f"paictl: {name}: secret values in the diff are shown as ***; `paictl fix` applies it as it is",
+                     err=True)
         elif changed and file == "-":
             echo(outcome.text, nl=False)  # the text exactly: no newline added to a file that ends without one
         elif changed:
@@ -191,6 +195,24 @@ def _remaining(results, records, strict: bool) -> str:
         return summary_line(results, strict)
     return (f"{made_up} made-up value{'s' if made_up != 1 else ''} to replace in {files} "
             f"file{'s' if files != 1 else ''}; the checks: {summary_line(results, strict)}")
+
+
+def _diff_sides(text: str, fixed: str, name: str) -> tuple[list[str], list[str], bool]:
+    """The two texts' lines for the diff, with the stretches of secret values (`secrets`, registry `auth`) shown as
+    `***`, as everywhere paictl prints a job; and whether the diff shows such a line (it then no longer applies
+    with `patch` there)."""
+    before, after = text.splitlines(keepends=True), fixed.splitlines(keepends=True)
+    if "secrets" not in text and "auth" not in text:
+        return before, after, False
+    from paictl.protocol.loading import DocumentError, load_located
+    from paictl.protocol.redaction import masked_lines
+
+    try:
+        masked_before, masked_after = masked_lines(load_located(text, name)), masked_lines(load_located(fixed, name))
+    except DocumentError:  # not read as YAML: shown line by line as the report shows an unparsed file's
+        return before, after, False
+    plain = list(difflib.unified_diff(before, after))
+    return masked_before, masked_after, list(difflib.unified_diff(masked_before, masked_after)) != plain
 
 
 def _diff_name(side: str, name: str) -> str:
