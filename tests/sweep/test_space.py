@@ -88,6 +88,16 @@ def test_grid_of_quantized_and_randint_values():
     assert list(trials_of({"_type": "qloguniform", "_value": [1, 100, 25]})) == [1, 25, 50, 75, 100]
 
 
+def test_grid_runs_each_parameter_set_once_as_nni_does():
+    """NNI's grid search skips a parameter set it has generated (its history): a repeated choice is one trial."""
+    space, _ = space_of('{"lr": {"_type": "choice", "_value": [0.1, 0.2, 0.1]},\n'
+                        ' "optimizer": {"_type": "choice", "_value": ["sgd", "adam", "sgd"]}}')
+    assert grid_size(space) == 4
+    rows = trials(space, strategy="grid")
+    assert [(row["lr"], row["optimizer"]) for row in rows[:3]] == [(0.1, "sgd"), (0.1, "adam"), (0.2, "sgd")]
+    assert len({json.dumps(row, sort_keys=True) for row in rows}) == len(rows) == 4
+
+
 def trials_of(spec):
     space, diagnostics = space_of(json.dumps({"batch": spec}))
     assert not [d for d in diagnostics if d.is_error], diagnostics
