@@ -12,10 +12,10 @@ and an integer when the bounds and q are written as integers.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
 import random
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from paictl.errors import UsageError
 
@@ -48,7 +48,7 @@ def parameters_used(job: Job) -> frozenset[str]:
 def grid_size(space: SearchSpace) -> int:
     if space.rows is not None:
         return len(space.rows)
-    return math.prod(_grid_count(d) for d in space.dimensions)
+    return math.prod(_grid_axis(d).count for d in space.dimensions)
 
 
 def trials(space: SearchSpace, *, strategy: str, seed: Optional[int] = None,
@@ -72,12 +72,12 @@ def trials(space: SearchSpace, *, strategy: str, seed: Optional[int] = None,
         raise UsageError(f"unknown strategy {strategy!r}; available: grid, random, list")
     size = grid_size(space)
     if max_trials is None and size > MAX_TRIALS:
-        raise UsageError(f"the grid has {size:,} trials, more than {MAX_TRIALS:,}: give --max-trials N to run the "
+        shown = f"{size:,}" if size < 10 ** 15 else f"about 10^{len(str(size)) - 1}"
+        raise UsageError(f"the grid has {shown} trials, more than {MAX_TRIALS:,}: give --max-trials N to run the "
                          "first N, or use --strategy random")
     count = size if max_trials is None else min(size, max_trials)
-    axes = [(d.name, _grid_values(d)) for d in space.dimensions]
-    return [dict(zip((name for name, _ in axes), values))
-            for values in itertools.islice(itertools.product(*(values for _, values in axes)), count)]
+    axes = [(d.name, _grid_axis(d)) for d in space.dimensions]
+    return [_grid_row(axes, index) for index in range(count)]
 
 
 def check_max_trials(max_trials: Optional[int]) -> None:
@@ -85,29 +85,47 @@ def check_max_trials(max_trials: Optional[int]) -> None:
         raise UsageError(f"--max-trials {max_trials}: give 1 to {MAX_TRIALS:,} (each trial is a job)")
 
 
-def _grid_count(dimension: Dimension) -> int:
-    kind, arguments = dimension.kind, dimension.arguments
-    if kind == "choice":
-        return len(arguments)
-    if kind == "randint":
-        return int(arguments[1] - arguments[0])
-    low, high, q = arguments
-    if kind == "qloguniform" or kind == "quniform":
-        return int(round(high / q) - round(low / q) + 1) if low < high else 1
-    raise UsageError(f"grid cannot enumerate {dimension.name!r} ({kind})")
+def _grid_row(axes: list[tuple[str, _Axis]], index: int) -> dict[str, Any]:
+    """The grid's `index`th combination, the last parameter fastest, computed from the index: the first N of a grid
+    with an axis of 10**9 values (randint [0, 10**9]) costs N rows, where a product would first list each axis."""
+    row: dict[str, Any] = {}
+    for name, axis in reversed(axes):
+        index, position = divmod(index, axis.count)
+        row[name] = axis.value(position)
+    return {name: row[name] for name, _ in axes}
 
 
-def _grid_values(dimension: Dimension) -> Iterator[Any]:
-    """Each value once, lazily (a product never materialises a long axis it cuts)."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Axis:
+    """One parameter's grid values: `count` of them (may exceed sys.maxsize, where len() cannot go), the
+    `position`th (0-based) computed when asked for."""
+
+    count: int
+    value: Callable[[int], Any]
+
+
+def _grid_axis(dimension: Dimension) -> _Axis:
+    """An axis's values, each once: a choice's distinct values in their order (NNI's grid search never runs a
+    parameter set twice: [0.1, 0.1, 0.2] is two trials), lower to upper - 1, or clip(k * q, low, high) for k from
+    round(low / q) to round(high / q) (each value the formula can give)."""
     kind, arguments = dimension.kind, dimension.arguments
     if kind == "choice":
-        return iter(arguments)
+        import json
+
+        distinct: dict[str, Any] = {}
+        for value in arguments:
+            distinct.setdefault(json.dumps(value, sort_keys=True, default=str), value)
+        values = list(distinct.values())
+        return _Axis(count=len(values), value=values.__getitem__)
     if kind == "randint":
-        return iter(range(arguments[0], arguments[1]))
+        lower = arguments[0]
+        return _Axis(count=arguments[1] - lower, value=lambda position: lower + position)
+    if kind not in ("quniform", "qloguniform"):
+        raise UsageError(f"grid cannot enumerate {dimension.name!r} ({kind})")
     low, high, q = arguments
-    _grid_count(dimension)  # refuses the unbounded kinds
-    first, last = round(low / q), round(high / q)
-    return (_quantized(k * q, dimension, low, high) for k in range(first, last + 1))
+    first = round(low / q)
+    return _Axis(count=round(high / q) - first + 1,
+                 value=lambda position: _quantized((first + position) * q, dimension, low, high))
 
 
 def sample(dimension: Dimension, generator: random.Random) -> Any:

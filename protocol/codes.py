@@ -133,7 +133,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E851": (E, "search space: a parameter the job does not define"),
     "W852": (W, "search space: a parameter the job's commands never use (every trial runs the same commands)"),
     "E853": (E, "search space: a value whose type does not fit the job's default for that parameter"),
-    "E854": (E, "search space: a distribution that samples nothing (low not below high, q or sigma not above 0, a log scale from 0 or below)"),
+    "E854": (E, "search space: a distribution that samples nothing (low not below high, q or sigma not above 0, a log scale from 0 or below) or can overflow a float"),
     "E855": (E, "search space: a type the chosen strategy cannot use (grid takes choice, randint and quantized types only)"),
 }
 

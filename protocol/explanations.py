@@ -430,7 +430,9 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
              "use choice with values of the default's kind (randint or integer-quantized types for an integer), or "
              "change the job's default"),
     "E854": ("A distribution that cannot be sampled as NNI defines it: randint and uniform need lower < upper, the "
-             "log-uniform types a lower bound above 0, the quantized types q > 0, the normal types sigma > 0.",
+             "log-uniform types a lower bound above 0, the quantized types q > 0, the normal types sigma > 0. Every "
+             "value drawn must also be a finite float: high - low, mu +- 10 sigma, exp(mu + 10 sigma) for the "
+             "lognormal types (below about 709.78) and a value over q.",
              "{\"lr\": {\"_type\": \"loguniform\", \"_value\": [0, 0.1]}}",
              "fix the bounds as the message says"),
     "E855": ("A grid enumerates every value of every parameter: it can take choice, randint and the bounded "

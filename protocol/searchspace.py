@@ -28,7 +28,8 @@ from .diagnostics import Anchor, Diagnostic, Finding, pointer_of
 TYPES = ("choice", "randint", "uniform", "quniform", "loguniform", "qloguniform", "normal", "qnormal", "lognormal",
          "qlognormal")
 QUANTIZED = frozenset({"quniform", "qloguniform", "qnormal", "qlognormal"})
-#: What a grid can enumerate: finite sets (NNI's GridSearch tuner takes the same).
+#: What a grid can enumerate: finite sets. (NNI's GridSearch tuner, since v2.6, also halves continuous ranges epoch
+#: after epoch without end, nni/algorithms/hpo/gridsearch_tuner.py; a sweep of jobs needs a finite plan: E855.)
 GRID_TYPES = frozenset({"choice", "randint", "quniform", "qloguniform"})
 STRATEGIES = ("grid", "random", "list")
 ROWS_KEY = "_rows"
@@ -188,7 +189,41 @@ def _range_problem(kind: str, arguments: list[Any]) -> Optional[str]:
         return f"{kind} needs sigma > 0, not {arguments[1]}"
     if kind in QUANTIZED and arguments[2] <= 0:
         return f"{kind} needs q > 0, not {arguments[2]}"
+    return _overflow_problem(kind, arguments)
+
+
+#: How many sigmas from mu a normal draw can land: CPython's `random.gauss` (Box-Muller on a 53-bit `random()`)
+#: gives at most sqrt(-2 ln 2**-53) = 8.58; 10 leaves room.
+NORMAL_REACH = 10.0
+
+
+def _overflow_problem(kind: str, arguments: list[Any]) -> Optional[str]:
+    """Why a draw could overflow a float (None if it cannot): a uniform across more than the largest float, a
+    normal's mu +- 10 sigma, exp() of a lognormal beyond about 709.78, or a value over q beyond the largest float.
+    NNI's samplers overflow there too (numpy refuses the uniform, math.exp raises); a trial given `Infinity` or a
+    sweep that fails halfway is worse than a refusal before any trial is compiled."""
+    shown = f"{kind} [{', '.join(map(str, arguments))}]"
+    if kind in ("lognormal", "qlognormal") and arguments[0] + NORMAL_REACH * arguments[1] > math.log(_FLOAT_MAX):
+        return (f"{shown} can give values beyond the largest float: mu + {NORMAL_REACH:g} sigma must stay below "
+                f"{math.log(_FLOAT_MAX):.2f} (exp overflows)")
+    if kind in ("uniform", "quniform"):
+        extremes = (arguments[0], arguments[1], arguments[1] - arguments[0])
+    elif kind in ("loguniform", "qloguniform"):
+        extremes = (arguments[0], arguments[1])
+    elif kind in ("normal", "qnormal"):
+        extremes = (arguments[0] - NORMAL_REACH * arguments[1], arguments[0] + NORMAL_REACH * arguments[1])
+    elif kind in ("lognormal", "qlognormal"):
+        extremes = (math.exp(arguments[0] + NORMAL_REACH * arguments[1]),)
+    else:  # randint: integers, exact
+        return None
+    if not all(math.isfinite(x) for x in extremes):
+        return f"{shown} can give values beyond the largest float ({_FLOAT_MAX:.3g})"
+    if kind in QUANTIZED and not all(math.isfinite(x / arguments[2]) for x in extremes):
+        return f"{shown}: q is too small for the range, value / q overflows a float"
     return None
+
+
+_FLOAT_MAX = 1.7976931348623157e308
 
 
 #: The kind of a job's default, as E853 names it, and whether a value is of that kind.

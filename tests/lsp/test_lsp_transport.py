@@ -159,6 +159,36 @@ def test_requests_after_shutdown_are_invalid_and_exit_then_ends_with_0(wire):
     assert wire.ends()[0] == 0
 
 
+def test_before_initialize_a_request_is_server_not_initialized_and_a_notification_dropped(wire, tmp_path):
+    """LSP 3.17: -32002 to a request, notifications dropped (pygls ran the handler: -32603 and a traceback)."""
+    uri = (tmp_path / "job.yaml").as_uri()
+    wire.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1,
+                                                          "text": JOB}})
+    wire.request(1, "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    assert wire.answer_to(1) == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32002, "message": "Server not initialized: textDocument/hover before initialize"}}
+    wire.initialize()
+    wire.request(2, "initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    assert wire.answer_to(2)["error"]["code"] == -32600  # "may only be sent once"
+    wire.request(3, "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    assert wire.answer_to(3)["result"] is None  # the didOpen before initialize was dropped: no such document
+    wire.request(4, "shutdown")
+    assert wire.answer_to(4)["result"] is None
+    wire.notify("exit")
+    code, stderr = wire.ends()
+    assert code == 0 and TRACEBACK not in stderr, stderr
+
+
+@pytest.mark.parametrize("method, empty", [("textDocument/hover", None), ("textDocument/definition", None),
+                                           ("textDocument/completion", {"isIncomplete": False, "items": []})])
+def test_a_request_about_a_file_neither_open_nor_on_disk_answers_empty(wire, tmp_path, method, empty):
+    """pygls reads an unopened document from disk: a missing file was an internal error with a traceback."""
+    wire.initialize()
+    wire.request(1, method, {"textDocument": {"uri": (tmp_path / "gone.yaml").as_uri()},
+                             "position": {"line": 0, "character": 0}})
+    assert wire.answer_to(1) == {"jsonrpc": "2.0", "id": 1, "result": empty}
+
+
 def test_exit_without_shutdown_ends_with_1(wire):
     wire.initialize()
     wire.notify("exit")

@@ -88,6 +88,16 @@ def test_grid_of_quantized_and_randint_values():
     assert list(trials_of({"_type": "qloguniform", "_value": [1, 100, 25]})) == [1, 25, 50, 75, 100]
 
 
+def test_grid_runs_each_parameter_set_once_as_nni_does():
+    """NNI's grid search skips a parameter set it has generated (its history): a repeated choice is one trial."""
+    space, _ = space_of('{"lr": {"_type": "choice", "_value": [0.1, 0.2, 0.1]},\n'
+                        ' "optimizer": {"_type": "choice", "_value": ["sgd", "adam", "sgd"]}}')
+    assert grid_size(space) == 4
+    rows = trials(space, strategy="grid")
+    assert [(row["lr"], row["optimizer"]) for row in rows[:3]] == [(0.1, "sgd"), (0.1, "adam"), (0.2, "sgd")]
+    assert len({json.dumps(row, sort_keys=True) for row in rows}) == len(rows) == 4
+
+
 def trials_of(spec):
     space, diagnostics = space_of(json.dumps({"batch": spec}))
     assert not [d for d in diagnostics if d.is_error], diagnostics
@@ -156,10 +166,33 @@ def test_a_value_that_does_not_fit_the_default_is_an_error(spec, where, wording)
     ('{"batch": {"_type": "randint", "_value": [5, 5]}}', "holds no integer"),
     ('{"lr": {"_type": "qnormal", "_value": [0, 1, 0]}}', "needs q > 0"),
     ('{"lr": {"_type": "normal", "_value": [0, -1]}}', "needs sigma > 0"),
+    # draws that overflow a float: `Infinity` given to a command, or an OverflowError traceback mid-sweep
+    ('{"lr": {"_type": "uniform", "_value": [-1e308, 1e308]}}', "beyond the largest float"),
+    ('{"lr": {"_type": "normal", "_value": [0, 1e308]}}', "beyond the largest float"),
+    ('{"lr": {"_type": "lognormal", "_value": [1000, 1]}}', "exp overflows"),
+    ('{"lr": {"_type": "qlognormal", "_value": [700, 1, 1]}}', "exp overflows"),
+    ('{"lr": {"_type": "quniform", "_value": [0, 1e10, 1e-300]}}', "q is too small"),
+    ('{"lr": {"_type": "qloguniform", "_value": [1e-300, 1e300, 1e-10]}}', "q is too small"),
 ])
-def test_a_distribution_that_samples_nothing_is_an_error(spec, wording):
+def test_a_distribution_that_samples_nothing_or_overflows_is_an_error(spec, wording):
     space, found = located(spec, strategy="random")
     assert space is None and [f[2] for f in found] == ["E854"] and wording in found[0][3]
+
+
+def test_a_wide_distribution_that_cannot_overflow_samples():
+    space, found = located('{"lr": {"_type": "lognormal", "_value": [0, 70]}}', strategy="random")
+    assert found == [] and all(math.isfinite(row["lr"]) for row in trials(space, strategy="random", seed=3,
+                                                                             max_trials=500))
+
+
+def test_the_first_trials_of_a_grid_with_a_long_axis_come_at_once():
+    """itertools.product lists every axis before its first combination: 10**12 values never came back."""
+    space, _ = space_of('{"batch": {"_type": "randint", "_value": [0, 1000000000000]},\n'
+                        ' "lr": {"_type": "quniform", "_value": [0, 1e300, 1e-5]}}')
+    assert trials(space, strategy="grid", max_trials=3) == [{"batch": 0, "lr": 0}, {"batch": 0, "lr": 0.00001},
+                                                           {"batch": 0, "lr": 0.00002}]
+    with pytest.raises(UsageError, match=r"about 10\^316 trials"):
+        trials(space, strategy="grid")
 
 
 def test_grid_refuses_continuous_types_located():

@@ -120,6 +120,17 @@ def _without_lone_surrogates(text: str) -> tuple[str, list[Diagnostic]]:
     return _LONE_SURROGATE.sub("\ufffd", text), found
 
 
+def _readable_document(ls: PaictlLanguageServer, uri: str):
+    """The document, open or else on disk (pygls reads a file the editor has not opened); None when it is neither:
+    a request about a file that is gone or unreadable has no answer (null), not an internal error."""
+    document = ls.workspace.get_text_document(uri)
+    try:
+        document.source
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    return document
+
+
 def _path_of(document) -> str:
     return document.path or document.uri
 
@@ -237,7 +248,9 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def hover(ls: PaictlLanguageServer, params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
-        document = ls.workspace.get_text_document(uri)
+        document = _readable_document(ls, uri)
+        if document is None:
+            return None
         analysis = ls.current(uri)
         lines = source_lines(document.source)
         where = _cursor(document, lines, params.position)
@@ -264,7 +277,9 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
                     lsp.CompletionOptions(trigger_characters=["$", ".", " ", ":"]))
     def complete(ls: PaictlLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
         uri = params.text_document.uri
-        document = ls.workspace.get_text_document(uri)
+        document = _readable_document(ls, uri)
+        if document is None:
+            return lsp.CompletionList(is_incomplete=False, items=[])
         lines = source_lines(document.source) or [""]
         if document.source.endswith(("\n", "\r")):
             lines.append("")
@@ -317,7 +332,9 @@ def build_server(settings: Settings | None = None) -> PaictlLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: PaictlLanguageServer, params: lsp.DefinitionParams) -> lsp.Location | None:
         uri = params.text_document.uri
-        document = ls.workspace.get_text_document(uri)
+        document = _readable_document(ls, uri)
+        if document is None:
+            return None
         text = document.source
         lines = source_lines(text) or [""]
         where = _cursor(document, lines, params.position)

@@ -12,6 +12,9 @@ edit). Here:
   the stream is read on from the next `Content-Length:` header, so the server stays up;
 - a body that is not JSON is a Parse error (-32700); one that is not a JSON-RPC message, an Invalid Request
   (-32600); a request whose params do not fit its method, Invalid params (-32602) with its id;
+- before `initialize`, a request is answered ServerNotInitialized (-32002) and a notification dropped, as LSP 3.17
+  says (pygls ran the handler: an Internal error with a traceback of the server's files); a second `initialize` is
+  an Invalid Request (it "may only be sent once");
 - after `shutdown`, every request is answered Invalid Request and notifications are dropped; `exit` ends the server
   with status 0 after `shutdown`, else 1;
 - the server ends when either stream closes: end of input, or output that can no longer be written (a closed pipe
@@ -38,6 +41,8 @@ MAX_HEADER_LINE_BYTES = 8 * 1024
 MAX_HEADER_LINES = 32
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+#: LSP's own code for a request before `initialize` (LSP 3.17, "Initialize Request").
+SERVER_NOT_INITIALIZED = -32002
 _MARKER = b"Content-Length:"
 _CHUNK = 64 * 1024
 
@@ -260,6 +265,7 @@ class _Session:
         self.server = server
         self.protocol = server.protocol
         self.shut_down = False
+        self.initialized = False
 
     def status(self) -> int:
         return 0 if self.shut_down else 1
@@ -291,6 +297,15 @@ class _Session:
         is_request = "id" in data and method is not None
         if method == "exit":
             return self.status()
+        if not self.initialized and method is not None and method != "initialize":
+            if is_request:
+                self.reply_error(message_id, SERVER_NOT_INITIALIZED, f"Server not initialized: {method} before "
+                                                                     "initialize")
+            return None
+        if self.initialized and method == "initialize":
+            if is_request:
+                self.reply_error(message_id, INVALID_REQUEST, "Invalid Request: initialize may only be sent once")
+            return None
         if self.shut_down:
             if is_request:
                 self.reply_error(message_id, INVALID_REQUEST, "Invalid Request: the server has shut down; only "
@@ -315,6 +330,8 @@ class _Session:
                 self.reply_error(message_id, INTERNAL_ERROR, f"internal error handling {method}")
         if is_request and method == "shutdown":
             self.shut_down = True
+        if is_request and method == "initialize":
+            self.initialized = True
         self._drop_finished_futures()
         return None
 
