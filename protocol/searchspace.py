@@ -100,8 +100,7 @@ def space_findings(data: Any, *, parameters: Optional[Mapping[str, Any]], used: 
     (None: unknown, no W852); `strategy` the one asked for (None: the space's own)."""
     from .schema_check import check_schema
 
-    schema = [f._replace(message=_in_space(f.message), hint=_in_space(f.hint))
-              for f in check_schema(data, "search-space")]
+    schema = check_schema(data, "search-space")  # its root called "the search space" (schema_check.ROOTS)
     if any(f.severity.value == "error" for f in schema):
         return schema
     findings: list[Finding] = list(schema)
@@ -141,13 +140,6 @@ def space_findings(data: Any, *, parameters: Optional[Mapping[str, Any]], used: 
         else:
             findings += _fit_distribution(name, kind, arguments, parameters)
     return findings
-
-
-def _in_space(text: Optional[str]) -> Optional[str]:
-    """check_schema words its root as "the job"; here the root is the space."""
-    if text is None:
-        return None
-    return text.replace("in the job", "in the search space").replace("the job ", "the search space ")
 
 
 def _name_findings(name: str, pointer: str, parameters: Optional[Mapping[str, Any]],
