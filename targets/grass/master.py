@@ -14,7 +14,8 @@ Each pass, in this order:
 4. **Exit codes.** A container that exits 65 stops every container of its job, which then fails. A container
    exiting with any other non-zero code is restarted only when the job asked for it as MARO's Proxy does
    (`job:<id>:runtime_details` has `rejoin:enable` 1) and its Proxy registered the container (it is a value of
-   `job:<id>:rejoin_component_name_to_container_name`; the restart gets that key as COMPONENT_NAME), within `rejoin:max_restart_times` (counted per component in
+   `job:<id>:rejoin_component_name_to_container_name`; the restart gets that key as COMPONENT_NAME), within
+   `rejoin:max_restart_times` (counted per component in
    `job:<id>:component_id_to_restart_times`), placed single-metric-balanced on cpu as MARO re-places; 64 never is.
 5. **Job status** from facts (verdict.py: the containers as their nodes report them, their true exit statuses,
    OpenPAI's completion rules; MARO's rules had bugs, maro.md D.3): `running` while undecided; `failed` or
