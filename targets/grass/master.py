@@ -251,7 +251,7 @@ class MasterAgent:
             if json.dumps(job, sort_keys=True) != before:  # the containers of a stopped job come to an end
                 self.records.update_job(job)
             return
-        job["check_time"] = now
+        job["check_time"] = int(now)  # MARO: Redis TIME, whole seconds
         if job["containers"]:
             decision = decide(job, facts(job, nodes, job["containers"].items(), self.records.exits(job["id"])),
                               stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status")),

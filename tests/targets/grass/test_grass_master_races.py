@@ -153,3 +153,4 @@ def test_only_a_container_its_proxy_registered_is_restarted(master, monkeypatch,
     assert config["environments"]["COMPONENT_NAME"] == config["labels"]["component_name"] == "main_proxy"
     assert config["container_name"] != container and config["container_name"].startswith(f"{record['id']}-")
     assert restarts == "1" and job["status"] == "running", job.get("message")
+    assert isinstance(job["check_time"], int)  # MARO's JobTrackingAgent: Redis TIME in whole seconds
