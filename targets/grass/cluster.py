@@ -248,6 +248,7 @@ def _maro_create(data: dict[str, Any], path: str) -> tuple[list, Optional[Cluste
     """MARO's `grass_on_premises_create.yml`: the master; nodes come from join files."""
     master = data["master"]
     findings = _require(data, ("mode", "name"), "") + _require(master, ("private_ip_address",), "/master")
+    findings += _maro_ports(master, ("redis", "fluentd", "ssh", "api_server"), "/master")
     if findings:
         return findings, None
     name = str(data["name"])
@@ -265,6 +266,9 @@ def _maro_join(data: dict[str, Any], path: str) -> tuple[list, Optional[Cluster]
     master = data.get("master") if isinstance(data.get("master"), dict) else {}
     findings = _require(data, ("master",), "") + _require(master, ("private_ip_address",), "/master")
     findings += _require(node, ("hostname",), "/node")
+    findings += _maro_ports(master, ("redis", "api_server"), "/master") + _maro_ports(node, ("ssh", "api_server"),
+                                                                                      "/node")
+    findings += _maro_resources(node.get("resources"), "/node/resources")
     if findings:
         return findings, None
     resources = node.get("resources") or {}
@@ -277,6 +281,59 @@ def _maro_join(data: dict[str, Any], path: str) -> tuple[list, Optional[Cluster]
                     cpu=resources.get("cpu", "all"), memory=_memory(resources.get("memory", "all")),
                     gpu=resources.get("gpu", "all")),),
         source=path, nodes_only=True)
+
+
+def _maro_ports(section: dict[str, Any], keys: Iterable[str], pointer: str) -> list:
+    """Located findings for `<key>: {port: N}` entries of a MARO file that are not a port (MARO formats them into
+    URLs and `docker run -p` unchecked)."""
+    from paictl.protocol.codes import finding
+
+    findings = []
+    for key in keys:
+        value = section.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            findings.append(finding("E203", f"{pointer}/{key}", f"'{key}' in {pointer} must be a mapping "
+                                    f"{{port: N}}"))
+            continue
+        port = value.get("port")
+        if port in (None, ""):
+            continue
+        text = str(port)
+        if isinstance(port, bool) or not isinstance(port, (int, str)) or not text.isdigit() \
+                or not 0 < int(text) < 65536:
+            findings.append(finding("E206", f"{pointer}/{key}/port", f"'{key}.port' in {pointer} is {port!r}, not a "
+                                    f"port number from 1 to 65535"))
+    return findings
+
+
+def _maro_resources(resources: Any, pointer: str) -> list:
+    """Located findings for a node-join file's `resources` that MARO's node agent would not take as written: it
+    keeps a number, and for anything else but `all` logs "Invalid ... assignment" and offers the whole node
+    (node_agent/agent.py `_init_resources`). paictl reads MARO's documented "2048m" as 2048 MB; any other text
+    ("4g", "lots") is refused rather than silently read as either."""
+    from paictl.protocol.codes import finding
+
+    if resources is None:
+        return []
+    if not isinstance(resources, dict):
+        return [finding("E203", pointer, f"{pointer} must be a mapping {{cpu, memory, gpu}}")]
+    findings = []
+    for key in ("cpu", "memory", "gpu"):
+        value = resources.get(key, "all")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not 0 <= value < float("inf"):
+                findings.append(finding("E206", f"{pointer}/{key}", f"{key} {value!r} in {pointer} is not a "
+                                        f"finite amount at least 0"))
+            continue
+        if value == "all" or (key == "memory" and isinstance(value, str) and value.endswith("m")
+                              and value[:-1].isdigit()):
+            continue
+        unit = 'MB (a number, or "<MB>m")' if key == "memory" else "a number"
+        findings.append(finding("E203", f"{pointer}/{key}", f"{key} {value!r} in {pointer} is neither {unit} nor "
+                                f"all (MARO's node agent would ignore it and offer all of the node's {key})"))
+    return findings
 
 
 def _port(section: dict[str, Any], key: str, default: int) -> int:

@@ -13,7 +13,9 @@ Each pass, in this order:
    longer exists is dropped (MARO would crash on it, maro.md D.1).
 4. **Exit codes.** A container that exits 65 stops every container of its job, which then fails. A container
    exiting with any other non-zero code is restarted only when the job asked for it as MARO's Proxy does
-   (`job:<id>:runtime_details` has `rejoin:enable` 1), within `rejoin:max_restart_times` (counted per component in
+   (`job:<id>:runtime_details` has `rejoin:enable` 1) and its Proxy registered the container (it is a value of
+   `job:<id>:rejoin_component_name_to_container_name`; the restart gets that key as COMPONENT_NAME), within
+   `rejoin:max_restart_times` (counted per component in
    `job:<id>:component_id_to_restart_times`), placed single-metric-balanced on cpu as MARO re-places; 64 never is.
 5. **Job status** from facts (verdict.py: the containers as their nodes report them, their true exit statuses,
    OpenPAI's completion rules; MARO's rules had bugs, maro.md D.3): `running` while undecided; `failed` or
@@ -43,7 +45,8 @@ from . import node_api
 from .cluster import Cluster
 from .placement import Free, PlacementError, commit, place
 from .redis_records import (CONTAINERS, FINAL_STATUSES, KILL_ALL_EXIT_CODE, KILLED, NODES, NON_RESTART_EXIT_CODE,
-                            PENDING, Records, container_name, container_problem, demands, node_lock)
+                            PENDING, REJOIN_NAMES, RESTART_TIMES, RUNTIME, Records, container_name, container_problem,
+                            demands, node_lock)
 from .verdict import LIVE, decide, engine_status, facts
 
 log = logging.getLogger("paictl.grass.master")
@@ -164,6 +167,7 @@ class MasterAgent:
             job = jobs.get(name)
             if job is not None:
                 self._stop_containers(job, nodes)
+                self.records.redis.delete(REJOIN_NAMES.format(job_id=job["id"]))  # as MARO's _kill_job
                 stopped = True
                 if job.get("status") in ("pending", "running"):
                     job["status"] = "killed"
@@ -182,28 +186,33 @@ class MasterAgent:
             state = details.get("state") or {}
             if state.get("Status") == "exited" and state.get("ExitCode") == KILL_ALL_EXIT_CODE:
                 self._stop_containers(job, nodes)
+                self.records.redis.delete(REJOIN_NAMES.format(job_id=job["id"]))  # as MARO's _stop_job
                 job["status"] = "failed"
                 job["message"] = (f"container {container} ({details.get('component_type')} "
                                   f"{details.get('component_index')}) exited 65: every container of the job was "
                                   f"stopped")
                 self.records.update_job(job)
                 return True
-        runtime = self.records.redis.hgetall(f"job:{job['id']}:runtime_details") or {}
+        runtime = self.records.redis.hgetall(RUNTIME.format(job_id=job["id"])) or {}
         if runtime.get("rejoin:enable") != "1":
             return False
-        limit = int(runtime.get("rejoin:max_restart_times", sys.maxsize))
+        limit = _int(runtime.get("rejoin:max_restart_times"), sys.maxsize)
+        # MARO restarts only a container its Proxy registered (component name -> container name): one that failed
+        # before joining, or whose job never used the Proxy, is not restarted.
+        registered = {container: component for component, container in
+                      (self.records.redis.hgetall(REJOIN_NAMES.format(job_id=job["id"])) or {}).items()}
         restarted = False
         for container, details in mine.items():
             state = details.get("state") or {}
-            if state.get("Status") != "exited" or state.get("ExitCode") in NO_RESTART:
+            if state.get("Status") != "exited" or state.get("ExitCode") in NO_RESTART or container not in registered:
                 continue
-            counts_key = f"job:{job['id']}:component_id_to_restart_times"
+            counts_key = RESTART_TIMES.format(job_id=job["id"])
             count = int(self.records.redis.hget(counts_key, details["component_id"]) or 0)
             if count >= limit:
                 continue
             restart = int(details.get("restart_index", 0) or 0) + 1
             try:
-                created = self._restart(job, details, restart, nodes)
+                created = self._restart(job, details, restart, nodes, registered[container])
             except (PlacementError, node_api.NodeApiError) as exc:
                 log.warning("cannot restart %s: %s", container, exc)
                 continue
@@ -213,14 +222,14 @@ class MasterAgent:
         return restarted
 
     def _restart(self, job: dict[str, Any], details: dict[str, Any], restart: int,
-                 nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                 nodes: dict[str, dict[str, Any]], component_name: str) -> dict[str, dict[str, Any]]:
         component, index = details["component_type"], int(details["component_index"])
         wanted = [d for d in demands(job) if d.component == component and d.index == index]
         plan = place(wanted, free_resources(nodes), mode="single-metric-balanced", metric="cpu")
         record = nodes[plan[wanted[0].name]]
         hosts = self._hosts(job, nodes)
         hosts[(component, index)] = record["hostname"]
-        return self._create(job, component, index, record, hosts, restart)
+        return self._create(job, component, index, record, hosts, restart, component_name)
 
     def _hosts(self, job: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> dict[tuple[str, int], str]:
         hosts = {}
@@ -242,7 +251,7 @@ class MasterAgent:
             if json.dumps(job, sort_keys=True) != before:  # the containers of a stopped job come to an end
                 self.records.update_job(job)
             return
-        job["check_time"] = now
+        job["check_time"] = int(now)  # MARO: Redis TIME, whole seconds
         if job["containers"]:
             decision = decide(job, facts(job, nodes, job["containers"].items(), self.records.exits(job["id"])),
                               stopped_at=self.records.stopped_at(job["id"]), master_status=str(job.get("status")),
@@ -319,16 +328,20 @@ class MasterAgent:
             self.records.drop_ticket(PENDING, name)
 
     def _create(self, job: dict[str, Any], component: str, index: int, record: dict[str, Any],
-                hosts: dict[tuple[str, int], str], restart: int) -> dict[str, dict[str, Any]]:
+                hosts: dict[tuple[str, int], str], restart: int,
+                component_name: Optional[str] = None) -> dict[str, dict[str, Any]]:
         """Start one container through its node's API; {name: labels + state} as the node will report it."""
-        config = create_config(self.cluster, job, component, index, record, hosts, restart)
+        config = create_config(self.cluster, job, component, index, record, hosts, restart, component_name)
         details = node_api.create(record, config, token=self.cluster.token)
         return {config["container_name"]: {**config["labels"], "state": details.get("State", {})}}
 
 
 def create_config(cluster: Cluster, job: dict[str, Any], component: str, index: int, record: dict[str, Any],
-                  hosts: dict[tuple[str, int], str], restart: int = 0) -> dict[str, Any]:
-    """MARO's create config (PendingJobAgent._start_container) for one container, with paictl's environment."""
+                  hosts: dict[tuple[str, int], str], restart: int = 0,
+                  component_name: Optional[str] = None) -> dict[str, Any]:
+    """MARO's create config (PendingJobAgent._start_container) for one container, with paictl's environment; a
+    restart's (ContainerRuntimeAgent._start_container) also carries the Proxy's `component_name` it replaces, as
+    COMPONENT_NAME and a label, so the new container can rejoin under the same name."""
     from .env import container_env
 
     details = job["components"][component]
@@ -350,6 +363,8 @@ def create_config(cluster: Cluster, job: dict[str, Any], component: str, index: 
         "environments": container_env(cluster, record, job, component, index, name, hosts),
         "labels": labels,
     }
+    if component_name is not None:
+        config["environments"]["COMPONENT_NAME"] = labels["component_name"] = component_name
     if resources.get("gpu"):
         config["gpu"] = labels["gpu"] = resources["gpu"]
     return config
@@ -358,6 +373,13 @@ def create_config(cluster: Cluster, job: dict[str, Any], component: str, index: 
 #: Verdict states as MARO's job statuses (pending stays pending).
 _STATUS = {"running": "running", "stopping": "killed", "stopped": "killed", "succeeded": "finish",
            "failed": "failed"}
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 def _float(value: Any) -> float:

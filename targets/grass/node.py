@@ -46,24 +46,26 @@ API_PREFIX = "/v1/containers"
 
 
 def detect_resources(node: Node) -> dict[str, float]:
-    """The node's cpu, memory (MB) and gpu, "all" measured here (as MARO's agent does with psutil/nvidia-smi)."""
+    """The node's cpu, memory (MB) and gpu, "all" measured here as MARO's agent measures it (`_init_resources`): the
+    logical cores and the GPUs as counts, the memory as total bytes / 1024**2 unrounded; a declared amount is kept
+    as declared (an int stays an int), so the record's JSON is MARO's."""
     import subprocess
 
-    cpu = float(os.cpu_count() or 1) if node.cpu == "all" else float(node.cpu)
+    cpu = (os.cpu_count() or 1) if node.cpu == "all" else node.cpu
     if node.memory == "all":
-        memory = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024))
+        memory: float = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1024 ** 2)
     else:
-        memory = float(node.memory)
+        memory = node.memory  # type: ignore[assignment]
     if node.gpu == "all":
         try:
             done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
-            gpu = float(len([line for line in done.stdout.splitlines() if line.startswith("GPU")])) \
-                if done.returncode == 0 else 0.0
+            gpu = len([line for line in done.stdout.splitlines() if line.startswith("GPU")]) \
+                if done.returncode == 0 else 0
         except (OSError, subprocess.TimeoutExpired):
-            gpu = 0.0
+            gpu = 0
     else:
-        gpu = float(node.gpu)
-    return {"cpu": float(cpu), "memory": memory, "gpu": gpu}
+        gpu = node.gpu
+    return {"cpu": cpu, "memory": memory, "gpu": gpu}  # type: ignore[dict-item]
 
 
 class NodeAgent:
@@ -108,7 +110,7 @@ class NodeAgent:
                          target_free_gpu=resources["gpu"] - used[2])
         return {"id": self.node.name, "name": self.node.name, "hostname": self.node.hostname,
                 "api_server": {"port": self.node.api_port}, "resources": resources,
-                "state": {"status": status, "check_time": now}, "containers": containers}
+                "state": {"status": status, "check_time": int(now)}, "containers": containers}
 
     def publish(self, status: str = "Running") -> bool:
         """Write the record under MARO's lock; False (and try again later) when Redis does not answer."""

@@ -41,6 +41,10 @@ SUBMITTED = "paictl:submitted"
 VERDICTS = "paictl:verdicts"
 #: Bounds on what a record may claim (a record is shared state anybody on the cluster network can write).
 MAX_INSTANCES = 100_000
+#: MARO's fault tolerance keys, written by the job's Proxy (runtime, registered names) and the master (counts).
+RUNTIME = "job:{job_id}:runtime_details"
+REJOIN_NAMES = "job:{job_id}:rejoin_component_name_to_container_name"
+RESTART_TIMES = "job:{job_id}:component_id_to_restart_times"
 #: maro/utils/exit_code.py: a container exiting 64 is never restarted; 65 stops every container of its job.
 NON_RESTART_EXIT_CODE = 64
 KILL_ALL_EXIT_CODE = 65
@@ -388,9 +392,10 @@ class Records:
         """Whether the master will restart a failed container of `job` (verdict.rejoin)."""
         from .verdict import rejoin
 
-        runtime = self._call("hgetall", f"job:{job['id']}:runtime_details")
-        counts = self._call("hgetall", f"job:{job['id']}:component_id_to_restart_times") if runtime else {}
-        return rejoin(job, runtime, counts)
+        runtime = self._call("hgetall", RUNTIME.format(job_id=job["id"]))
+        counts = self._call("hgetall", RESTART_TIMES.format(job_id=job["id"])) if runtime else {}
+        registered = self._call("hgetall", REJOIN_NAMES.format(job_id=job["id"])) if runtime else {}
+        return rejoin(job, runtime, counts, registered=registered)
 
     def submitted(self, job_ids: Optional[list[str]] = None) -> dict[str, str]:
         """job id -> when paictl submitted it (RFC 3339); all of them without `job_ids`."""

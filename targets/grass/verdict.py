@@ -146,16 +146,21 @@ def policies(job: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def rejoin(job: Mapping[str, Any], runtime: Mapping[str, str], counts: Mapping[str, str]):
+def rejoin(job: Mapping[str, Any], runtime: Mapping[str, str], counts: Mapping[str, str], *,
+           registered: Mapping[str, str]):
     """MARO's fault tolerance (maro.md A.10), as a test of whether a failed container will be restarted: the job's
-    Proxy enabled `rejoin`, the engine's exit code is not 0, 64 or 65, and its component has restarts left."""
+    Proxy enabled `rejoin`, the container's Proxy registered it (`registered`: MARO's
+    `job:<id>:rejoin_component_name_to_container_name`; MARO's master restarts no container missing from it, e.g.
+    one that failed before its Proxy joined), the engine's exit code is not 0, 64 or 65, and its component has
+    restarts left."""
     if runtime.get("rejoin:enable") != "1":
         return lambda fact: False
+    names = set(registered.values())
     limit = _int(runtime.get("rejoin:max_restart_times"), 1 << 62)
     ids = {role: details.get("id") for role, details in (job.get("components") or {}).items()}
 
     def restartable(fact: Fact) -> bool:
-        return (fact.status == "exited" and fact.engine_code not in (None, 0, 64, 65)
+        return (fact.status == "exited" and fact.engine_code not in (None, 0, 64, 65) and fact.name in names
                 and (_int(counts.get(str(ids.get(fact.role))), 0) or 0) < (limit or 0))
     return restartable
 

@@ -134,3 +134,35 @@ def test_maro_join_file_missing_the_master_address(tmp_path):
     assert sorted((d.line, d.message) for d in caught.value.diagnostics) == [
         (2, "MARO's file is missing the required key 'private_ip_address' in /master"),
         (3, "MARO's file is missing the required key 'hostname' in /node")]
+
+
+def test_maro_files_with_values_maro_would_not_take_are_located(tmp_path, run_cli):
+    # A join file's resources and both files' ports are read without a schema: each bad value is a located
+    # diagnostic (exit 2), never a traceback, and "4g" is not silently read (MARO's agent would offer all memory).
+    create = tmp_path / "create.yml"
+    create.write_text("mode: grass/on-premises\nname: c\nmaster: {private_ip_address: 10.0.0.4, redis: {port: x}}\n")
+    join = tmp_path / "join.yml"
+    join.write_text("mode: grass/on-premises\nmaster: {private_ip_address: 10.0.0.4}\n"
+                    "node:\n  hostname: n1\n  api_server: {port: 70000}\n"
+                    "  resources: {cpu: -1, memory: 4g, gpu: x}\n")
+    with pytest.raises(InvalidClusterError) as caught:
+        load_cluster([str(create), str(join)])
+    assert sorted((d.line, d.pointer, d.code) for d in caught.value.diagnostics) == [
+        (3, "/master/redis/port", "E206"), (5, "/node/api_server/port", "E206"),
+        (6, "/node/resources/cpu", "E206"), (6, "/node/resources/gpu", "E203"), (6, "/node/resources/memory", "E203")]
+    join.write_text("mode: grass/on-premises\nmaster: {private_ip_address: 10.0.0.4}\n"
+                    "node: {hostname: n1, resources: 4}\n")
+    code, out, err = run_cli("compile", str(ROOT / "examples" / "grass-hello.yaml"), "--target", "grass",
+                             "--cluster", str(create), "--cluster", str(join))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"{join}:3:" in err and f"{create}:3:" in err
+
+
+def test_maro_join_file_memory_in_mb_is_read(tmp_path):
+    create = tmp_path / "create.yml"
+    create.write_text("mode: grass/on-premises\nname: c\nmaster: {private_ip_address: 10.0.0.4}\n")
+    join = tmp_path / "join.yml"
+    join.write_text("mode: grass/on-premises\nmaster: {private_ip_address: 10.0.0.4, redis: {port: '6380'}}\n"
+                    "node: {hostname: n1, resources: {cpu: 2.5, memory: 3072m, gpu: 1}}\n")
+    (node,) = load_cluster([str(create), str(join)]).nodes
+    assert (node.cpu, node.memory, node.gpu) == (2.5, 3072, 1)

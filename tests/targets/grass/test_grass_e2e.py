@@ -112,7 +112,10 @@ def test_exit_65_stops_the_whole_job(grass):
 
 
 REJOIN = ('redis-cli -h "$MASTER_HOSTNAME" -p "$MASTER_REDIS_PORT" hset "job:$JOB_ID:runtime_details" '
-          'rejoin:enable 1 rejoin:max_restart_times 2 >/dev/null; ')
+          'rejoin:enable 1 rejoin:max_restart_times 2 >/dev/null; '
+          'redis-cli -h "$MASTER_HOSTNAME" -p "$MASTER_REDIS_PORT" hset '
+          '"job:$JOB_ID:rejoin_component_name_to_container_name" "${COMPONENT_NAME:-main_proxy}" "$CONTAINER_NAME" '
+          '>/dev/null; ')
 
 
 def test_exit_64_is_never_restarted_while_other_codes_are(grass):

@@ -74,6 +74,9 @@ def test_a_maro_create_config_runs_and_is_recorded_like_maros_agent_records_it(n
     assert (details["name"], details["hostname"], details["api_server"], details["state"]["status"]) == (
         "n1", "127.0.0.1", {"port": node.node.api_port}, "Running")
     assert details["resources"]["cpu"] == 4 and details["resources"]["target_free_cpu"] == 2
+    # the JSON is MARO's agent's: declared amounts as declared, check_time whole seconds (Redis TIME's first part)
+    text = node.harness.client().hget("name_to_node_details", "n1")
+    assert '"cpu": 4,' in text and '"memory": 8192,' in text and isinstance(details["state"]["check_time"], int)
     assert details["resources"]["target_free_memory"] == 8192 - 3072
     container = details["containers"][name]
     assert container["job_id"] == "job0000aaaa" and container["state"]["Running"] is True
@@ -188,3 +191,15 @@ def test_a_cluster_file_diagnostic_never_shows_the_password_or_the_token(tmp_pat
     code, out, err = run_cli("compile", str(job), "--target", "grass", "--cluster", str(cluster))
     assert code == 2 and "tls" in err
     assert "hunter2" not in out + err and "s3cr3t" not in out + err
+
+
+def test_all_is_measured_as_maros_agent_measures_it():
+    # MARO's _init_resources: psutil.cpu_count() (an int), total memory / 1024**2 (unrounded MB), a GPU count.
+    from paictl.targets.grass.cluster import Node
+    from paictl.targets.grass.node import detect_resources
+
+    found = detect_resources(Node(name="n", hostname="h", cpu="all", memory="all", gpu=0))
+    assert found["cpu"] == os.cpu_count() and isinstance(found["cpu"], int)
+    assert found["memory"] == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024 ** 2
+    assert json.dumps(detect_resources(Node(name="n", hostname="h", cpu=2, memory=3072, gpu=1))) == (
+        '{"cpu": 2, "memory": 3072, "gpu": 1}')

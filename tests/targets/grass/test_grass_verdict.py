@@ -81,8 +81,14 @@ def test_a_container_maro_will_restart_has_not_completed():
     nodes = node(a0=container("a", 0, code=3), a1=container("a", 1, running=True))
     found = facts(JOB, nodes, [], {})
     runtime = {"rejoin:enable": "1", "rejoin:max_restart_times": "2"}
-    assert decide(JOB, found, restartable=rejoin(JOB, runtime, {"component0000000a": "1"})).state is JobState.RUNNING
-    assert decide(JOB, found, restartable=rejoin(JOB, runtime, {"component0000000a": "2"})).state is JobState.FAILED
+    registered = {"a_proxy0": "a0"}  # the Proxy's component name -> its container (MARO restarts only these)
+    assert decide(JOB, found, restartable=rejoin(JOB, runtime, {"component0000000a": "1"},
+                                                 registered=registered)).state is JobState.RUNNING
+    assert decide(JOB, found, restartable=rejoin(JOB, runtime, {"component0000000a": "2"},
+                                                 registered=registered)).state is JobState.FAILED
+    # a container its Proxy never registered (it failed before joining) is not restarted by MARO's master
+    assert decide(JOB, found, restartable=rejoin(JOB, runtime, {"component0000000a": "1"},
+                                                 registered={"a_proxy1": "a1"})).state is JobState.FAILED
     # the newest restart is the task
     nodes["n1"]["containers"]["a0-r1"] = container("a", 0, running=True, restart=1)
     assert decide(JOB, facts(JOB, nodes, [], {})).tasks[0].attempt == 1
