@@ -59,13 +59,16 @@ def compile_local(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
     """
     from paictl.compiler.render import render_entrypoint
 
-    from paictl.targets.framework.names import task_role_name_findings
+    from paictl.targets.framework.names import framework_name, task_role_name_findings
 
     if secrets_from is not None:
         raise UsageError("--secrets-from names a Kubernetes Secret; a local run takes the secrets from the job")
     raise_if_any(task_role_name_findings(job), document, document.path if document is not None else "<job>")
     virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
     shared = {item["name"]: item["value"] for item in framework_env(job, profile, virtual_cluster)}
+    # FrameworkController names the Framework as `--target framework` would with this profile (the md5 of
+    # `<user>~<job>` with naming `openpai`): a task that keys files or peers on it sees the cluster's value.
+    shared["FC_FRAMEWORK_NAME"] = framework_name(job, profile)
     roles = []
     for role in job.task_roles:
         commands, substitutions = runtime_commands(render_entrypoint(job, role.name, parameters), bool(job.secrets))
@@ -138,7 +141,7 @@ def own_names(role: TaskRole) -> list[str]:
     """The variables about the task itself that the runner sets when it starts, sorted."""
     names = {"PAI_WORK_DIR", "PAI_TASK_ROLE_INSTANCES", "PAI_CURRENT_CONTAINER_IP", "PAI_CONTAINER_HOST_IP",
              "PAI_CURRENT_CONTAINER_PORT", "PAI_CONTAINER_HOST_PORT", "PAI_CONTAINER_SSH_PORT",
-             "PAI_CONTAINER_HOST_PORT_LIST", "FC_FRAMEWORK_NAME", "FC_FRAMEWORK_ATTEMPT_ID", "FC_TASK_ATTEMPT_ID"}
+             "PAI_CONTAINER_HOST_PORT_LIST", "FC_FRAMEWORK_ATTEMPT_ID", "FC_TASK_ATTEMPT_ID"}
     names.update(f"PAI_CONTAINER_HOST_{label}_PORT_LIST" for label in port_requests(role))
     return sorted(names)
 

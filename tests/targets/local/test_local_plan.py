@@ -50,6 +50,22 @@ def test_plan_records_images_ports_env_and_completion():
     assert server["command"][:8] == ["bash", "-o", "errexit", "-o", "nounset", "-o", "pipefail", "-c"]
 
 
+@pytest.mark.parametrize("profile", ["default", "openpai"])
+def test_fc_framework_name_is_the_framework_targets_name(profile):
+    """FC_FRAMEWORK_NAME is the Framework's metadata.name, which the profile's naming decides (the md5 of
+    `<user>~<job>` for `openpai`), not the job name reduced to [a-z0-9]; every task of the run sees the same."""
+    from paictl.targets.framework.target import compile_framework
+
+    job = load_job(str(EXAMPLES / "local-ping-pong.yaml"))
+    framework = next(o for o in compile_framework(job, load_profile(profile)) if o["kind"] == "Framework")
+    plan = compile_local(job, load_profile(profile))[0]
+    assert plan["spec"]["env"]["FC_FRAMEWORK_NAME"] == framework["metadata"]["name"] != "localpingpong"
+    role = plan["spec"]["taskRoles"][0]
+    env = task_env(plan, role, 0, peers={}, own_ports={"http": [1]}, work_dir="/w", job_attempt=0, task_attempt=0,
+                   run_id="r")
+    assert env["FC_FRAMEWORK_NAME"] == framework["metadata"]["name"]
+
+
 def test_task_retry_is_honoured_only_without_gang_allocation():
     retry = plan_of(EXAMPLES / "retry-without-gang.yaml")["spec"]["taskRoles"][0]["taskRetry"]
     assert retry == {"fancyRetryPolicy": True, "maxRetryCount": 2}
