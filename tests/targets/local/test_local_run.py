@@ -457,3 +457,27 @@ def test_killing_the_detached_supervisor_leaves_no_task(tmp_path):
     os.kill(run["owner"]["pid"], signal.SIGKILL)
     wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
     assert "abandoned" in paictl("status", "headless", cwd=tmp_path, check_code=0).stdout
+
+
+def test_the_failure_excerpt_reads_only_the_end_of_a_huge_log(tmp_path):
+    """A task that wrote gigabytes: the verdict's last lines come from the log's end, read under an address-space
+    limit the whole log would break (the excerpt read it all, holding the verdict back and the memory up)."""
+    folder = tmp_path / "runs" / "big"
+    (folder / "0").mkdir(parents=True)
+    (folder / "plan.json").write_text("{}")
+    with open(folder / "0" / "w-0.log", "wb") as log:
+        log.truncate(3 << 30)  # sparse: no disk used
+        log.seek(0, 2)
+        log.write(b"x" * 70_000 + b"\n" + b"".join(b"line %d\n" % n for n in range(20)))
+    script = f"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from paictl.targets.backend import BackendOptions
+from paictl.targets.local.backend import LocalBackend
+from paictl.targets.states import JobState, JobView
+view = JobView(name="big", state=JobState.FAILED, triggered_by=("w", 0))
+print("\\n".join(LocalBackend(BackendOptions(run_dir={str(tmp_path / "runs")!r})).failure_excerpt(view).lines))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"line {n}" for n in range(10, 20)]
