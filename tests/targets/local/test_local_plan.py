@@ -16,7 +16,7 @@ from paictl.compiler.exit_rules import load_rule_set
 from paictl.compiler.profiles import load_profile
 from paictl.compiler.render import render_entrypoint
 from paictl.protocol import load_job
-from paictl.targets.local.target import compile_local
+from paictl.targets.local.target import FC_UIDS, compile_local
 from paictl.targets.local.policy import CompletionTally, RetryPolicy, attempt_completion, decide_retry
 from paictl.targets.local.runtime import allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.output_check import check_objects, object_errors
@@ -157,7 +157,8 @@ def test_ports_are_distinct_free_and_in_the_environment():
     assert env["PAI_CONTAINER_HOST_msg_PORT_LIST"] == server_msg
     assert env["PAI_CONTAINER_HOST_PORT_LIST"].startswith(f"msg:{server_msg};ssh:")
     assert (env["FC_FRAMEWORK_ATTEMPT_ID"], env["FC_TASK_ATTEMPT_ID"], env["PAI_WORK_DIR"]) == ("1", "2", "/w")
-    assert set(role["envAtStart"]) | set(plan["spec"]["envAtStart"]) <= set(env)
+    # The runner adds FrameworkController's UIDs (test_local_run checks them); task_env gives every other one.
+    assert (set(role["envAtStart"]) - set(FC_UIDS)) | set(plan["spec"]["envAtStart"]) <= set(env)
     # The runner builds the shared part once per attempt; every task still gets the same variables and values.
     shared = attempt_env(plan, peers)
     for role in plan["spec"]["taskRoles"]:
