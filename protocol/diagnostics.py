@@ -105,6 +105,11 @@ def one_line(text: str) -> str:
     return text if _plain(text) else text.translate(_CONTROL)
 
 
+def one_line_keeping_tabs(text: str) -> str:
+    """`one_line` for a line of a program's output, whose tabs (a traceback's, a table's) are layout, not danger."""
+    return text if _plain(text.replace("\t", " ")) else text.translate(_CONTROL_KEEPING_TABS)
+
+
 def _plain(text: str) -> bool:
     """Printable ASCII only, which no escape changes: two C-speed tests instead of a dict lookup per character (a
     translation is ~3 us for a message, three per diagnostic)."""

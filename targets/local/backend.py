@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # status and stop of a local run compile nothing
     from paictl.targets.compiled import CompiledJob
 
 TAIL_LINES = 10
+#: How much of a failed task's log's end the excerpt reads: ten lines of a traceback, or of long lines.
+EXCERPT_BYTES = 64 * 1024
 #: How long `submit` waits for the detached supervisor's first state, and `stop` beyond the grace period.
 _START_TIMEOUT = 10.0
 _STOP_MARGIN = 10.0
@@ -296,16 +298,19 @@ class LocalBackend:
 
     def failure_excerpt(self, view: JobView) -> Optional[FailureExcerpt]:
         """The last lines of the task that failed the job (the user's own output), and where the whole log is."""
-        from .store import task_log
+        from .store import log_tail, task_log
 
         if view.state is not JobState.FAILED or view.triggered_by is None:
             return None
         role, index = view.triggered_by
         path = self._folder(view.name) / task_log(view.attempt, role, index)
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:  # only the end: a task may have written gigabytes, and reading them all held the verdict back
+            cut = path.stat().st_size > EXCERPT_BYTES
+            lines = log_tail(path, 0, EXCERPT_BYTES).splitlines()
         except OSError:
             return None
+        if cut and len(lines) > 1:
+            lines = lines[1:]  # the tail began inside it
         return FailureExcerpt(label=f"{role}-{index} ({path})", lines=tuple(lines[-TAIL_LINES:]))
 
     # -- acting on a run ----------------------------------------------------------------------------------------

@@ -63,6 +63,14 @@ def wait_for_children() -> None:
             pass
 
 
+def _uid() -> str:
+    """A UID in the form the API server gives every object (a version-4 UUID), without importing uuid."""
+    digits = bytearray(os.urandom(16))
+    digits[6], digits[8] = digits[6] & 0x0F | 0x40, digits[8] & 0x3F | 0x80
+    text = digits.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
 class LocalRunner:
     """Runs the plan in `folder` to a verdict; `views()` drives it, `interrupt()` stops it from outside."""
 
@@ -75,6 +83,8 @@ class LocalRunner:
         self.work_dir = work_dir
         self.grace = plan["spec"]["gracePeriodSec"] if grace_seconds is None else grace_seconds
         self.run_id = os.urandom(16).hex()  # as uuid4().hex, without importing uuid (and platform)
+        self._framework_uid = _uid()
+        self._uids: dict[tuple[str, int], str] = {}  # FC_TASKROLE_UID by (role, -1), FC_TASK_UID by (role, index)
         self.attempt = 0
         self.job_accountable = 0
         self.tasks: list[TaskInstance] = []
@@ -212,6 +222,10 @@ class LocalRunner:
                                        for role in self.plan["spec"]["taskRoles"]})
         self._ports = ports
         self._shared_env = attempt_env(self.plan, peers, inherit=self._docker is None)
+        configmap = _uid()
+        self._shared_env.update(FC_FRAMEWORK_UID=self._framework_uid, FC_CONFIGMAP_UID=configmap,
+                                FC_FRAMEWORK_ATTEMPT_INSTANCE_UID=f"{self.attempt}_{configmap}")
+        self._uids = {}
         # Encoded once for the attempt's host tasks: posix_spawn would encode all of it for every task.
         self._shared_bytes = {os.fsencode(name): os.fsencode(value) for name, value in self._shared_env.items()} \
             if self._docker is None else {}
@@ -232,6 +246,10 @@ class LocalRunner:
                            work_dir=self.work_dir, job_attempt=self.attempt, task_attempt=task.attempt,
                            run_id=self.run_id)
         own[procs.TASK_MARKER] = task.label
+        pod = _uid()
+        own.update(FC_TASKROLE_UID=self._uids.setdefault((task.role["name"], -1), _uid()),
+                   FC_TASK_UID=self._uids.setdefault((task.role["name"], task.index), _uid()), FC_POD_UID=pod,
+                   FC_TASK_ATTEMPT_INSTANCE_UID=f"{task.attempt}_{pod}")
         env: Any
         if self._docker is not None:
             argv, env = self._docker.launch(task.role, task.index, {**self._shared_env, **own}, attempt=self.attempt,

@@ -17,7 +17,6 @@ import os
 import socket
 from typing import Any, Mapping
 
-from paictl.protocol.names import convert_name
 
 Ports = dict[str, list[dict[str, list[int]]]]  # task role -> index -> label -> ports
 
@@ -114,7 +113,6 @@ def task_own_env(plan: Mapping[str, Any], role: Mapping[str, Any], index: int, *
         "PAI_CURRENT_CONTAINER_PORT": first.get("http", ""), "PAI_CONTAINER_HOST_PORT": first.get("http", ""),
         "PAI_CONTAINER_SSH_PORT": first.get("ssh", ""),
         "PAI_CONTAINER_HOST_PORT_LIST": ";".join(f"{label}:{_joined(n)}" for label, n in own_ports.items()),
-        "FC_FRAMEWORK_NAME": convert_name(plan["metadata"]["name"]),
         "FC_FRAMEWORK_ATTEMPT_ID": str(job_attempt),
         "FC_TASK_ATTEMPT_ID": str(task_attempt),
         RUN_MARKER: run_id,

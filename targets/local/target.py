@@ -59,17 +59,23 @@ def compile_local(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
     """
     from paictl.compiler.render import render_entrypoint
 
-    from paictl.targets.framework.names import task_role_name_findings
+    from paictl.targets.framework.names import framework_name, task_role_name_findings
 
     if secrets_from is not None:
         raise UsageError("--secrets-from names a Kubernetes Secret; a local run takes the secrets from the job")
     raise_if_any(task_role_name_findings(job), document, document.path if document is not None else "<job>")
     virtual_cluster = job.defaults.virtual_cluster or profile.virtual_cluster
     shared = {item["name"]: item["value"] for item in framework_env(job, profile, virtual_cluster)}
+    # FrameworkController names the Framework as `--target framework` would with this profile (the md5 of
+    # `<user>~<job>` with naming `openpai`): a task that keys files or peers on it sees the cluster's value.
+    framework = shared["FC_FRAMEWORK_NAME"] = framework_name(job, profile)
+    # FrameworkController prepends its variables to every container; the UIDs come at run time (own_names).
+    shared["FC_FRAMEWORK_NAMESPACE"] = profile.namespace
+    shared["FC_CONFIGMAP_NAME"] = f"{framework}-attempt"
     roles = []
     for role in job.task_roles:
         commands, substitutions = runtime_commands(render_entrypoint(job, role.name, parameters), bool(job.secrets))
-        roles.append(_role(job, role, commands, substitutions))
+        roles.append(_role(job, role, commands, substitutions, framework))
     return [{
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -92,7 +98,8 @@ def compile_local(job: Job, profile: Profile, *, parameters: Mapping[str, Any] |
     }]
 
 
-def _role(job: Job, role: TaskRole, commands: str, substitutions: list[tuple[str, str]]) -> dict[str, Any]:
+def _role(job: Job, role: TaskRole, commands: str, substitutions: list[tuple[str, str]],
+          framework: str) -> dict[str, Any]:
     ports = port_requests(role)
     converted = convert_name(role.name)
     return {
@@ -119,6 +126,7 @@ def _role(job: Job, role: TaskRole, commands: str, substitutions: list[tuple[str
                 "PAI_TASK_INDEX": str(index),
                 "FC_TASKROLE_NAME": converted,
                 "FC_TASK_INDEX": str(index),
+                "FC_POD_NAME": f"{framework}-{converted}-{index}",
             },
         } for index in range(role.instances)],
         # This instance's own variables, set when it starts (its ports are allocated then).
@@ -134,11 +142,17 @@ def port_requests(role: TaskRole) -> dict[str, int]:
     return counts
 
 
+#: FrameworkController's per-object UIDs, which a local run makes up as the API server would: the Framework's once
+#: a run, the attempt ConfigMap's, the task roles' and the tasks' once a job attempt, the pod's once a task attempt.
+FC_UIDS = ("FC_FRAMEWORK_UID", "FC_CONFIGMAP_UID", "FC_FRAMEWORK_ATTEMPT_INSTANCE_UID", "FC_TASKROLE_UID",
+           "FC_TASK_UID", "FC_POD_UID", "FC_TASK_ATTEMPT_INSTANCE_UID")
+
+
 def own_names(role: TaskRole) -> list[str]:
     """The variables about the task itself that the runner sets when it starts, sorted."""
     names = {"PAI_WORK_DIR", "PAI_TASK_ROLE_INSTANCES", "PAI_CURRENT_CONTAINER_IP", "PAI_CONTAINER_HOST_IP",
              "PAI_CURRENT_CONTAINER_PORT", "PAI_CONTAINER_HOST_PORT", "PAI_CONTAINER_SSH_PORT",
-             "PAI_CONTAINER_HOST_PORT_LIST", "FC_FRAMEWORK_NAME", "FC_FRAMEWORK_ATTEMPT_ID", "FC_TASK_ATTEMPT_ID"}
+             "PAI_CONTAINER_HOST_PORT_LIST", "FC_FRAMEWORK_ATTEMPT_ID", "FC_TASK_ATTEMPT_ID", *FC_UIDS}
     names.update(f"PAI_CONTAINER_HOST_{label}_PORT_LIST" for label in port_requests(role))
     return sorted(names)
 

@@ -128,11 +128,16 @@ def echo_record(data: dict, output_format: str, echo: "Echo") -> None:
 
 
 def show_excerpt(backend: "Backend", view: "JobView", echo: "Echo") -> None:
+    """A failed job's last lines under paictl's verdict. They are the job's own output, so their control characters
+    are escaped as `status` escapes a job's messages: a task's last words cannot set the terminal's title or
+    clipboard, ring its bell or clear the verdict off the screen (`paictl logs` prints the output as it is)."""
     excerpt = backend.failure_excerpt(view)
     if excerpt is not None and excerpt.lines:
-        echo(f"last lines of {excerpt.label}:")
+        from paictl.protocol.diagnostics import one_line, one_line_keeping_tabs
+
+        echo(f"last lines of {one_line(excerpt.label)}:")
         for line in excerpt.lines:
-            echo(f"  {line}")
+            echo(f"  {one_line_keeping_tabs(line)}")
 
 
 def verdict_status(backend: "Backend", name: str, last: Optional["JobView"], output_format: str,

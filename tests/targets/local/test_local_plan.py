@@ -16,7 +16,7 @@ from paictl.compiler.exit_rules import load_rule_set
 from paictl.compiler.profiles import load_profile
 from paictl.compiler.render import render_entrypoint
 from paictl.protocol import load_job
-from paictl.targets.local.target import compile_local
+from paictl.targets.local.target import FC_UIDS, compile_local
 from paictl.targets.local.policy import CompletionTally, RetryPolicy, attempt_completion, decide_retry
 from paictl.targets.local.runtime import allocate_ports, attempt_env, peer_env, task_argv, task_env
 from paictl.targets.output_check import check_objects, object_errors
@@ -48,6 +48,22 @@ def test_plan_records_images_ports_env_and_completion():
     assert "PAI_server_0_msg_PORT" in spec["envAtStart"] and "PAI_HOST_IP_client_0" in spec["envAtStart"]
     assert server["tasks"][0]["env"]["PAI_CURRENT_TASK_ROLE_NAME"] == "server"
     assert server["command"][:8] == ["bash", "-o", "errexit", "-o", "nounset", "-o", "pipefail", "-c"]
+
+
+@pytest.mark.parametrize("profile", ["default", "openpai"])
+def test_fc_framework_name_is_the_framework_targets_name(profile):
+    """FC_FRAMEWORK_NAME is the Framework's metadata.name, which the profile's naming decides (the md5 of
+    `<user>~<job>` for `openpai`), not the job name reduced to [a-z0-9]; every task of the run sees the same."""
+    from paictl.targets.framework.target import compile_framework
+
+    job = load_job(str(EXAMPLES / "local-ping-pong.yaml"))
+    framework = next(o for o in compile_framework(job, load_profile(profile)) if o["kind"] == "Framework")
+    plan = compile_local(job, load_profile(profile))[0]
+    assert plan["spec"]["env"]["FC_FRAMEWORK_NAME"] == framework["metadata"]["name"] != "localpingpong"
+    role = plan["spec"]["taskRoles"][0]
+    env = task_env(plan, role, 0, peers={}, own_ports={"http": [1]}, work_dir="/w", job_attempt=0, task_attempt=0,
+                   run_id="r")
+    assert env["FC_FRAMEWORK_NAME"] == framework["metadata"]["name"]
 
 
 def test_task_retry_is_honoured_only_without_gang_allocation():
@@ -141,7 +157,8 @@ def test_ports_are_distinct_free_and_in_the_environment():
     assert env["PAI_CONTAINER_HOST_msg_PORT_LIST"] == server_msg
     assert env["PAI_CONTAINER_HOST_PORT_LIST"].startswith(f"msg:{server_msg};ssh:")
     assert (env["FC_FRAMEWORK_ATTEMPT_ID"], env["FC_TASK_ATTEMPT_ID"], env["PAI_WORK_DIR"]) == ("1", "2", "/w")
-    assert set(role["envAtStart"]) | set(plan["spec"]["envAtStart"]) <= set(env)
+    # The runner adds FrameworkController's UIDs (test_local_run checks them); task_env gives every other one.
+    assert (set(role["envAtStart"]) - set(FC_UIDS)) | set(plan["spec"]["envAtStart"]) <= set(env)
     # The runner builds the shared part once per attempt; every task still gets the same variables and values.
     shared = attempt_env(plan, peers)
     for role in plan["spec"]["taskRoles"]:

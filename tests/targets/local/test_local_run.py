@@ -457,3 +457,74 @@ def test_killing_the_detached_supervisor_leaves_no_task(tmp_path):
     os.kill(run["owner"]["pid"], signal.SIGKILL)
     wait_for(lambda: run_processes(run["run_id"]) == [], "the watchdog to kill every task", timeout=10)
     assert "abandoned" in paictl("status", "headless", cwd=tmp_path, check_code=0).stdout
+
+
+def test_the_failure_excerpt_reads_only_the_end_of_a_huge_log(tmp_path):
+    """A task that wrote gigabytes: the verdict's last lines come from the log's end, read under an address-space
+    limit the whole log would break (the excerpt read it all, holding the verdict back and the memory up)."""
+    folder = tmp_path / "runs" / "big"
+    (folder / "0").mkdir(parents=True)
+    (folder / "plan.json").write_text("{}")
+    with open(folder / "0" / "w-0.log", "wb") as log:
+        log.truncate(3 << 30)  # sparse: no disk used
+        log.seek(0, 2)
+        log.write(b"x" * 70_000 + b"\n" + b"".join(b"line %d\n" % n for n in range(20)))
+    script = f"""
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from paictl.targets.backend import BackendOptions
+from paictl.targets.local.backend import LocalBackend
+from paictl.targets.states import JobState, JobView
+view = JobView(name="big", state=JobState.FAILED, triggered_by=("w", 0))
+print("\\n".join(LocalBackend(BackendOptions(run_dir={str(tmp_path / "runs")!r})).failure_excerpt(view).lines))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [f"line {n}" for n in range(10, 20)]
+
+
+FC_VARIABLES = ("FC_FRAMEWORK_NAMESPACE", "FC_FRAMEWORK_NAME", "FC_TASKROLE_NAME", "FC_TASK_INDEX", "FC_CONFIGMAP_NAME",
+                "FC_POD_NAME", "FC_FRAMEWORK_UID", "FC_FRAMEWORK_ATTEMPT_ID", "FC_FRAMEWORK_ATTEMPT_INSTANCE_UID",
+                "FC_CONFIGMAP_UID", "FC_TASKROLE_UID", "FC_TASK_UID", "FC_TASK_ATTEMPT_ID", "FC_POD_UID",
+                "FC_TASK_ATTEMPT_INSTANCE_UID")
+
+
+def test_every_frameworkcontroller_variable_is_set_and_renewed_as_its_object_is(tmp_path):
+    """FrameworkController prepends all fifteen FC_* variables to every container (frameworkcontroller.md g): a
+    command that reads $FC_POD_NAME or $FC_TASK_UID under nounset failed locally with "unbound variable". The UIDs
+    are renewed as their objects are: the pod's every task attempt, the task's and the attempt ConfigMap's every
+    job attempt, the Framework's never."""
+    line = "echo FC " + " ".join(f"{name}=${name}" for name in FC_VARIABLES)
+    # Every task fails its first attempt; job attempt 0 fails once work-1 has run its second (work-0's second fails).
+    job = job_file(tmp_path, "fcvars", [
+        line, '[ "$FC_TASK_ATTEMPT_ID" = 1 ]',
+        '[ "$FC_FRAMEWORK_ATTEMPT_ID" = 1 ] || [ "$PAI_TASK_INDEX" = 0 ] || touch second-done',
+        '[ "$FC_FRAMEWORK_ATTEMPT_ID" = 1 ] || [ "$PAI_TASK_INDEX" = 1 ] || '
+        '{ until [ -e second-done ]; do sleep 0.05; done; exit 1; }'],
+        instances=2, extra="jobRetryCount: 1\nextras: {gangAllocation: false}\n").read_text()
+    (tmp_path / "fcvars.yaml").write_text(job.replace("    commands:", "    taskRetryCount: 1\n    commands:"))
+    paictl("submit", str(tmp_path / "fcvars.yaml"), "--target", "local", "--follow", cwd=tmp_path, check_code=0)
+    seen = {}  # (job attempt, index, task attempt) -> variables
+    for attempt in (0, 1):
+        for index in (0, 1):
+            for text in log(tmp_path, "fcvars", f"work-{index}", attempt).splitlines():
+                if text.startswith("FC "):
+                    env = dict(item.split("=", 1) for item in text[3:].split(" "))
+                    seen[(attempt, index, int(env["FC_TASK_ATTEMPT_ID"]))] = env
+    assert sorted(seen) == [(a, i, t) for a in (0, 1) for i in (0, 1) for t in (0, 1)]
+    for (attempt, index, task_attempt), env in seen.items():
+        assert all(env[name] for name in FC_VARIABLES), env
+        framework = env["FC_FRAMEWORK_NAME"]
+        assert env["FC_FRAMEWORK_NAMESPACE"] == "default" and env["FC_CONFIGMAP_NAME"] == f"{framework}-attempt"
+        assert env["FC_POD_NAME"] == f"{framework}-work-{index}"
+        assert env["FC_FRAMEWORK_ATTEMPT_INSTANCE_UID"] == f"{attempt}_{env['FC_CONFIGMAP_UID']}"
+        assert env["FC_TASK_ATTEMPT_INSTANCE_UID"] == f"{task_attempt}_{env['FC_POD_UID']}"
+
+    def distinct(name: str, key) -> int:
+        return len({tuple(key(k)) + (v[name],) for k, v in seen.items()})
+
+    assert distinct("FC_FRAMEWORK_UID", lambda k: ()) == 1
+    assert distinct("FC_CONFIGMAP_UID", lambda k: k[:1]) == 2 == len({v["FC_CONFIGMAP_UID"] for v in seen.values()})
+    assert distinct("FC_TASKROLE_UID", lambda k: k[:1]) == 2
+    assert distinct("FC_TASK_UID", lambda k: k[:2]) == 4 == len({v["FC_TASK_UID"] for v in seen.values()})
+    assert len({v["FC_POD_UID"] for v in seen.values()}) == 8

@@ -73,7 +73,8 @@ def test_each_task_shell_is_a_fresh_bash_with_its_own_environment(tmp_path):
 #: Variables whose values are a task's own (runtime.task_env; the plan's per-task env); `_` is bash's.
 OWN = ("PAI_TASK_INDEX", "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX", "FC_TASK_INDEX", "FC_TASK_ATTEMPT_ID",
        "PAICTL_RUN_ID_TASK", "PAI_CURRENT_CONTAINER_PORT", "PAI_CONTAINER_HOST_PORT", "PAI_CONTAINER_SSH_PORT",
-       "PAI_CONTAINER_HOST_PORT_LIST", "PAI_CONTAINER_HOST_http_PORT_LIST", "PAI_CONTAINER_HOST_ssh_PORT_LIST", "_")
+       "PAI_CONTAINER_HOST_PORT_LIST", "PAI_CONTAINER_HOST_http_PORT_LIST", "PAI_CONTAINER_HOST_ssh_PORT_LIST",
+       "FC_POD_NAME", "FC_TASK_UID", "FC_POD_UID", "FC_TASK_ATTEMPT_INSTANCE_UID", "_")
 
 
 def shared(values: dict[str, str]) -> dict[str, str]:
