@@ -96,7 +96,7 @@ def check_item_text(text: str, path: str) -> ItemCheck:
     if clean is not None:
         return clean
     try:
-        document = load_located(text, path)
+        document = load_located(text, path, kind="marketplace-item")
     except DocumentError as exc:
         return ItemCheck(result=ValidationResult(path=path, diagnostics=tuple(exc.diagnostics), data=None), item=None)
     data = document.data

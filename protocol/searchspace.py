@@ -289,11 +289,11 @@ def load_space_document(text: str, path: str):
     from .loading import Document, DocumentError, load_located
 
     try:
-        return load_located(text, path)
+        return load_located(text, path, kind="search-space")
     except DocumentError:
         if "\t" not in text or not text.lstrip().startswith("{") or not _is_json(text):
             raise
-    document = load_located(text.replace("\t", " "), path)
+    document = load_located(text.replace("\t", " "), path, kind="search-space")
     return Document(path=path, text=text, data=document.data, positions=document.positions)
 
 

@@ -293,7 +293,7 @@ def load_checked(text: str, path: str, schema_name: str,
     from .schema_check import check_schema
 
     try:
-        document = load_located(text, path)
+        document = load_located(text, path, kind=schema_name)
     except DocumentError as exc:
         raise InvalidJobError(exc.diagnostics) from None
     findings = check_schema(document.data, schema_name)

@@ -201,6 +201,28 @@ def test_an_openpai_user_no_framework_label_can_hold_is_refused_before_anything_
     assert not (tmp_path / "config").exists()
 
 
+@pytest.mark.parametrize("content, said", [
+    ("", "the document is empty; {noun} is a YAML mapping"),
+    ("- a\n", "the document is a list; {noun} is a YAML mapping"),
+    ("a: 1\n---\nb: 2\n", "more than one YAML document; {file_noun} holds exactly one"),
+])
+@pytest.mark.parametrize("option, noun, file_noun", [
+    ("--profile", "a profile", "a profile"), ("--space", "a search space", "a search space file"),
+    ("--cluster", "a cluster file", "a cluster file"),
+])
+def test_a_file_that_is_not_a_job_is_never_told_to_be_one(run_cli, tmp_path, content, said, option, noun,
+                                                           file_noun):
+    """A profile, a search space or a cluster file of the wrong shape is said to be what it is: not "a job is a
+    YAML mapping" with the hint to start it with `protocolVersion: 2`."""
+    path = tmp_path / "given.yaml"
+    path.write_text(content)
+    target = ["--target", "grass"] if option == "--cluster" else []
+    code, out, err = run_cli("compile", str(ROOT / "examples" / "grass-hello.yaml"), *target, option, str(path))
+    assert code in (1, 2) and out == "", err
+    told = err.replace(str(path), "FILE")
+    assert said.format(noun=noun, file_noun=file_noun) in told and "job" not in told and "protocolVersion" not in told
+
+
 def test_hostile_text_cannot_break_lines_or_drive_the_terminal(run_cli):
     code, out, _ = run_cli("validate", "-", input='protocolVersion: 2\n"bad\\nkey": 1\n')
     line = next(line for line in out.splitlines() if "E202" in line)

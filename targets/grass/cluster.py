@@ -114,7 +114,7 @@ def load_cluster(paths: Union[str, Sequence[str]]) -> Cluster:
     credentials: list[str] = []
     for path in paths:
         try:
-            document = load_located(decode_source(read_source(path), path), path)
+            document = load_located(decode_source(read_source(path), path), path, kind="grass-cluster")
         except DocumentError as exc:
             diagnostics += exc.diagnostics
             continue
