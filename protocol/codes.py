@@ -111,6 +111,7 @@ CODES: dict[str, tuple[Severity, str]] = {
     "E706": (E, "Mars: a port the job asks for is Mars's own port 11111"),
     "W701": (W, "Mars: extras.marsJob.memoryTuningPolicy (the tutorial's name) is read as workerMemoryTuningPolicy"),
     "W702": (W, "Mars: taskRetryCount of the scheduler is not applied (a restarted scheduler has lost the cluster state)"),
+    "W703": (W, "Mars: taskRetryCount is no bound without a backoffLimit (KubeDL restarts an OnFailure pod for ever)"),
     # Marketplace items (paictl marketplace; the embedded job gets the codes above)
     "E880": (E, "marketplace item: a file it names (description or protocol) is missing or unreadable"),
     "E881": (E, "marketplace item: a file path leaves the item's folder (absolute, `..`, or a symlink pointing out)"),

@@ -268,6 +268,12 @@ EXPLANATIONS: dict[str, tuple[str, str, str]] = {
     "W702": ("Mars: the scheduler is never restarted with its state, so its taskRetryCount is not applied.",
              "scheduler:\n  taskRetryCount: 3",
              "remove taskRetryCount from the scheduler (retry the job instead)"),
+    "W703": ("Mars: a task role with taskRetryCount > 0 (gang allocation off) gets restartPolicy OnFailure, and KubeDL "
+             "bounds the restarts of such pods only with the MarsJob's backoffLimit, one budget for the whole job. "
+             "With jobRetryCount 0 and no extras.marsJob.backoffLimit there is none: a task that keeps failing is "
+             "restarted for ever, where OpenPAI gives up after taskRetryCount retries and fails the job.",
+             "taskRoles:\n  worker:\n    taskRetryCount: 3\nextras:\n  gangAllocation: false",
+             "set extras.marsJob.backoffLimit (restarts allowed across the job), or jobRetryCount"),
     "W101": ("A file reports at most 1,000 diagnostics, errors first; this one line says there are more.",
              "a generated job with thousands of misspelt keys",
              "fix the problems shown and validate again"),

@@ -126,7 +126,7 @@ def compile_marsjob(job: Job, profile: Profile, *, parameters: Mapping[str, Any]
 
 
 def compile_warnings(job: Job, profile: Profile, document: Document | None = None) -> list[Diagnostic]:
-    """What the compile accepts but the user should fix (W701, W702), located; printed by the CLI, not raised."""
+    """What the compile accepts but the user should fix (W701, W702, W703), located; printed by the CLI, not raised."""
     _, _, _, warnings = _plan(job, profile)
     return located_all(warnings, document, document.path if document is not None else "<job>")
 
@@ -213,6 +213,15 @@ def _plan(job: Job, profile: Profile) -> tuple[dict[str, TaskRole], MarsSettings
                                 "taskRetryCount of the scheduler is not applied: a restarted scheduler has lost the "
                                 "cluster state, so it stays restartPolicy Never (a failed scheduler fails the job)",
                                 hint="remove taskRetryCount, or set extras.marsJob.restartPolicy.scheduler"))
+    if job.job_retry_count == 0 and "backoffLimit" not in settings.run_policy:
+        warnings += [finding("W703", _role_pointer(role) + "/taskRetryCount", f"taskRetryCount "
+                             f"{role.task_retry_count} of task role '{role.name}' is no bound: its pods restart "
+                             "OnFailure, and KubeDL limits those restarts only with the job's backoffLimit, which is "
+                             "unset (jobRetryCount 0), so a task that keeps failing restarts for ever",
+                             hint="set extras.marsJob.backoffLimit (restarts allowed across the job), or jobRetryCount")
+                     for replica_type, role in types.items()
+                     if restart_policy(job, role, replica_type, settings) == "OnFailure"
+                     and role.name.lower() not in settings.restart_policies]
     return types, settings, errors, warnings
 
 

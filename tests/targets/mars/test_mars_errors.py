@@ -150,3 +150,22 @@ def test_task_retry_count_of_the_scheduler_is_not_applied():
     warning, = compile_warnings(job, load_profile("default"), load_located(text, "job.yaml"))
     assert (warning.code, warning.line) == ("W702", 8)
     assert compiled(text)[-1]["spec"]["marsReplicaSpecs"]["Scheduler"]["restartPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("bound, warned", [
+    ("", True),                                                   # nothing bounds the OnFailure restarts
+    ("jobRetryCount: 1\n", False),                                # backoffLimit 1
+    ("extras: {gangAllocation: false, marsJob: {backoffLimit: 5}}\n", False),
+    ("extras: {gangAllocation: false, marsJob: {restartPolicy: {worker: ExitCode}}}\n", False),  # not OnFailure
+])
+def test_task_retries_of_a_worker_without_a_backoff_limit_are_no_bound(bound, warned):
+    """OpenPAI gives up on a task after taskRetryCount retries; a MarsJob role with it restarts OnFailure, which
+    KubeDL limits only with the job-wide backoffLimit: without one a failing worker restarts for ever."""
+    text = BASE.replace("    instances: 2\n", "    instances: 2\n    taskRetryCount: 3\n") + (
+        bound if bound.startswith("extras") else bound + "extras: {gangAllocation: false}\n")
+    job = load_job_text(text, "job.yaml")
+    warnings = compile_warnings(job, load_profile("default"), load_located(text, "job.yaml"))
+    assert [(w.code, w.line) for w in warnings] == ([("W703", 13)] if warned else [])
+    spec = compiled(text)[-1]["spec"]
+    if warned:
+        assert spec["marsReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure" and "backoffLimit" not in spec
