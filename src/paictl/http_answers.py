@@ -16,6 +16,9 @@ from typing import Any
 
 #: The most of a page an error line quotes.
 PAGE_TEXT_LIMIT = 200
+#: How much of a page is looked at for its words (an unclosed `<script` repeated over megabytes costs the hidden-part
+#: pattern quadratic time).
+_PAGE_READ = 8 * 1024
 _TAG = re.compile(r"<[^>]*>")
 _PRE = re.compile(r"<pre>(.*?)</pre>", re.S | re.I)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S | re.I)
@@ -49,7 +52,7 @@ def page_text(text: str) -> str:
     """An answer body as one line: an HTML page becomes its words (express' error page: its <pre> message, `Cannot
     GET /x`; another page: its title, else its visible text), anything else its first non-empty line; at most
     PAGE_TEXT_LIMIT characters."""
-    text = (text or "").strip()
+    text = (text or "")[:_PAGE_READ].strip()  # the words are at the top; the regexes never see a huge page
     if text.startswith("<"):
         chosen = _PRE.search(text) or _TITLE.search(text)
         text = chosen.group(1) if chosen else _HIDDEN.sub(" ", text)
