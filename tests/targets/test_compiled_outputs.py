@@ -8,7 +8,9 @@ refused (their exit code and empty output are recorded too).
 
 The `local` rows were recorded again for issue 29, whose plan changed on purpose: each task role gained `resources`
 (the docker runtime's limits) and `notes` lost the image remark (the runtime is chosen at submit); the goldens in
-tests/targets/local/__snapshots__ show the change.
+tests/targets/local/__snapshots__ show the change. They were recorded again in session 13 (2026-12-02), when the plan
+gained the FrameworkController variables a container gets (FC_FRAMEWORK_NAME as the Framework's own name in
+`spec.env`, FC_FRAMEWORK_NAMESPACE, FC_CONFIGMAP_NAME, each task's FC_POD_NAME): the same goldens show that change.
 """
 
 from __future__ import annotations
